@@ -1,0 +1,334 @@
+// Package ir is gelo's dataflow IR: an SSA graph whose values carry a type
+// (dtype and shape with symbolic dims), a placement (tee or device) and a
+// secrecy (public or secret). It knows nothing of models, backends or crypto;
+// those live in the packages that import it.
+package ir
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// FormatVersion is the version of the text form written by Print. It is
+// bumped whenever the printed syntax or an op's meaning changes.
+const FormatVersion = 1
+
+// DType is the element type of a value.
+type DType uint8
+
+const (
+	InvalidDType DType = iota
+	F32
+	BF16
+	F16
+	I32
+)
+
+var dtypeNames = [...]string{InvalidDType: "invalid", F32: "f32", BF16: "bf16", F16: "f16", I32: "i32"}
+
+func (d DType) String() string {
+	if int(d) < len(dtypeNames) {
+		return dtypeNames[d]
+	}
+	return "dtype(" + strconv.Itoa(int(d)) + ")"
+}
+
+// ParseDType maps a printed dtype name back to its DType.
+func ParseDType(s string) (DType, error) {
+	for i, n := range dtypeNames {
+		if i != int(InvalidDType) && n == s {
+			return DType(i), nil
+		}
+	}
+	return InvalidDType, fmt.Errorf("unknown dtype %q", s)
+}
+
+// Dim is one dimension of a shape: a fixed size, or a symbol (Sym != "")
+// such as n (prefill rows), B (decode batch) or T (cache length) that is
+// bound when a plan is instantiated.
+type Dim struct {
+	Size int
+	Sym  string
+}
+
+// D returns a fixed dimension.
+func D(size int) Dim { return Dim{Size: size} }
+
+// S returns a symbolic dimension.
+func S(sym string) Dim { return Dim{Sym: sym} }
+
+// IsSym reports whether d is symbolic.
+func (d Dim) IsSym() bool { return d.Sym != "" }
+
+func (d Dim) String() string {
+	if d.Sym != "" {
+		return d.Sym
+	}
+	return strconv.Itoa(d.Size)
+}
+
+// Bind resolves d against bindings of symbols to sizes.
+func (d Dim) Bind(b map[string]int) (int, error) {
+	if d.Sym == "" {
+		return d.Size, nil
+	}
+	v, ok := b[d.Sym]
+	if !ok {
+		return 0, fmt.Errorf("symbolic dim %q is not bound", d.Sym)
+	}
+	return v, nil
+}
+
+// Shape is an ordered list of dims; a scalar has none.
+type Shape []Dim
+
+// Type is a value's dtype and shape, printed as f32[n,1024].
+type Type struct {
+	DType DType
+	Shape Shape
+}
+
+// T builds a type from dims given as ints (fixed) or strings (symbolic).
+func T(dt DType, dims ...any) Type {
+	sh := make(Shape, len(dims))
+	for i, d := range dims {
+		switch v := d.(type) {
+		case int:
+			sh[i] = D(v)
+		case string:
+			sh[i] = S(v)
+		case Dim:
+			sh[i] = v
+		default:
+			panic(fmt.Sprintf("ir.T: dim %d has type %T", i, d))
+		}
+	}
+	return Type{DType: dt, Shape: sh}
+}
+
+func (t Type) String() string {
+	var b strings.Builder
+	b.WriteString(t.DType.String())
+	b.WriteByte('[')
+	for i, d := range t.Shape {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(d.String())
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// Equal reports whether two types are identical (dtype and every dim).
+func (t Type) Equal(u Type) bool {
+	if t.DType != u.DType || len(t.Shape) != len(u.Shape) {
+		return false
+	}
+	for i := range t.Shape {
+		if t.Shape[i] != u.Shape[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Rank is the number of dims.
+func (t Type) Rank() int { return len(t.Shape) }
+
+// Elems binds every dim and returns the element count.
+func (t Type) Elems(b map[string]int) (int, error) {
+	n := 1
+	for _, d := range t.Shape {
+		v, err := d.Bind(b)
+		if err != nil {
+			return 0, err
+		}
+		n *= v
+	}
+	return n, nil
+}
+
+// Placement says which side of the trust boundary executes a node.
+type Placement uint8
+
+const (
+	Unplaced Placement = iota
+	TEE
+	Device
+)
+
+var placementNames = [...]string{Unplaced: "unplaced", TEE: "tee", Device: "device"}
+
+func (p Placement) String() string {
+	if int(p) < len(placementNames) {
+		return placementNames[p]
+	}
+	return "placement(" + strconv.Itoa(int(p)) + ")"
+}
+
+// ParsePlacement maps a printed placement back.
+func ParsePlacement(s string) (Placement, error) {
+	for i, n := range placementNames {
+		if n == s {
+			return Placement(i), nil
+		}
+	}
+	return Unplaced, fmt.Errorf("unknown placement %q", s)
+}
+
+// Secrecy is whether a value may be seen by the untrusted side as is.
+type Secrecy uint8
+
+const (
+	Public Secrecy = iota
+	Secret
+)
+
+func (s Secrecy) String() string {
+	if s == Secret {
+		return "secret"
+	}
+	return "public"
+}
+
+// ParseSecrecy maps a printed secrecy back.
+func ParseSecrecy(s string) (Secrecy, error) {
+	switch s {
+	case "public":
+		return Public, nil
+	case "secret":
+		return Secret, nil
+	}
+	return Public, fmt.Errorf("unknown secrecy %q", s)
+}
+
+// ValueID names the value produced by a node; it is the node's index in
+// Graph.Nodes, so SSA numbering is deterministic.
+type ValueID int
+
+func (v ValueID) String() string { return "%" + strconv.Itoa(int(v)) }
+
+// Attr values are int64, float64, string, bool or []int64; nothing else
+// is printed or parsed.
+type Attrs map[string]any
+
+// Keys returns the attribute names in sorted order, the printed order.
+func (a Attrs) Keys() []string {
+	ks := make([]string, 0, len(a))
+	for k := range a {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Int returns an integer attribute.
+func (a Attrs) Int(name string) (int64, bool) {
+	v, ok := a[name].(int64)
+	return v, ok
+}
+
+// Float returns a float attribute.
+func (a Attrs) Float(name string) (float64, bool) {
+	v, ok := a[name].(float64)
+	return v, ok
+}
+
+// Str returns a string attribute.
+func (a Attrs) Str(name string) (string, bool) {
+	v, ok := a[name].(string)
+	return v, ok
+}
+
+// Bool returns a boolean attribute.
+func (a Attrs) Bool(name string) (bool, bool) {
+	v, ok := a[name].(bool)
+	return v, ok
+}
+
+// Node is one operation producing one value.
+type Node struct {
+	ID      ValueID
+	Op      string
+	Inputs  []ValueID
+	Attrs   Attrs
+	Type    Type
+	Place   Placement
+	Secrecy Secrecy
+}
+
+// Output is a named graph result (logits, an updated cache).
+type Output struct {
+	Name  string
+	Value ValueID
+}
+
+// Graph is one traced phase, e.g. prefill(n) or decode(B). Params lists
+// the symbolic dims the caller binds.
+type Graph struct {
+	Name    string
+	Params  []string
+	Nodes   []*Node
+	Outputs []Output
+}
+
+// Node returns the node producing v, or nil when v is out of range.
+func (g *Graph) Node(v ValueID) *Node {
+	if int(v) < 0 || int(v) >= len(g.Nodes) {
+		return nil
+	}
+	return g.Nodes[v]
+}
+
+// Add appends a node, infers its type and secrecy from the op table and
+// returns its value. Tracers and passes use it; it never panics on bad
+// input but returns an error naming the op.
+func (g *Graph) Add(op string, attrs Attrs, inputs ...ValueID) (ValueID, error) {
+	n := &Node{ID: ValueID(len(g.Nodes)), Op: op, Inputs: inputs, Attrs: attrs}
+	if n.Attrs == nil {
+		n.Attrs = Attrs{}
+	}
+	t, err := InferType(g, n)
+	if err != nil {
+		return -1, fmt.Errorf("add %s: %w", op, err)
+	}
+	n.Type = t
+	n.Secrecy = InferSecrecy(g, n)
+	g.Nodes = append(g.Nodes, n)
+	return n.ID, nil
+}
+
+// AddDeclared appends a source node (input or weight) whose type the
+// producer declares.
+func (g *Graph) AddDeclared(op string, attrs Attrs, t Type) (ValueID, error) {
+	n := &Node{ID: ValueID(len(g.Nodes)), Op: op, Attrs: attrs, Type: t}
+	if n.Attrs == nil {
+		n.Attrs = Attrs{}
+	}
+	if _, err := InferType(g, n); err != nil {
+		return -1, fmt.Errorf("add %s: %w", op, err)
+	}
+	n.Secrecy = InferSecrecy(g, n)
+	g.Nodes = append(g.Nodes, n)
+	return n.ID, nil
+}
+
+// Module is what a compile produces before lowering: metadata (model name,
+// pass configuration) and one graph per phase.
+type Module struct {
+	Meta   map[string]string
+	Graphs []*Graph
+}
+
+// Graph returns the graph with the given name, or nil.
+func (m *Module) Graph(name string) *Graph {
+	for _, g := range m.Graphs {
+		if g.Name == name {
+			return g
+		}
+	}
+	return nil
+}

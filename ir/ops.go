@@ -1,0 +1,397 @@
+package ir
+
+import (
+	"fmt"
+	"sort"
+)
+
+// AttrKind is the type an attribute must have.
+type AttrKind uint8
+
+const (
+	AttrInt AttrKind = iota
+	AttrFloat
+	AttrString
+	AttrBool
+	AttrInts
+)
+
+func (k AttrKind) String() string {
+	return [...]string{"int", "float", "string", "bool", "ints"}[k]
+}
+
+// AttrSpec declares one attribute of an op.
+type AttrSpec struct {
+	Name     string
+	Kind     AttrKind
+	Optional bool
+}
+
+// SecrecyRule says how an op's output secrecy is derived.
+type SecrecyRule uint8
+
+const (
+	// Propagate: secret if any input is secret.
+	Propagate SecrecyRule = iota
+	// AlwaysPublic: public weights and constants.
+	AlwaysPublic
+	// AlwaysSecret: graph inputs (prompt ids, positions, cache state).
+	AlwaysSecret
+	// Declassify: the output may cross to the device (a mask).
+	Declassify
+)
+
+// OpInfo is one row of the op table: operands, attributes, type rule and
+// secrecy rule. Every op the IR can hold is declared here, so the validator,
+// printer and parser share one source of truth.
+type OpInfo struct {
+	Name string
+	Doc  string
+	// MinInputs and MaxInputs bound the operand count.
+	MinInputs, MaxInputs int
+	Attrs                []AttrSpec
+	// Declared: the output type is written by the producer (inputs and
+	// weights) rather than inferred.
+	Declared bool
+	Secrecy  SecrecyRule
+	// Infer computes the output type from the operand types and attributes.
+	Infer func(n *Node, in []Type) (Type, error)
+}
+
+var opTable = map[string]*OpInfo{}
+
+// Register adds an op to the table. Later stages (protection, fusion) add
+// their ops through it at init time; a duplicate name is a programming
+// error and panics at init.
+func Register(info *OpInfo) {
+	if _, dup := opTable[info.Name]; dup {
+		panic("ir: op registered twice: " + info.Name)
+	}
+	opTable[info.Name] = info
+}
+
+// Op returns the table row for name, or nil for an unknown op.
+func Op(name string) *OpInfo { return opTable[name] }
+
+// Ops returns every registered op name, sorted.
+func Ops() []string {
+	ns := make([]string, 0, len(opTable))
+	for n := range opTable {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// InferType checks n's operands and attributes against the op table and
+// returns the output type. For declared ops it returns n.Type unchanged.
+func InferType(g *Graph, n *Node) (Type, error) {
+	info := Op(n.Op)
+	if info == nil {
+		return Type{}, fmt.Errorf("unknown op %q", n.Op)
+	}
+	if len(n.Inputs) < info.MinInputs || len(n.Inputs) > info.MaxInputs {
+		if info.MinInputs == info.MaxInputs {
+			return Type{}, fmt.Errorf("%s takes %d operands, got %d", n.Op, info.MinInputs, len(n.Inputs))
+		}
+		return Type{}, fmt.Errorf("%s takes %d to %d operands, got %d", n.Op, info.MinInputs, info.MaxInputs, len(n.Inputs))
+	}
+	if err := checkAttrs(info, n.Attrs); err != nil {
+		return Type{}, fmt.Errorf("%s: %w", n.Op, err)
+	}
+	in := make([]Type, len(n.Inputs))
+	for i, v := range n.Inputs {
+		if v >= n.ID {
+			return Type{}, fmt.Errorf("%s operand %d (%v) is not defined before its use", n.Op, i, v)
+		}
+		src := g.Node(v)
+		if src == nil {
+			return Type{}, fmt.Errorf("%s operand %d (%v) is undefined", n.Op, i, v)
+		}
+		in[i] = src.Type
+	}
+	if info.Declared {
+		if n.Type.DType == InvalidDType {
+			return Type{}, fmt.Errorf("%s needs a declared type", n.Op)
+		}
+		return n.Type, nil
+	}
+	t, err := info.Infer(n, in)
+	if err != nil {
+		return Type{}, fmt.Errorf("%s: %w", n.Op, err)
+	}
+	return t, nil
+}
+
+// InferSecrecy derives n's secrecy from its op's rule and its operands.
+func InferSecrecy(g *Graph, n *Node) Secrecy {
+	info := Op(n.Op)
+	if info == nil {
+		return Secret
+	}
+	switch info.Secrecy {
+	case AlwaysPublic, Declassify:
+		return Public
+	case AlwaysSecret:
+		return Secret
+	}
+	for _, v := range n.Inputs {
+		if src := g.Node(v); src != nil && src.Secrecy == Secret {
+			return Secret
+		}
+	}
+	return Public
+}
+
+func checkAttrs(info *OpInfo, a Attrs) error {
+	known := map[string]bool{}
+	for _, s := range info.Attrs {
+		known[s.Name] = true
+		v, ok := a[s.Name]
+		if !ok {
+			if s.Optional {
+				continue
+			}
+			return fmt.Errorf("missing attribute %q (%s)", s.Name, s.Kind)
+		}
+		var good bool
+		switch s.Kind {
+		case AttrInt:
+			_, good = v.(int64)
+		case AttrFloat:
+			_, good = v.(float64)
+		case AttrString:
+			_, good = v.(string)
+		case AttrBool:
+			_, good = v.(bool)
+		case AttrInts:
+			_, good = v.([]int64)
+		}
+		if !good {
+			return fmt.Errorf("attribute %q must be %s, got %T", s.Name, s.Kind, v)
+		}
+	}
+	for _, k := range a.Keys() {
+		if !known[k] {
+			return fmt.Errorf("unknown attribute %q", k)
+		}
+	}
+	return nil
+}
+
+func isFloat(d DType) bool { return d == F32 || d == BF16 || d == F16 }
+
+// expect checks a type's dtype class and rank.
+func expect(what string, t Type, float bool, rank int) error {
+	if float && !isFloat(t.DType) {
+		return fmt.Errorf("%s must be floating point, got %v", what, t)
+	}
+	if !float && t.DType != I32 {
+		return fmt.Errorf("%s must be i32, got %v", what, t)
+	}
+	if t.Rank() != rank {
+		return fmt.Errorf("%s must have rank %d, got %v", what, rank, t)
+	}
+	return nil
+}
+
+func sameDim(what string, a, b Dim) error {
+	if a != b {
+		return fmt.Errorf("%s: dim %v does not match %v", what, a, b)
+	}
+	return nil
+}
+
+func attrInt(n *Node, name string) int {
+	v, _ := n.Attrs.Int(name)
+	return int(v)
+}
+
+// headsWidth checks that x's last dim equals heads*head_dim.
+func headsWidth(n *Node, x Type, headsAttr string) error {
+	h, hd := attrInt(n, headsAttr), attrInt(n, "head_dim")
+	if h <= 0 || hd <= 0 {
+		return fmt.Errorf("%s and head_dim must be positive, got %d and %d", headsAttr, h, hd)
+	}
+	last := x.Shape[x.Rank()-1]
+	if last.IsSym() || last.Size != h*hd {
+		return fmt.Errorf("width %v is not %s*head_dim = %d", last, headsAttr, h*hd)
+	}
+	return nil
+}
+
+func init() {
+	rows := func(t Type) Dim { return t.Shape[0] }
+	for _, info := range []*OpInfo{
+		{Name: "input", Doc: "a secret graph input (token ids, positions, cache state)",
+			Attrs: []AttrSpec{{Name: "name", Kind: AttrString}}, Declared: true, Secrecy: AlwaysSecret},
+		{Name: "weight", Doc: "a public named weight tensor",
+			Attrs: []AttrSpec{{Name: "name", Kind: AttrString}}, Declared: true, Secrecy: AlwaysPublic},
+		{Name: "embed", Doc: "gather rows of a table by secret ids", MinInputs: 2, MaxInputs: 2,
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("ids", in[0], false, 1); err != nil {
+					return Type{}, err
+				}
+				if err := expect("table", in[1], true, 2); err != nil {
+					return Type{}, err
+				}
+				return Type{F32, Shape{rows(in[0]), in[1].Shape[1]}}, nil
+			}},
+		{Name: "rms_norm", Doc: "x / rms(x) * w over the last dim", MinInputs: 2, MaxInputs: 2,
+			Attrs: []AttrSpec{{Name: "eps", Kind: AttrFloat}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("x", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				if err := expect("w", in[1], true, 1); err != nil {
+					return Type{}, err
+				}
+				if err := sameDim("w", in[1].Shape[0], in[0].Shape[1]); err != nil {
+					return Type{}, err
+				}
+				return Type{F32, in[0].Shape}, nil
+			}},
+		{Name: "matmul", Doc: "x W^T (+ b): a linear layer with W laid out [out, in]", MinInputs: 2, MaxInputs: 3,
+			Infer: linearType},
+		{Name: "lm_head", Doc: "x W^T over the vocabulary: the logits", MinInputs: 2, MaxInputs: 2,
+			Infer: linearType},
+		{Name: "qk_norm", Doc: "per-head RMSNorm of Q or K", MinInputs: 2, MaxInputs: 2,
+			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt}, {Name: "eps", Kind: AttrFloat}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("x", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				if err := headsWidth(n, in[0], "heads"); err != nil {
+					return Type{}, err
+				}
+				if err := expect("w", in[1], true, 1); err != nil {
+					return Type{}, err
+				}
+				if err := sameDim("w", in[1].Shape[0], D(attrInt(n, "head_dim"))); err != nil {
+					return Type{}, err
+				}
+				return Type{F32, in[0].Shape}, nil
+			}},
+		{Name: "rope", Doc: "rotary position embedding, HF rotate_half convention", MinInputs: 2, MaxInputs: 2,
+			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt}, {Name: "theta", Kind: AttrFloat}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("x", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				if err := headsWidth(n, in[0], "heads"); err != nil {
+					return Type{}, err
+				}
+				if err := expect("pos", in[1], false, 1); err != nil {
+					return Type{}, err
+				}
+				if err := sameDim("pos", in[1].Shape[0], rows(in[0])); err != nil {
+					return Type{}, err
+				}
+				return Type{F32, in[0].Shape}, nil
+			}},
+		{Name: "kv_append", Doc: "write rows of K or V into the cache at (seq, pos); returns the cache",
+			MinInputs: 4, MaxInputs: 4,
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("cache", in[0], true, 3); err != nil {
+					return Type{}, err
+				}
+				if err := expect("x", in[1], true, 2); err != nil {
+					return Type{}, err
+				}
+				if err := sameDim("x width", in[1].Shape[1], in[0].Shape[2]); err != nil {
+					return Type{}, err
+				}
+				for i, what := range []string{"seq", "pos"} {
+					if err := expect(what, in[2+i], false, 1); err != nil {
+						return Type{}, err
+					}
+					if err := sameDim(what, in[2+i].Shape[0], rows(in[1])); err != nil {
+						return Type{}, err
+					}
+				}
+				return in[0], nil
+			}},
+		{Name: "attention", Doc: "causal GQA of each row against its sequence's cache up to its position",
+			MinInputs: 5, MaxInputs: 5,
+			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "kv_heads", Kind: AttrInt},
+				{Name: "head_dim", Kind: AttrInt}, {Name: "scale", Kind: AttrFloat}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("q", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				if err := headsWidth(n, in[0], "heads"); err != nil {
+					return Type{}, err
+				}
+				h, kvh := attrInt(n, "heads"), attrInt(n, "kv_heads")
+				if kvh <= 0 || h%kvh != 0 {
+					return Type{}, fmt.Errorf("heads %d is not a multiple of kv_heads %d", h, kvh)
+				}
+				for i, what := range []string{"k cache", "v cache"} {
+					c := in[1+i]
+					if err := expect(what, c, true, 3); err != nil {
+						return Type{}, err
+					}
+					if err := headsWidth(n, c, "kv_heads"); err != nil {
+						return Type{}, fmt.Errorf("%s: %w", what, err)
+					}
+				}
+				if !in[1].Equal(in[2]) {
+					return Type{}, fmt.Errorf("k cache %v and v cache %v differ", in[1], in[2])
+				}
+				for i, what := range []string{"seq", "pos"} {
+					if err := expect(what, in[3+i], false, 1); err != nil {
+						return Type{}, err
+					}
+					if err := sameDim(what, in[3+i].Shape[0], rows(in[0])); err != nil {
+						return Type{}, err
+					}
+				}
+				return Type{F32, in[0].Shape}, nil
+			}},
+		{Name: "silu", Doc: "x * sigmoid(x)", MinInputs: 1, MaxInputs: 1, Infer: elementwise},
+		{Name: "mul", Doc: "elementwise product", MinInputs: 2, MaxInputs: 2, Infer: elementwise},
+		{Name: "add", Doc: "elementwise sum (residual)", MinInputs: 2, MaxInputs: 2, Infer: elementwise},
+		{Name: "last_row", Doc: "the last row of a prefill: only it feeds the LM head", MinInputs: 1, MaxInputs: 1,
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("x", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				return Type{in[0].DType, Shape{D(1), in[0].Shape[1]}}, nil
+			}},
+	} {
+		Register(info)
+	}
+}
+
+func linearType(n *Node, in []Type) (Type, error) {
+	if err := expect("x", in[0], true, 2); err != nil {
+		return Type{}, err
+	}
+	if err := expect("w", in[1], true, 2); err != nil {
+		return Type{}, err
+	}
+	if err := sameDim("w in-features", in[1].Shape[1], in[0].Shape[1]); err != nil {
+		return Type{}, err
+	}
+	if len(in) == 3 {
+		if err := expect("bias", in[2], true, 1); err != nil {
+			return Type{}, err
+		}
+		if err := sameDim("bias", in[2].Shape[0], in[1].Shape[0]); err != nil {
+			return Type{}, err
+		}
+	}
+	return Type{F32, Shape{in[0].Shape[0], in[1].Shape[0]}}, nil
+}
+
+func elementwise(n *Node, in []Type) (Type, error) {
+	for i, t := range in {
+		if !isFloat(t.DType) {
+			return Type{}, fmt.Errorf("operand %d must be floating point, got %v", i, t)
+		}
+		if i > 0 && !(Type{F32, t.Shape}).Equal(Type{F32, in[0].Shape}) {
+			return Type{}, fmt.Errorf("operand %d shape %v does not match %v", i, t, in[0])
+		}
+	}
+	return Type{F32, in[0].Shape}, nil
+}

@@ -1,0 +1,88 @@
+package cpu
+
+import (
+	"fmt"
+
+	"gelo/ir"
+)
+
+// lower returns the instruction for one node. Buffers are looked up through
+// p at run time, so an input rebound after compile (the KV cache) is seen.
+func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
+	ctx := b.ctx
+	out := n.ID
+	in := n.Inputs
+	dims := func(v ir.ValueID) []int { return p.dims[v] }
+	f := func(v ir.ValueID) []float32 { return p.f32[p.storage(v)] }
+	i32 := func(v ir.ValueID) []int32 { return p.i32[v] }
+	rows := dims(out)[0]
+	attr := func(name string) int { v, _ := n.Attrs.Int(name); return int(v) }
+	eps, _ := n.Attrs.Float("eps")
+
+	switch n.Op {
+	case "embed":
+		d, vocab := dims(in[1])[1], dims(in[1])[0]
+		return func() error { return ctx.Embed(f(out), f(in[1]), i32(in[0]), d, vocab) }, nil
+	case "rms_norm":
+		d := dims(out)[1]
+		return func() error { ctx.RMSNorm(f(out), f(in[0]), f(in[1]), rows, d, float32(eps)); return nil }, nil
+	case "matmul", "lm_head":
+		k, nOut := dims(in[0])[1], dims(in[1])[0]
+		if len(in) == 3 {
+			return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, f(in[2])); return nil }, nil
+		}
+		return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, nil); return nil }, nil
+	case "qk_norm":
+		heads, hd := attr("heads"), attr("head_dim")
+		return func() error {
+			copy(f(out), f(in[0]))
+			ctx.HeadRMSNorm(f(out), f(in[1]), rows, heads, hd, float32(eps))
+			return nil
+		}, nil
+	case "rope":
+		heads, hd := attr("heads"), attr("head_dim")
+		theta, _ := n.Attrs.Float("theta")
+		maxPos := maxPositions(p)
+		r := b.rope(hd, theta, maxPos)
+		return func() error {
+			copy(f(out), f(in[0]))
+			return r.Apply(f(out), rows, heads, hd, i32(in[1]))
+		}, nil
+	case "kv_append":
+		cd := dims(in[0])
+		width, maxT := cd[2], cd[1]
+		xr := dims(in[1])[0]
+		return func() error { return ctx.KVAppend(f(in[0]), f(in[1]), xr, width, maxT, i32(in[2]), i32(in[3])) }, nil
+	case "attention":
+		heads, kvh, hd := attr("heads"), attr("kv_heads"), attr("head_dim")
+		scale, _ := n.Attrs.Float("scale")
+		maxT := dims(in[1])[1]
+		return func() error {
+			return ctx.Attention(f(out), f(in[0]), f(in[1]), f(in[2]), rows, heads, kvh, hd, maxT, i32(in[3]), i32(in[4]), float32(scale))
+		}, nil
+	case "silu":
+		return func() error { ctx.SiLU(f(out), f(in[0])); return nil }, nil
+	case "mul":
+		return func() error { ctx.Mul(f(out), f(in[0]), f(in[1])); return nil }, nil
+	case "add":
+		return func() error { ctx.Add(f(out), f(in[0]), f(in[1])); return nil }, nil
+	case "last_row":
+		d := dims(in[0])[1]
+		return func() error {
+			x := f(in[0])
+			copy(f(out), x[len(x)-d:])
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("the cpu backend has no kernel for op %q", n.Op)
+}
+
+// maxPositions is the cache capacity T, the bound on every position.
+func maxPositions(p *Program) int {
+	for i, n := range p.g.Nodes {
+		if n.Op == "kv_append" {
+			return p.dims[i][1]
+		}
+	}
+	return 1 << 16
+}

@@ -1,0 +1,60 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Argmax returns the index of the largest logit; ties go to the lowest
+// index, so greedy decoding is deterministic.
+func Argmax(logits []float32) int {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// GenerateOptions bound a greedy generation.
+type GenerateOptions struct {
+	MaxTokens int
+	// EOS ids end generation; the EOS token is emitted and included.
+	EOS []int
+	// Emit receives each token as it is sampled (streaming); an error
+	// stops generation.
+	Emit func(token int) error
+}
+
+// Generate prefills the prompt and decodes greedily until an EOS token,
+// MaxTokens new tokens, or the context is full. It returns the new tokens.
+func (s *Session) Generate(prompt []int32, opt GenerateOptions) ([]int, error) {
+	if opt.MaxTokens <= 0 {
+		return nil, fmt.Errorf("generate: max tokens must be positive, got %d", opt.MaxTokens)
+	}
+	logits, err := s.Prefill(prompt)
+	if err != nil {
+		return nil, err
+	}
+	if len(logits) != s.vocab {
+		return nil, errors.New("generate: prefill returns logits for every row; trace without AllLogits")
+	}
+	var out []int
+	for {
+		tok := Argmax(logits)
+		out = append(out, tok)
+		if opt.Emit != nil {
+			if err := opt.Emit(tok); err != nil {
+				return out, err
+			}
+		}
+		if slices.Contains(opt.EOS, tok) || len(out) >= opt.MaxTokens || s.pos >= s.maxT {
+			return out, nil
+		}
+		if logits, err = s.Decode(int32(tok)); err != nil {
+			return out, err
+		}
+	}
+}

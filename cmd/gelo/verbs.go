@@ -1,0 +1,265 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gelo/ir"
+	"gelo/models"
+	"gelo/passes"
+	"gelo/runtime"
+)
+
+// configOf reads only the config of a model: compile needs no weights.
+func (mf *modelFlags) configOf() (*models.Config, error) {
+	if st, err := os.Stat(mf.model); err == nil && st.IsDir() {
+		return models.ReadConfig(filepath.Join(mf.model, "config.json"))
+	}
+	cfg, err := models.Variant(mf.model)
+	if err != nil {
+		return nil, fmt.Errorf("--model %s: not a directory, and %w", mf.model, err)
+	}
+	return cfg, nil
+}
+
+func runCompile(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	mf.registerDump(fs)
+	out := fs.String("out", "", "write the compiled artifact here (default: stdout)")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg, err := mf.configOf()
+	if err != nil {
+		return err
+	}
+	m, err := mf.compile(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	text := ir.Print(m)
+	if *out == "" {
+		_, err = io.WriteString(stdout, text)
+		return err
+	}
+	if err := writeAtomic(*out, []byte(text)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s (%s)\n", *out, ir.Digest(m))
+	return nil
+}
+
+// writeAtomic writes through a temporary file and a rename, so a failed
+// write never leaves a partial file behind.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// readArtifact parses a compiled artifact.
+func readArtifact(path string) (*ir.Module, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ir.Parse(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+func runInspect(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	mf.registerDump(fs)
+	summaryOnly := fs.Bool("summary", false, "print only the summary, not the IR")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: gelo inspect [flags] [ARTIFACT]   (no artifact: compile --model and inspect that)")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	var m *ir.Module
+	var err error
+	switch fs.NArg() {
+	case 0:
+		cfg, err := mf.configOf()
+		if err != nil {
+			return err
+		}
+		if m, err = mf.compile(cfg, stderr); err != nil {
+			return err
+		}
+	case 1:
+		if m, err = readArtifact(fs.Arg(0)); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("%w: inspect takes at most one artifact, got %d", errUsage, fs.NArg())
+	}
+	if !*summaryOnly {
+		io.WriteString(stdout, ir.Print(m))
+		io.WriteString(stdout, "\n")
+	}
+	fmt.Fprintf(stdout, "// digest: %s\n", ir.Digest(m))
+	io.WriteString(stdout, commentLines(passes.Summarize(m).String()))
+	io.WriteString(stdout, "// placement table:\n")
+	io.WriteString(stdout, commentLines(passes.DefaultPolicy().String()))
+	return nil
+}
+
+func commentLines(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("//   ")
+		b.WriteString(line)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func runDiff(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: gelo diff A B   (two compiled artifacts)") }
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return fmt.Errorf("%w: diff takes two artifacts, got %d", errUsage, fs.NArg())
+	}
+	a, err := readArtifact(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	b, err := readArtifact(fs.Arg(1))
+	if err != nil {
+		return err
+	}
+	changes := ir.Diff(a, b)
+	if len(changes) == 0 {
+		fmt.Fprintln(stdout, "no structural differences")
+		return nil
+	}
+	io.WriteString(stdout, ir.FormatDiff(changes))
+	return nil
+}
+
+func parseIDs(s string) ([]int32, error) {
+	var ids []int32
+	for _, f := range splitList(s) {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --prompt-ids: %q is not a token id", errUsage, f)
+		}
+		ids = append(ids, int32(v))
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%w: --prompt-ids is empty", errUsage)
+	}
+	return ids, nil
+}
+
+// defaultPrompt is used when generate gets no prompt, so the README's
+// main command runs with no input at all.
+const defaultPrompt = "1,2,3,4,5,6,7,8"
+
+func runGenerate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	mf.registerDump(fs)
+	plan := fs.String("plan", "", "a compiled artifact to run (default: compile --model on the fly)")
+	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids (default "+defaultPrompt+")")
+	maxTokens := fs.Int("max-tokens", 32, "maximum number of new tokens")
+	eos := fs.String("eos", "", "comma-separated EOS ids (default: the config's eos_token_id)")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if *maxTokens <= 0 {
+		return fmt.Errorf("%w: --max-tokens must be positive, got %d", errUsage, *maxTokens)
+	}
+	ids := *promptIDs
+	if ids == "" {
+		ids = defaultPrompt
+		fmt.Fprintf(stderr, "no --prompt-ids given: using %s (the built-in model has no tokenizer: ids in, ids out)\n", ids)
+	}
+	prompt, err := parseIDs(ids)
+	if err != nil {
+		return err
+	}
+	l, err := mf.load(stderr)
+	if err != nil {
+		return err
+	}
+	defer l.weights.Close()
+	var m *ir.Module
+	if *plan != "" {
+		if m, err = readArtifact(*plan); err != nil {
+			return err
+		}
+	} else if m, err = mf.compile(l.cfg, stderr); err != nil {
+		return err
+	}
+	eosIDs := []int(l.cfg.EOSTokenIDs)
+	if *eos != "" {
+		eosIDs = nil
+		e, err := parseIDs(*eos)
+		if err != nil {
+			return err
+		}
+		for _, v := range e {
+			eosIDs = append(eosIDs, int(v))
+		}
+	}
+	s, done, err := mf.session(m, l)
+	if err != nil {
+		return err
+	}
+	defer done()
+	start := time.Now()
+	var first time.Duration
+	out, err := s.Generate(prompt, runtime.GenerateOptions{MaxTokens: *maxTokens, EOS: eosIDs, Emit: func(tok int) error {
+		if first == 0 {
+			first = time.Since(start)
+		}
+		_, err := fmt.Fprintf(stdout, "%d ", tok)
+		return err
+	}})
+	fmt.Fprintln(stdout)
+	if err != nil {
+		return err
+	}
+	total := time.Since(start)
+	tpot := time.Duration(0)
+	if len(out) > 1 {
+		tpot = (total - first) / time.Duration(len(out)-1)
+	}
+	fmt.Fprintf(stderr, "model %s: %d prompt tokens, %d generated; TTFT %v, TPOT %v\n",
+		l.source, len(prompt), len(out), first.Round(time.Microsecond), tpot.Round(time.Microsecond))
+	return nil
+}

@@ -1,0 +1,163 @@
+package passes
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gelo/ir"
+)
+
+// Summary is what `gelo inspect` reports about a module besides its text.
+type Summary struct {
+	Graphs []GraphSummary
+	// ParamBytes is the size of every distinct weight the module names,
+	// at the dtype the IR declares.
+	ParamBytes int64
+	Weights    int
+}
+
+// GraphSummary counts one graph's ops.
+type GraphSummary struct {
+	Name       string
+	Nodes      int
+	OpCounts   map[string]int
+	PlaceCount map[ir.Placement]int
+	// DeviceMatmulsPerBlock maps a decoder block index to the number of
+	// device-placed matmuls whose weights belong to it; -1 collects the
+	// ones outside any block (the LM head).
+	DeviceMatmulsPerBlock map[int]int
+}
+
+// Summarize computes the summary of m.
+func Summarize(m *ir.Module) Summary {
+	var s Summary
+	seen := map[string]bool{}
+	for _, g := range m.Graphs {
+		gs := GraphSummary{Name: g.Name, Nodes: len(g.Nodes), OpCounts: map[string]int{},
+			PlaceCount: map[ir.Placement]int{}, DeviceMatmulsPerBlock: map[int]int{}}
+		for _, n := range g.Nodes {
+			gs.OpCounts[n.Op]++
+			if n.Op != "weight" {
+				gs.PlaceCount[n.Place]++
+			}
+			if n.Op == "weight" {
+				name, _ := n.Attrs.Str("name")
+				if !seen[name] {
+					seen[name] = true
+					s.Weights++
+					if e, err := n.Type.Elems(nil); err == nil {
+						s.ParamBytes += int64(e) * int64(dtypeBytes(n.Type.DType))
+					}
+				}
+			}
+			if n.Place == ir.Device && (n.Op == "matmul" || n.Op == "lm_head") {
+				gs.DeviceMatmulsPerBlock[blockOf(g, n)]++
+			}
+		}
+		s.Graphs = append(s.Graphs, gs)
+	}
+	return s
+}
+
+func dtypeBytes(d ir.DType) int {
+	switch d {
+	case ir.BF16, ir.F16:
+		return 2
+	default:
+		return 4
+	}
+}
+
+// blockOf finds the decoder block a matmul belongs to from the name of its
+// weight operand (model.layers.N.*); -1 when it belongs to none.
+func blockOf(g *ir.Graph, n *ir.Node) int {
+	for _, in := range n.Inputs {
+		w := g.Node(in)
+		if w == nil || w.Op != "weight" {
+			continue
+		}
+		name, _ := w.Attrs.Str("name")
+		rest, ok := strings.CutPrefix(name, "model.layers.")
+		if !ok {
+			continue
+		}
+		idx, _, _ := strings.Cut(rest, ".")
+		if i, err := strconv.Atoi(idx); err == nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// String prints the summary deterministically.
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "weights: %d tensors, %s (%d bytes)\n", s.Weights, HumanBytes(s.ParamBytes), s.ParamBytes)
+	for _, g := range s.Graphs {
+		fmt.Fprintf(&b, "graph %s: %d nodes; placement tee=%d device=%d unplaced=%d\n", g.Name, g.Nodes,
+			g.PlaceCount[ir.TEE], g.PlaceCount[ir.Device], g.PlaceCount[ir.Unplaced])
+		ops := make([]string, 0, len(g.OpCounts))
+		for op := range g.OpCounts {
+			ops = append(ops, op)
+		}
+		sort.Strings(ops)
+		b.WriteString("  ops:")
+		for _, op := range ops {
+			fmt.Fprintf(&b, " %s=%d", op, g.OpCounts[op])
+		}
+		b.WriteString("\n")
+		b.WriteString("  device matmuls per block: ")
+		b.WriteString(perBlock(g.DeviceMatmulsPerBlock))
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// perBlock prints block counts compactly: "28 blocks x 7, outside blocks 1"
+// when uniform, else each block.
+func perBlock(m map[int]int) string {
+	var blocks []int
+	for k := range m {
+		if k >= 0 {
+			blocks = append(blocks, k)
+		}
+	}
+	sort.Ints(blocks)
+	var parts []string
+	uniform := len(blocks) > 0
+	for _, k := range blocks {
+		if m[k] != m[blocks[0]] {
+			uniform = false
+		}
+	}
+	switch {
+	case uniform:
+		parts = append(parts, fmt.Sprintf("%d blocks x %d", len(blocks), m[blocks[0]]))
+	case len(blocks) == 0:
+		parts = append(parts, "no blocks")
+	default:
+		for _, k := range blocks {
+			parts = append(parts, fmt.Sprintf("block %d: %d", k, m[k]))
+		}
+	}
+	if m[-1] > 0 {
+		parts = append(parts, fmt.Sprintf("outside blocks %d", m[-1]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// HumanBytes prints a byte count with a binary unit.
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for x := n / unit; x >= unit; x /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -7,6 +7,7 @@ package models
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -35,6 +36,10 @@ type Config struct {
 	BOSTokenID            int      `json:"bos_token_id"`
 	EOSTokenIDs           TokenIDs `json:"eos_token_id"`
 	TorchDType            string   `json:"torch_dtype,omitempty"`
+	// RopeScaling and UseSlidingWindow change the numerics; the decoder
+	// implements neither, so a config that turns them on is refused.
+	RopeScaling      json.RawMessage `json:"rope_scaling,omitempty"`
+	UseSlidingWindow bool            `json:"use_sliding_window,omitempty"`
 }
 
 // TokenIDs is an HF token-id field that may be a single id or a list.
@@ -138,6 +143,12 @@ func (c *Config) Validate() error {
 	}
 	if c.HiddenAct != "" && c.HiddenAct != "silu" {
 		return fmt.Errorf("field hidden_act: %q is not supported (want silu)", c.HiddenAct)
+	}
+	if rs := bytes.TrimSpace(c.RopeScaling); len(rs) > 0 && !bytes.Equal(rs, []byte("null")) {
+		return fmt.Errorf("field rope_scaling: %s is not supported (only plain RoPE)", rs)
+	}
+	if c.UseSlidingWindow {
+		return errors.New("field use_sliding_window: sliding-window attention is not supported")
 	}
 	for _, id := range c.EOSTokenIDs {
 		if id < 0 || id >= c.VocabSize {

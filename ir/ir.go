@@ -188,10 +188,13 @@ const (
 )
 
 func (s Secrecy) String() string {
-	if s == Secret {
+	switch s {
+	case Public:
+		return "public"
+	case Secret:
 		return "secret"
 	}
-	return "public"
+	return "secrecy(" + strconv.Itoa(int(s)) + ")"
 }
 
 // ParseSecrecy maps a printed secrecy back.
@@ -277,7 +280,7 @@ type Graph struct {
 
 // Node returns the node producing v, or nil when v is out of range.
 func (g *Graph) Node(v ValueID) *Node {
-	if int(v) < 0 || int(v) >= len(g.Nodes) {
+	if g == nil || int(v) < 0 || int(v) >= len(g.Nodes) {
 		return nil
 	}
 	return g.Nodes[v]

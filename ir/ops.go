@@ -3,6 +3,7 @@ package ir
 import (
 	"fmt"
 	"sort"
+	"strconv"
 )
 
 // AttrKind is the type an attribute must have.
@@ -16,8 +17,13 @@ const (
 	AttrInts
 )
 
+var attrKindNames = [...]string{AttrInt: "int", AttrFloat: "float", AttrString: "string", AttrBool: "bool", AttrInts: "ints"}
+
 func (k AttrKind) String() string {
-	return [...]string{"int", "float", "string", "bool", "ints"}[k]
+	if int(k) < len(attrKindNames) {
+		return attrKindNames[k]
+	}
+	return "attrkind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // AttrSpec declares one attribute of an op.
@@ -115,6 +121,9 @@ func InferType(g *Graph, n *Node) (Type, error) {
 			return Type{}, fmt.Errorf("%s needs a declared type", n.Op)
 		}
 		return n.Type, nil
+	}
+	if info.Infer == nil {
+		return Type{}, fmt.Errorf("%s has no type rule", n.Op)
 	}
 	t, err := info.Infer(n, in)
 	if err != nil {

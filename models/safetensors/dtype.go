@@ -1,0 +1,191 @@
+package safetensors
+
+import (
+	"fmt"
+	"math"
+)
+
+// Element types gelo reads and writes as floats.
+const (
+	F32  = "F32"
+	BF16 = "BF16"
+	F16  = "F16"
+)
+
+// dtypeSizes lists every dtype of the safetensors format with its element
+// size in bytes. A file may hold any of them; only F32, BF16 and F16 can be
+// read as float32.
+var dtypeSizes = map[string]int{
+	"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1,
+	"I16": 2, "U16": 2, F16: 2, BF16: 2,
+	"I32": 4, "U32": 4, F32: 4,
+	"I64": 8, "U64": 8, "F64": 8, "C64": 8,
+}
+
+// DTypeSize is the element size in bytes of a safetensors dtype, or an
+// error for a dtype the format does not define.
+func DTypeSize(dtype string) (int, error) {
+	n, ok := dtypeSizes[dtype]
+	if !ok {
+		return 0, fmt.Errorf("unknown dtype %q", dtype)
+	}
+	return n, nil
+}
+
+// IsFloat reports whether dtype can be read and written as float32 values.
+func IsFloat(dtype string) bool { return dtype == F32 || dtype == BF16 || dtype == F16 }
+
+// BF16ToF32 widens a bfloat16 (the top 16 bits of a float32); exact.
+func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// F32ToBF16 rounds a float32 to bfloat16, to nearest with ties to even.
+// NaNs stay NaN (quiet) with their sign; infinities stay infinite.
+func F32ToBF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 { // NaN: keep sign and top payload bits, force quiet
+		return uint16(b>>16) | 0x0040
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// F16ToF32 widens an IEEE 754 binary16 value; exact for every input,
+// including subnormals, infinities and NaNs (payload preserved).
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	man := uint32(h) & 0x3ff
+	switch exp {
+	case 0:
+		if man == 0 {
+			return math.Float32frombits(sign)
+		}
+		// Subnormal: value = man * 2^-24. Normalise the mantissa.
+		e := uint32(127 - 15 + 1)
+		for man&0x400 == 0 {
+			man <<= 1
+			e--
+		}
+		man &= 0x3ff
+		return math.Float32frombits(sign | e<<23 | man<<13)
+	case 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | man<<13)
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | man<<13)
+}
+
+// F32ToF16 rounds a float32 to IEEE 754 binary16, to nearest with ties to
+// even: too-large values become infinities, tiny ones subnormals or zero,
+// NaNs stay NaN (quiet).
+func F32ToF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int32(b>>23) & 0xff
+	man := b & 0x7fffff
+	if exp == 0xff {
+		if man != 0 {
+			return sign | 0x7e00 | uint16(man>>13)
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e <= 0 {
+		// Subnormal or zero in binary16: shift the full mantissa (with the
+		// implicit bit) right and round to nearest even.
+		if e < -10 {
+			return sign
+		}
+		m := man | 0x800000
+		shift := uint32(14 - e)
+		half := uint32(1) << (shift - 1)
+		r := m >> shift
+		rem := m & (1<<shift - 1)
+		if rem > half || (rem == half && r&1 == 1) {
+			r++
+		}
+		return sign | uint16(r)
+	}
+	r := uint32(e)<<10 | man>>13
+	rem := man & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
+		r++ // may carry into the exponent, up to infinity: correct
+	}
+	return sign | uint16(r)
+}
+
+// DecodeFloat32 converts len(dst) elements of dtype (F32, BF16 or F16,
+// little-endian) from src into dst. src must hold exactly that many
+// elements.
+func DecodeFloat32(dtype string, src []byte, dst []float32) error {
+	size, ok := dtypeSizes[dtype]
+	if !ok {
+		return fmt.Errorf("unknown dtype %q", dtype)
+	}
+	if !IsFloat(dtype) {
+		return fmt.Errorf("unsupported dtype %s (want F32, BF16 or F16)", dtype)
+	}
+	if len(src) != len(dst)*size {
+		return fmt.Errorf("%d bytes of %s do not hold %d elements", len(src), dtype, len(dst))
+	}
+	switch dtype {
+	case F32:
+		for i := range dst {
+			dst[i] = math.Float32frombits(le32(src[4*i:]))
+		}
+	case BF16:
+		for i := range dst {
+			dst[i] = BF16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+	case F16:
+		for i := range dst {
+			dst[i] = F16ToF32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+	}
+	return nil
+}
+
+// EncodeFloat32 converts src into dtype (F32, BF16 or F16, little-endian)
+// in dst, rounding to nearest even. dst must hold exactly len(src)
+// elements.
+func EncodeFloat32(dtype string, src []float32, dst []byte) error {
+	size, ok := dtypeSizes[dtype]
+	if !ok {
+		return fmt.Errorf("unknown dtype %q", dtype)
+	}
+	if !IsFloat(dtype) {
+		return fmt.Errorf("unsupported dtype %s (want F32, BF16 or F16)", dtype)
+	}
+	if len(dst) != len(src)*size {
+		return fmt.Errorf("%d bytes of %s do not hold %d elements", len(dst), dtype, len(src))
+	}
+	switch dtype {
+	case F32:
+		for i, v := range src {
+			put32(dst[4*i:], math.Float32bits(v))
+		}
+	case BF16:
+		for i, v := range src {
+			h := F32ToBF16(v)
+			dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
+		}
+	case F16:
+		for i, v := range src {
+			h := F32ToF16(v)
+			dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
+		}
+	}
+	return nil
+}
+
+func le32(b []byte) uint32 {
+	_ = b[3]
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func put32(b []byte, v uint32) {
+	_ = b[3]
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}

@@ -1,0 +1,209 @@
+package safetensors
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Standard file names of a Hugging Face checkpoint directory.
+const (
+	SingleFile = "model.safetensors"
+	IndexFile  = "model.safetensors.index.json"
+)
+
+// Set is the tensors of a checkpoint directory, from one file or from the
+// shards an index names. Its methods are safe for concurrent use until
+// Close.
+type Set struct {
+	dir   string
+	files []*File
+	owner map[string]*File
+	names []string
+	index map[string]any
+}
+
+// Index is the JSON body of model.safetensors.index.json.
+type Index struct {
+	Metadata  map[string]any    `json:"metadata"`
+	WeightMap map[string]string `json:"weight_map"`
+}
+
+// OpenModel opens the safetensors weights of a checkpoint directory:
+// model.safetensors when present (as transformers prefers it), otherwise
+// the shards model.safetensors.index.json lists. Every tensor the index
+// names must be in its shard and no tensor may appear in two shards;
+// tensors a shard holds beyond the index are kept. Shard names must be
+// plain file names inside dir.
+func OpenModel(dir string) (*Set, error) {
+	single := filepath.Join(dir, SingleFile)
+	if st, err := os.Stat(single); err == nil && !st.IsDir() {
+		f, err := Open(single)
+		if err != nil {
+			return nil, err
+		}
+		return newSet(dir, []*File{f}, nil)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("safetensors %s: %w", single, err)
+	}
+	indexPath := filepath.Join(dir, IndexFile)
+	body, err := os.ReadFile(indexPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("safetensors %s: neither %s nor %s is present", dir, SingleFile, IndexFile)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("safetensors %s: %w", indexPath, err)
+	}
+	var idx Index
+	if err := json.Unmarshal(body, &idx); err != nil {
+		return nil, fmt.Errorf("safetensors %s: index JSON: %w", indexPath, err)
+	}
+	if len(idx.WeightMap) == 0 {
+		return nil, fmt.Errorf("safetensors %s: weight_map is empty or missing", indexPath)
+	}
+	byShard := map[string][]string{}
+	for name, shard := range idx.WeightMap {
+		if shard == "" || shard != filepath.Base(shard) || shard == "." || shard == ".." || strings.ContainsAny(shard, `/\`) {
+			return nil, fmt.Errorf("safetensors %s: tensor %q: shard %q is not a plain file name in the directory", indexPath, name, shard)
+		}
+		byShard[shard] = append(byShard[shard], name)
+	}
+	shards := make([]string, 0, len(byShard))
+	for s := range byShard {
+		shards = append(shards, s)
+	}
+	sort.Strings(shards)
+	var files []*File
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	for _, s := range shards {
+		p := filepath.Join(dir, s)
+		f, err := Open(p)
+		if err != nil {
+			closeAll()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("safetensors %s: shard %s (holding %d tensors) is missing: %w", indexPath, s, len(byShard[s]), err)
+			}
+			return nil, err
+		}
+		files = append(files, f)
+		names := byShard[s]
+		sort.Strings(names)
+		for _, n := range names {
+			if _, ok := f.infos[n]; !ok {
+				closeAll()
+				return nil, fmt.Errorf("safetensors %s: tensor %q: the index places it in %s, which does not hold it", indexPath, n, s)
+			}
+		}
+	}
+	set, err := newSet(dir, files, idx.Metadata)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return set, nil
+}
+
+func newSet(dir string, files []*File, index map[string]any) (*Set, error) {
+	s := &Set{dir: dir, files: files, owner: map[string]*File{}, index: index}
+	for _, f := range files {
+		for _, n := range f.names {
+			if prev, dup := s.owner[n]; dup {
+				return nil, fmt.Errorf("safetensors %s: tensor %q is in both %s and %s", dir, n, filepath.Base(prev.path), filepath.Base(f.path))
+			}
+			s.owner[n] = f
+			s.names = append(s.names, n)
+		}
+	}
+	sort.Strings(s.names)
+	return s, nil
+}
+
+// Dir is the checkpoint directory.
+func (s *Set) Dir() string { return s.dir }
+
+// Files lists the paths of the open files, in shard order.
+func (s *Set) Files() []string {
+	ps := make([]string, len(s.files))
+	for i, f := range s.files {
+		ps[i] = f.path
+	}
+	return ps
+}
+
+// IndexMetadata is the index's "metadata" object (nil for a single file).
+func (s *Set) IndexMetadata() map[string]any { return s.index }
+
+// Names lists every tensor, sorted.
+func (s *Set) Names() []string { return append([]string(nil), s.names...) }
+
+// FileOf is the path of the file holding a tensor.
+func (s *Set) FileOf(name string) (string, error) {
+	f, err := s.file(name)
+	if err != nil {
+		return "", err
+	}
+	return f.path, nil
+}
+
+func (s *Set) file(name string) (*File, error) {
+	f, ok := s.owner[name]
+	if !ok {
+		return nil, fmt.Errorf("safetensors %s: no tensor %q", s.dir, name)
+	}
+	return f, nil
+}
+
+// Info describes a tensor.
+func (s *Set) Info(name string) (Info, error) {
+	f, err := s.file(name)
+	if err != nil {
+		return Info{}, err
+	}
+	return f.Info(name)
+}
+
+// Bytes is a tensor's raw data; see File.Bytes.
+func (s *Set) Bytes(name string) ([]byte, error) {
+	f, err := s.file(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.Bytes(name)
+}
+
+// Float32 is a tensor's values as float32; see File.Float32 for when the
+// result is a view valid only until Close.
+func (s *Set) Float32(name string) ([]float32, error) {
+	f, err := s.file(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.Float32(name)
+}
+
+// IsView reports whether Float32(name) returns a view of a file.
+func (s *Set) IsView(name string) bool {
+	f, ok := s.owner[name]
+	return ok && f.IsView(name)
+}
+
+// Close closes every file, returning the first error.
+func (s *Set) Close() error {
+	var first error
+	for _, f := range s.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.files = nil
+	return first
+}

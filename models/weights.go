@@ -1,0 +1,283 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"gelo/models/safetensors"
+)
+
+// Weights holds every tensor of a model as float32, by Hugging Face name,
+// with the config they were checked against. The slices Get returns are
+// shared and read-only: weights loaded from an F32 checkpoint alias the
+// memory-mapped file, and writing to them may crash the process. Get is
+// safe for concurrent use; Close must not race with it.
+type Weights struct {
+	// Config is the architecture the tensors match.
+	Config *Config
+
+	names   []string // canonical order (TensorSpecs)
+	tensors map[string]weight
+	bytes   int64
+	set     *safetensors.Set // open while tensors alias its mapping
+	closed  bool
+	err     error // set by Synthesize for an invalid config
+}
+
+type weight struct {
+	data  []float32
+	shape []int
+}
+
+func newWeights(cfg *Config, specs []TensorSpec, data map[string][]float32, set *safetensors.Set) *Weights {
+	c := *cfg
+	w := &Weights{Config: &c, tensors: make(map[string]weight, len(specs)), set: set}
+	for _, s := range specs {
+		w.names = append(w.names, s.Name)
+		w.tensors[s.Name] = weight{data: data[s.Name], shape: append([]int(nil), s.Shape...)}
+		w.bytes += 4 * int64(s.Elems())
+	}
+	return w
+}
+
+// NewWeights wraps in-memory tensors (hand-built test models): data must
+// hold exactly the tensors of cfg.TensorSpecs(), each with the element
+// count of its shape. The slices are kept, not copied.
+func NewWeights(cfg *Config, data map[string][]float32) (*Weights, error) {
+	if cfg == nil {
+		return nil, errors.New("weights: nil config")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("weights: config: %w", err)
+	}
+	specs := cfg.TensorSpecs()
+	want := map[string]bool{}
+	for _, s := range specs {
+		want[s.Name] = true
+		d, ok := data[s.Name]
+		if !ok {
+			return nil, fmt.Errorf("weights: tensor %q (shape %s per config) is missing", s.Name, shapeStr(s.Shape))
+		}
+		if len(d) != s.Elems() {
+			return nil, fmt.Errorf("weights: tensor %q has %d values, shape %s needs %d", s.Name, len(d), shapeStr(s.Shape), s.Elems())
+		}
+	}
+	for name := range data {
+		if !want[name] {
+			return nil, fmt.Errorf("weights: tensor %q is not in the config's tensor list", name)
+		}
+	}
+	return newWeights(cfg, specs, data, nil), nil
+}
+
+// Err reports why the weights are unusable (only Synthesize with an
+// invalid config produces such weights).
+func (w *Weights) Err() error {
+	if w == nil {
+		return errors.New("weights: nil")
+	}
+	return w.err
+}
+
+// Get returns a tensor's values (read-only, shared) and its shape.
+func (w *Weights) Get(name string) ([]float32, []int, error) {
+	if w == nil {
+		return nil, nil, errors.New("weights: nil")
+	}
+	if w.err != nil {
+		return nil, nil, w.err
+	}
+	if w.closed {
+		return nil, nil, fmt.Errorf("weights: tensor %q: weights are closed", name)
+	}
+	t, ok := w.tensors[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("weights: no tensor %q", name)
+	}
+	return t.data, append([]int(nil), t.shape...), nil
+}
+
+// Names lists the tensors in canonical order (Config.TensorSpecs).
+func (w *Weights) Names() []string {
+	if w == nil {
+		return nil
+	}
+	return append([]string(nil), w.names...)
+}
+
+// TotalBytes is the size of all tensors as float32.
+func (w *Weights) TotalBytes() int64 {
+	if w == nil {
+		return 0
+	}
+	return w.bytes
+}
+
+// Close releases the file mapping that F32 checkpoints are read through;
+// tensors from Get must not be used afterwards. Closing twice is fine.
+func (w *Weights) Close() error {
+	if w == nil || w.closed {
+		return nil
+	}
+	w.closed = true
+	w.tensors = nil
+	if w.set != nil {
+		err := w.set.Close()
+		w.set = nil
+		if err != nil {
+			return fmt.Errorf("weights: %w", err)
+		}
+	}
+	return nil
+}
+
+// Load reads a Hugging Face checkpoint directory: config.json and the
+// safetensors weights (model.safetensors or an index and its shards).
+//
+// Every tensor cfg.TensorSpecs() lists must be present with exactly its
+// shape, in F32, BF16 or F16; BF16 and F16 are converted to float32 here,
+// F32 tensors are used in place from the mapped file. Extra tensors whose
+// names end in ".weight" or ".bias" are rejected, since they mean the
+// config does not describe the file (a wrong layer count, biases the
+// family lacks); other extras, such as rotary "inv_freq" buffers, are
+// ignored. A tied model (tie_word_embeddings) may still carry
+// lm_head.weight, as some exporters write it: it is accepted only when it
+// equals model.embed_tokens.weight, and then ignored; a different one
+// means the checkpoint is untied and is an error.
+func Load(dir string) (*Weights, error) {
+	cfg, err := ReadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("weights %s: %w", dir, err)
+	}
+	set, err := safetensors.OpenModel(dir)
+	if err != nil {
+		return nil, fmt.Errorf("weights %s: %w", dir, err)
+	}
+	w, err := load(dir, cfg, set)
+	if err != nil {
+		_ = set.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func load(dir string, cfg *Config, set *safetensors.Set) (*Weights, error) {
+	specs := cfg.TensorSpecs()
+	where := safetensors.SingleFile
+	if files := set.Files(); len(files) != 1 || filepath.Base(files[0]) != safetensors.SingleFile {
+		where = "the shards of " + safetensors.IndexFile
+	}
+	want := map[string]bool{}
+	for _, s := range specs {
+		want[s.Name] = true
+		in, err := set.Info(s.Name)
+		if err != nil {
+			return nil, fmt.Errorf("weights %s: tensor %q (shape %s per config.json) is missing from %s", dir, s.Name, shapeStr(s.Shape), where)
+		}
+		if !sameDims(in.Shape, s.Shape) {
+			file, _ := set.FileOf(s.Name)
+			return nil, fmt.Errorf("weights %s: tensor %q: shape %s in the file vs config's %s", file, s.Name, shapeStr(in.Shape), shapeStr(s.Shape))
+		}
+	}
+	tiedHead := false
+	for _, name := range set.Names() {
+		if want[name] {
+			continue
+		}
+		file, _ := set.FileOf(name)
+		if name == LMHeadName && cfg.TieWordEmbeddings {
+			in, _ := set.Info(name)
+			if d := []int{cfg.VocabSize, cfg.HiddenSize}; !sameDims(in.Shape, d) {
+				return nil, fmt.Errorf("weights %s: tensor %q: shape %s in the file vs config's %s", file, name, shapeStr(in.Shape), shapeStr(d))
+			}
+			tiedHead = true
+			continue
+		}
+		if strings.HasSuffix(name, ".weight") || strings.HasSuffix(name, ".bias") {
+			return nil, fmt.Errorf("weights %s: unexpected tensor %q: config.json implies no such weight (does the config match the checkpoint?)", file, name)
+		}
+	}
+
+	data := make([][]float32, len(specs))
+	errs := make([]error, len(specs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(specs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(specs) {
+					return
+				}
+				data[i], errs[i] = set.Float32(specs[i].Name)
+			}
+		}()
+	}
+	wg.Wait()
+	byName := make(map[string][]float32, len(specs))
+	views := false
+	for i, s := range specs {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("weights %s: %w", dir, errs[i])
+		}
+		byName[s.Name] = data[i]
+		views = views || set.IsView(s.Name)
+	}
+	if tiedHead {
+		head, err := set.Float32(LMHeadName)
+		if err != nil {
+			return nil, fmt.Errorf("weights %s: %w", dir, err)
+		}
+		if !sameBits(head, byName[EmbedName]) {
+			file, _ := set.FileOf(LMHeadName)
+			return nil, fmt.Errorf("weights %s: tensor %q differs from %q but config.json ties word embeddings (an untied checkpoint? set tie_word_embeddings to false)", file, LMHeadName, EmbedName)
+		}
+	}
+	if !views {
+		if err := set.Close(); err != nil {
+			return nil, fmt.Errorf("weights %s: %w", dir, err)
+		}
+		set = nil
+	}
+	return newWeights(cfg, specs, byName, set), nil
+}
+
+func sameDims(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func shapeStr(s []int) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gelo/ir"
+	"gelo/models"
+)
+
+func gelo(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestInspectIsDeterministic(t *testing.T) {
+	a, _, code := gelo(t, "inspect")
+	if code != 0 {
+		t.Fatalf("inspect exited %d", code)
+	}
+	b, _, _ := gelo(t, "inspect")
+	if a != b {
+		t.Fatal("two inspects of the default model differ")
+	}
+	for _, want := range []string{"graph prefill(n, T)", "graph decode(B, T)", "device matmuls per block: 2 blocks x 7, outside blocks 1", "placement table"} {
+		if !strings.Contains(a, want) {
+			t.Errorf("inspect output lacks %q", want)
+		}
+	}
+}
+
+func TestCompileInspectRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	art := filepath.Join(dir, "tiny.ir")
+	if _, errs, code := gelo(t, "compile", "--out", art); code != 0 {
+		t.Fatalf("compile: %s", errs)
+	}
+	direct, _, _ := gelo(t, "inspect")
+	fromFile, errs, code := gelo(t, "inspect", art)
+	if code != 0 {
+		t.Fatalf("inspect %s: %s", art, errs)
+	}
+	if direct != fromFile {
+		t.Error("inspect of the written artifact differs from inspect of a fresh compile")
+	}
+}
+
+// TestDiffReportsChangedDimension compiles qwen3-tiny and the same model
+// with a different intermediate size and checks the structural diff
+// names exactly the nodes whose types change: per layer and phase the
+// gate, up and down weights, the gate and up matmuls, silu and mul.
+func TestDiffReportsChangedDimension(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := models.Variant("qwen3-tiny")
+	cfg.IntermediateSize = 96
+	mdir := filepath.Join(dir, "wide")
+	if err := os.MkdirAll(mdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mdir, "config.json"), cfg.JSON(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(dir, "a.ir"), filepath.Join(dir, "b.ir")
+	if _, errs, code := gelo(t, "compile", "--out", a); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := gelo(t, "compile", "--model", mdir, "--out", b); code != 0 {
+		t.Fatal(errs)
+	}
+	out, errs, code := gelo(t, "diff", a, b)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	ma, _ := readArtifact(a)
+	mb, _ := readArtifact(b)
+	var nodes, other int
+	perOp := map[string]int{}
+	for _, c := range ir.Diff(ma, mb) {
+		switch {
+		case c.What == ir.ChangeNode && c.Kind == ir.Changed:
+			nodes++
+			n := mb.Graph(c.Graph).Node(c.B)
+			op := n.Op
+			if op == "weight" {
+				op, _ = n.Attrs.Str("name")
+				op = op[strings.LastIndex(op[:len(op)-len(".weight")], ".")+1:]
+			}
+			perOp[op]++
+		case c.What == ir.ChangeMeta:
+		default:
+			other++
+			t.Errorf("unexpected change: %+v", c)
+		}
+	}
+	// 2 layers x 2 phases.
+	want := map[string]int{"gate_proj.weight": 4, "up_proj.weight": 4, "down_proj.weight": 4, "matmul": 8, "silu": 4, "mul": 4}
+	if nodes != 28 || other != 0 || len(perOp) != len(want) {
+		t.Errorf("diff reports %d changed nodes %v (want 28: %v)\n%s", nodes, perOp, want, out)
+	}
+	for op, n := range want {
+		if perOp[op] != n {
+			t.Errorf("%s: %d changed, want %d", op, perOp[op], n)
+		}
+	}
+}
+
+func TestGenerateDefault(t *testing.T) {
+	out, errs, code := gelo(t, "generate", "--max-tokens", "8")
+	if code != 0 {
+		t.Fatalf("generate: %s", errs)
+	}
+	if n := len(strings.Fields(out)); n != 8 {
+		t.Errorf("generate printed %d tokens, want 8: %q", n, out)
+	}
+	if !strings.Contains(errs, "TTFT") {
+		t.Errorf("generate stderr lacks timing: %q", errs)
+	}
+	again, _, _ := gelo(t, "generate", "--max-tokens", "8")
+	if again != out {
+		t.Errorf("two runs differ: %q vs %q", out, again)
+	}
+}
+
+func TestGenerateFromArtifactMatches(t *testing.T) {
+	art := filepath.Join(t.TempDir(), "tiny.ir")
+	if _, errs, code := gelo(t, "compile", "--out", art); code != 0 {
+		t.Fatal(errs)
+	}
+	a, _, _ := gelo(t, "generate", "--prompt-ids", "5,6,7", "--max-tokens", "6")
+	b, errs, code := gelo(t, "generate", "--plan", art, "--prompt-ids", "5,6,7", "--max-tokens", "6")
+	if code != 0 || a != b {
+		t.Errorf("artifact run %q (%s) differs from on-the-fly %q", b, errs, a)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.ir")
+	os.WriteFile(bad, []byte("gelo-ir v1\ngraph g() {\n  %0 = matmull\n}\n"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"frobnicate"}, 2, `unknown verb "frobnicate"`},
+		{[]string{"generate", "--prompt-ids", "1,x"}, 2, `"x" is not a token id`},
+		{[]string{"generate", "--max-tokens", "0"}, 2, "--max-tokens must be positive"},
+		{[]string{"generate", "--prompt-ids", "99999"}, 1, "token 99999 at index 0 is outside the vocabulary"},
+		{[]string{"generate", "--model", "qwen9"}, 1, `unknown variant "qwen9"`},
+		{[]string{"generate", "--model", dir}, 1, "config.json"},
+		{[]string{"generate", "--no-such-flag"}, 2, "flag provided but not defined"},
+		{[]string{"compile", "--dump-after", "plcae"}, 1, "--dump-after=plcae: no such pass"},
+		{[]string{"inspect", bad}, 1, bad + ": line 3"},
+		{[]string{"inspect", filepath.Join(dir, "missing.ir")}, 1, "missing.ir"},
+		{[]string{"diff", bad}, 2, "diff takes two artifacts"},
+		{[]string{"synth"}, 2, "--out is required"},
+		{[]string{"synth", "--variant", "qwen3-99b", "--out", dir}, 2, `unknown variant "qwen3-99b"`},
+		{[]string{"generate", "--prompt-ids", "1,2,3,4,5", "--max-context", "4"}, 1, "exceed the context of 4"},
+	}
+	for _, tc := range cases {
+		_, errs, code := gelo(t, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("gelo %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+}
+
+func TestDumpAfter(t *testing.T) {
+	_, errs, code := gelo(t, "compile", "--dump-after", "trace,place")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	for _, want := range []string{"IR after trace", "IR after place"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+}

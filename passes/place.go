@@ -33,7 +33,9 @@ func DefaultPolicy() Policy {
 	set(ir.TEE, "secret graph input", "input")
 	set(ir.TEE, "touches the secret KV cache", "kv_append", "attention")
 	set(ir.TEE, "cheap elementwise/row op on secret activations",
-		"rms_norm", "qk_norm", "rope", "silu", "mul", "add", "last_row")
+		"rms_norm", "qk_norm", "rope", "silu", "mul", "add", "last_row", "bias_add")
+	set(ir.TEE, "boundary op: runs in the TEE on its side of the crossing",
+		"shield_stack", "mask", "unmask", "shield_strip", "to_device", "to_tee")
 	return p
 }
 

@@ -12,14 +12,18 @@ import (
 	"gelo/runtime"
 )
 
-// compileModule traces cfg and runs the default pipeline.
-func compileModule(t testing.TB, cfg *models.Config, opt models.TraceOptions) *ir.Module {
+// plain is the unprotected baseline: the issue-2 numerics gates hold the
+// IR path itself to the reference, without mask round-off.
+var plain = passes.ProtectOptions{Mask: passes.MaskNone, Cadence: passes.PerForward}
+
+// compileModule traces cfg and runs the pipeline with protection po.
+func compileModule(t testing.TB, cfg *models.Config, opt models.TraceOptions, po passes.ProtectOptions) *ir.Module {
 	t.Helper()
 	m, err := models.Trace(cfg, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := passes.Default().Run(m); err != nil {
+	if err := passes.Pipeline(po).Run(m); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -27,7 +31,7 @@ func compileModule(t testing.TB, cfg *models.Config, opt models.TraceOptions) *i
 
 func newSession(t testing.TB, m *ir.Module, w *models.Weights, workers, maxCtx int) *runtime.Session {
 	t.Helper()
-	be := cpu.New(w, workers)
+	be := cpu.New(w, cpu.Options{Workers: workers, SessionKey: []byte("gelo test session key 0123456789")})
 	t.Cleanup(be.Close)
 	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: maxCtx})
 	if err != nil {
@@ -119,7 +123,7 @@ func TestAgainstReference(t *testing.T) {
 			}
 			cfg := tc.cfg(t)
 			w := synthOnDisk(t, cfg, 7)
-			s := newSession(t, compileModule(t, cfg, models.TraceOptions{}), w, 0, promptLen+steps+1)
+			s := newSession(t, compileModule(t, cfg, models.TraceOptions{}, plain), w, 0, promptLen+steps+1)
 			ref, err := newRef(cfg, w)
 			if err != nil {
 				t.Fatal(err)
@@ -162,7 +166,7 @@ func TestAgainstReference(t *testing.T) {
 func TestDecodeEqualsPrefill(t *testing.T) {
 	cfg, _ := models.Variant("qwen3-tiny")
 	w := synthOnDisk(t, cfg, 3)
-	m := compileModule(t, cfg, models.TraceOptions{})
+	m := compileModule(t, cfg, models.TraceOptions{}, plain)
 	const total = 24
 	seq := testPrompt(total, cfg.VocabSize)
 	dec := newSession(t, m, w, 0, total)
@@ -196,7 +200,7 @@ func TestDecodeEqualsPrefill(t *testing.T) {
 func TestAllLogitsMatchesReference(t *testing.T) {
 	cfg, _ := models.Variant("qwen3-tiny")
 	w := synthOnDisk(t, cfg, 5)
-	s := newSession(t, compileModule(t, cfg, models.TraceOptions{AllLogits: true}), w, 0, 16)
+	s := newSession(t, compileModule(t, cfg, models.TraceOptions{AllLogits: true}, plain), w, 0, 16)
 	ref, err := newRef(cfg, w)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +224,7 @@ func TestAllLogitsMatchesReference(t *testing.T) {
 func TestDeterministicAcrossGOMAXPROCS(t *testing.T) {
 	cfg, _ := models.Variant("qwen3-tiny")
 	w := synthOnDisk(t, cfg, 11)
-	m := compileModule(t, cfg, models.TraceOptions{})
+	m := compileModule(t, cfg, models.TraceOptions{}, plain)
 	run := func(procs int) [][]float32 {
 		defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
 		s := newSession(t, m, w, procs, 64)

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"gelo/ir"
 	"gelo/lower/cpu"
@@ -23,6 +26,11 @@ type modelFlags struct {
 	workers    int
 	dumpAfter  string
 	dumpAll    bool
+
+	mask       string
+	cadence    string
+	shield     string
+	sessionKey string
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
@@ -31,6 +39,53 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&mf.seed, "seed", 1, "seed of the synthetic weights of a built-in variant")
 	fs.IntVar(&mf.maxContext, "max-context", 1024, "KV-cache capacity in tokens")
 	fs.IntVar(&mf.workers, "workers", 0, "kernel worker goroutines (0: GOMAXPROCS); results do not depend on it")
+}
+
+// registerProtect adds the protection flags of compile and of every verb
+// that compiles on the fly.
+func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
+	d := passes.DefaultProtect()
+	fs.StringVar(&mf.mask, "mask", d.Mask, "protection: none (insecure baseline), haar or hd3")
+	fs.StringVar(&mf.cadence, "cadence", d.Cadence, "mask cadence: per-forward or per-offload")
+	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
+	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")
+}
+
+// protectOptions parses the protection flags.
+func (mf *modelFlags) protectOptions() (passes.ProtectOptions, error) {
+	o := passes.DefaultProtect()
+	if mf.mask != "" {
+		o.Mask, o.Cadence = mf.mask, mf.cadence
+	}
+	if mf.shield != "" {
+		k, e, ok := strings.Cut(mf.shield, ",")
+		kv, err1 := strconv.Atoi(strings.TrimSpace(k))
+		ev, err2 := strconv.ParseFloat(strings.TrimSpace(e), 64)
+		if !ok || err1 != nil || err2 != nil {
+			return o, fmt.Errorf("%w: --shield %q: want K,ENERGY such as 8,4.0", errUsage, mf.shield)
+		}
+		o.ShieldK, o.ShieldEnergy = kv, ev
+	}
+	if err := o.Check(); err != nil {
+		return o, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return o, nil
+}
+
+// key returns the session key: the flag's, or 32 fresh random bytes.
+func (mf *modelFlags) key() ([]byte, error) {
+	if mf.sessionKey != "" {
+		k, err := hex.DecodeString(mf.sessionKey)
+		if err != nil || len(k) < 16 {
+			return nil, fmt.Errorf("%w: --session-key must be at least 16 bytes of hex", errUsage)
+		}
+		return k, nil
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, fmt.Errorf("session key: %w", err)
+	}
+	return k, nil
 }
 
 func (mf *modelFlags) registerDump(fs *flag.FlagSet) {
@@ -74,7 +129,11 @@ func (mf *modelFlags) compile(cfg *models.Config, stderr io.Writer) (*ir.Module,
 	if _, err := os.Stat(mf.model); err != nil {
 		m.Meta["seed"] = strconv.FormatUint(mf.seed, 10)
 	}
-	pm := passes.Default()
+	po, err := mf.protectOptions()
+	if err != nil {
+		return nil, err
+	}
+	pm := passes.Pipeline(po)
 	pm.DumpAll = mf.dumpAll
 	pm.DumpAfter = map[string]bool{}
 	for _, name := range splitList(mf.dumpAfter) {
@@ -92,7 +151,11 @@ func (mf *modelFlags) compile(cfg *models.Config, stderr io.Writer) (*ir.Module,
 
 // session builds a cpu-backed session for a compiled module.
 func (mf *modelFlags) session(m *ir.Module, l *loaded) (*runtime.Session, func(), error) {
-	be := cpu.New(l.weights, mf.workers)
+	key, err := mf.key()
+	if err != nil {
+		return nil, nil, err
+	}
+	be := cpu.New(l.weights, cpu.Options{Workers: mf.workers, SessionKey: key})
 	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext})
 	if err != nil {
 		be.Close()

@@ -104,6 +104,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var mf modelFlags
 	mf.register(fs)
+	mf.registerProtect(fs)
 	prefillN := fs.Int("prefill", 128, "prompt length of the prefill measurement")
 	decodeSteps := fs.Int("decode", 32, "decode steps measured (B = 1)")
 	reps := fs.Int("reps", 3, "prefill repetitions (the median is reported)")
@@ -123,7 +124,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	be := cpu.New(l.weights, mf.workers)
+	key, err := mf.key()
+	if err != nil {
+		return err
+	}
+	be := cpu.New(l.weights, cpu.Options{Workers: mf.workers, SessionKey: key})
 	defer be.Close()
 	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext})
 	if err != nil {

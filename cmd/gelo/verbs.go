@@ -32,6 +32,7 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
 	var mf modelFlags
 	mf.register(fs)
+	mf.registerProtect(fs)
 	mf.registerDump(fs)
 	out := fs.String("out", "", "write the compiled artifact here (default: stdout)")
 	if err := parse(fs, args, stderr); err != nil {
@@ -95,6 +96,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	var mf modelFlags
 	mf.register(fs)
+	mf.registerProtect(fs)
 	mf.registerDump(fs)
 	summaryOnly := fs.Bool("summary", false, "print only the summary, not the IR")
 	fs.Usage = func() {
@@ -192,6 +194,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	var mf modelFlags
 	mf.register(fs)
+	mf.registerProtect(fs)
 	mf.registerDump(fs)
 	plan := fs.String("plan", "", "a compiled artifact to run (default: compile --model on the fly)")
 	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids (default "+defaultPrompt+")")

@@ -6,20 +6,55 @@ package cpu
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"gelo/ir"
 	"gelo/lower/cpu/kernels"
+	"gelo/lower/cpu/mask"
 	"gelo/models"
 )
 
-// Backend compiles graphs against one set of resident weights.
+// Device is the untrusted side as this backend sees it: public weights
+// are uploaded once, then each device-placed matmul sends its operand rows
+// and gets the product back. runtime.Device has the same method set, so a
+// runtime spy can wrap any implementation.
+type Device interface {
+	// Upload makes a public weight [rows, cols] resident on the device.
+	Upload(name string, w []float32, rows, cols int) error
+	// MatMul computes y[m, rows] = x[m, cols] W^T for a resident weight;
+	// op is the IR op that sends it.
+	MatMul(op, weight string, x []float32, m int, y []float32) error
+}
+
+// Options configure a backend.
+type Options struct {
+	// Workers is the kernel goroutine count (<= 0: GOMAXPROCS). Results
+	// do not depend on it.
+	Workers int
+	// Device runs device-placed ops; nil means a LocalDevice sharing this
+	// backend's kernels.
+	Device Device
+	// SessionKey keys the per-pass mask stream, HKDF(key, pass counter).
+	// Protected programs refuse to run without one.
+	SessionKey []byte
+}
+
+// Backend compiles graphs against one set of resident weights. The
+// programs of one backend share its pass counter: prefill is one pass,
+// each decode step one more, and each pass draws fresh mask material.
 type Backend struct {
 	weights *models.Weights
 	ctx     *kernels.Ctx
+	dev     Device
+	key     []byte
 
-	mu    sync.Mutex
-	ropes map[ropeKey]*kernels.Rope
+	mu       sync.Mutex
+	ropes    map[ropeKey]*kernels.Rope
+	uploaded map[string]bool
+	pass     uint64
+	rng      *mask.RNG
+	ws       []*mask.Workspace
 }
 
 type ropeKey struct {
@@ -27,17 +62,33 @@ type ropeKey struct {
 	theta      float64
 }
 
-// New returns a backend over w using workers goroutines (<= 0: GOMAXPROCS).
-// Results do not depend on the worker count.
-func New(w *models.Weights, workers int) *Backend {
-	return &Backend{weights: w, ctx: kernels.NewCtx(workers), ropes: map[ropeKey]*kernels.Rope{}}
+// New returns a backend over w.
+func New(w *models.Weights, opt Options) *Backend {
+	b := &Backend{weights: w, ctx: kernels.NewCtx(opt.Workers), dev: opt.Device,
+		key: append([]byte(nil), opt.SessionKey...), ropes: map[ropeKey]*kernels.Rope{}, uploaded: map[string]bool{}}
+	if b.dev == nil {
+		b.dev = NewLocalDevice(b.ctx)
+	}
+	return b
 }
 
 // Name identifies the backend in plans and reports.
 func (b *Backend) Name() string { return "cpu" }
 
-// Close stops the worker pool.
-func (b *Backend) Close() { b.ctx.Close() }
+// Close stops the worker pools and wipes the session key.
+func (b *Backend) Close() {
+	b.ctx.Close()
+	for _, ws := range b.ws {
+		ws.Zeroise()
+	}
+	if b.rng != nil {
+		b.rng.Zeroise()
+	}
+	clear(b.key)
+}
+
+// Passes is the number of forward passes run so far.
+func (b *Backend) Passes() uint64 { return b.pass }
 
 // Kernels exposes the kernel context (benchmarks measure the machine with it).
 func (b *Backend) Kernels() *kernels.Ctx { return b.ctx }
@@ -65,6 +116,22 @@ type Program struct {
 	ops    []string
 	named  map[string]ir.ValueID
 	bound  map[ir.ValueID]bool
+
+	b     *Backend
+	slots map[int64]*slot
+	// live lists the slots sampled in the current pass.
+	live []*slot
+}
+
+// slot is the mask material of one mask slot of a pass: sampled at the
+// slot's first mask op, used by its unmasks, zeroised when the pass ends.
+type slot struct {
+	family string
+	size   int
+	first  int // instruction index of its first and last use
+	last   int
+	ws     *mask.Workspace
+	m      mask.Mask
 }
 
 // Compile lowers g with its symbolic dims bound.
@@ -72,6 +139,11 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 	p := &Program{
 		g: g, f32: make([][]float32, len(g.Nodes)), i32: make([][]int32, len(g.Nodes)),
 		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
+		b: b, slots: map[int64]*slot{},
+	}
+	bind, err := deriveShieldDims(g, bind)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %w", g.Name, err)
 	}
 	for _, param := range g.Params {
 		if v, ok := bind[param]; !ok || v <= 0 {
@@ -132,6 +204,11 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 				return nil, fmt.Errorf("compile %s: weight %q has shape %v, graph wants %v", g.Name, name, shape, p.dims[i])
 			}
 			p.f32[i] = data
+			if n.Place == ir.Device {
+				if err := b.upload(name, data, shape); err != nil {
+					return nil, fmt.Errorf("compile %s: upload %q: %w", g.Name, name, err)
+				}
+			}
 		case n.Op == "input" && n.Type.DType == ir.I32:
 			p.i32[i] = make([]int32, size)
 		case n.Op == "input":
@@ -157,7 +234,145 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			}
 		}
 	}
+	if err := b.assignWorkspaces(p); err != nil {
+		return nil, fmt.Errorf("compile %s: %w", g.Name, err)
+	}
 	return p, nil
+}
+
+func (b *Backend) upload(name string, data []float32, shape []int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.uploaded[name] {
+		return nil
+	}
+	if len(shape) != 2 {
+		return fmt.Errorf("device weights are matrices, got shape %v", shape)
+	}
+	if err := b.dev.Upload(name, data, shape[0], shape[1]); err != nil {
+		return err
+	}
+	b.uploaded[name] = true
+	return nil
+}
+
+// deriveShieldDims binds each shielded row dim (S_n ...) from its data
+// rows and the family's shield rule: k >= k_min, padded by HD3 to a power
+// of two.
+func deriveShieldDims(g *ir.Graph, bind map[string]int) (map[string]int, error) {
+	out := make(map[string]int, len(bind)+2)
+	for k, v := range bind {
+		out[k] = v
+	}
+	for _, n := range g.Nodes {
+		if n.Op != "shield_stack" {
+			continue
+		}
+		dim, err := ir.DimAttr(n.Attrs, "rows")
+		if err != nil || !dim.IsSym() {
+			return nil, fmt.Errorf("%v = shield_stack: %v", n.ID, err)
+		}
+		rows, err := g.Node(n.Inputs[0]).Type.Shape[0].Bind(out)
+		if err != nil {
+			return nil, fmt.Errorf("%v = shield_stack: %w", n.ID, err)
+		}
+		family, _ := n.Attrs.Str("family")
+		kmin, _ := n.Attrs.Int("k_min")
+		k, err := mask.ShieldRows(family, rows, int(kmin))
+		if err != nil {
+			return nil, fmt.Errorf("%v = shield_stack: %w", n.ID, err)
+		}
+		if prev, ok := out[dim.Sym]; ok && prev != rows+k {
+			return nil, fmt.Errorf("%v = shield_stack: %s is bound to %d, the shield rule gives %d", n.ID, dim.Sym, prev, rows+k)
+		}
+		out[dim.Sym] = rows + k
+	}
+	return out, nil
+}
+
+// assignWorkspaces gives every mask slot a workspace. A workspace holds one
+// live mask per family, so slots of one family whose uses overlap need
+// different workspaces; the protect pass emits each slot's uses
+// contiguously, so one workspace usually serves them all.
+func (b *Backend) assignWorkspaces(p *Program) error {
+	if len(p.slots) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(p.slots))
+	for id := range p.slots {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	slices.SortStableFunc(ids, func(a, c int64) int { return p.slots[a].first - p.slots[c].first })
+	busyUntil := map[string][]int{} // family -> per workspace index, last use of its current slot
+	for _, id := range ids {
+		sl := p.slots[id]
+		wsIdx := -1
+		for i, until := range busyUntil[sl.family] {
+			if until < sl.first {
+				wsIdx = i
+				break
+			}
+		}
+		if wsIdx < 0 {
+			wsIdx = len(busyUntil[sl.family])
+			busyUntil[sl.family] = append(busyUntil[sl.family], 0)
+		}
+		busyUntil[sl.family][wsIdx] = sl.last
+		b.mu.Lock()
+		for len(b.ws) <= wsIdx {
+			b.ws = append(b.ws, mask.NewWorkspace(b.ctx.Workers()))
+		}
+		sl.ws = b.ws[wsIdx]
+		b.mu.Unlock()
+	}
+	if len(b.key) == 0 {
+		return fmt.Errorf("graph %s is protected (mask %s) but the backend has no session key", p.g.Name, p.slots[ids[0]].family)
+	}
+	return nil
+}
+
+// beginPass keys the pass's mask stream: HKDF(session key, pass counter).
+func (p *Program) beginPass() error {
+	b := p.b
+	b.mu.Lock()
+	pass := b.pass
+	b.pass++
+	b.mu.Unlock()
+	if b.rng == nil {
+		rng, err := mask.NewPassRNG(b.key, pass)
+		if err != nil {
+			return err
+		}
+		b.rng = rng
+		return nil
+	}
+	return b.rng.Reset(b.key, pass)
+}
+
+// endPass drops the pass's mask material: masks, scratch and the stream.
+func (p *Program) endPass() {
+	for _, sl := range p.live {
+		sl.ws.Zeroise()
+		sl.m = nil
+	}
+	p.live = p.live[:0]
+	p.b.rng.Zeroise()
+}
+
+// maskOf returns the slot's mask, sampling it at the slot's first use in
+// the pass.
+func (p *Program) maskOf(sl *slot) (mask.Mask, error) {
+	if sl.m != nil {
+		return sl.m, nil
+	}
+	m, err := sl.ws.Sample(sl.family, sl.size, p.b.rng)
+	if err != nil {
+		return nil, err
+	}
+	sl.m = m
+	p.live = append(p.live, sl)
+	return m, nil
 }
 
 func sameShape(a, b []int) bool {
@@ -216,8 +431,15 @@ func (p *Program) BindFloat32(name string, buf []float32) error {
 	return nil
 }
 
-// Run executes every instruction in order.
+// Run executes every instruction in order: one forward pass. A protected
+// program draws its mask material at the start and wipes it at the end.
 func (p *Program) Run() error {
+	if len(p.slots) > 0 {
+		if err := p.beginPass(); err != nil {
+			return fmt.Errorf("run %s: %w", p.g.Name, err)
+		}
+		defer p.endPass()
+	}
 	for i, f := range p.instrs {
 		if err := f(); err != nil {
 			return fmt.Errorf("run %s: %s: %w", p.g.Name, p.ops[i], err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"gelo/ir"
+	"gelo/lower/cpu/mask"
 )
 
 // lower returns the instruction for one node. Buffers are looked up through
@@ -19,7 +20,53 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 	attr := func(name string) int { v, _ := n.Attrs.Int(name); return int(v) }
 	eps, _ := n.Attrs.Float("eps")
 
+	if n.Place == ir.Device {
+		return b.lowerDevice(p, n)
+	}
 	switch n.Op {
+	case "shield_stack":
+		family, _ := n.Attrs.Str("family")
+		energy, _ := n.Attrs.Float("energy")
+		r, d := dims(in[0])[0], dims(in[0])[1]
+		k := rows - r
+		return func() error {
+			y := f(out)
+			copy(y, f(in[0]))
+			if family == mask.FamilyHD3 || family == mask.FamilyHaar {
+				return mask.FillShield(y[r*d:], k, d, f(in[0]), r, energy, p.b.rng)
+			}
+			return fmt.Errorf("unknown mask family %q", family)
+		}, nil
+	case "mask", "unmask":
+		sl, err := p.useSlot(n)
+		if err != nil {
+			return nil, err
+		}
+		d := dims(out)[1]
+		apply := n.Op == "mask"
+		return func() error {
+			y := f(out)
+			copy(y, f(in[0]))
+			m, err := p.maskOf(sl)
+			if err != nil {
+				return err
+			}
+			if apply {
+				return m.Apply(y, d)
+			}
+			return m.Unapply(y, d)
+		}, nil
+	case "shield_strip", "to_device", "to_tee":
+		return func() error { copy(f(out), f(in[0])); return nil }, nil
+	case "bias_add":
+		cols := dims(out)[1]
+		return func() error {
+			y, x, bias := f(out), f(in[0]), f(in[1])
+			for r := 0; r < rows; r++ {
+				ctx.Add(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], bias)
+			}
+			return nil
+		}, nil
 	case "embed":
 		d, vocab := dims(in[1])[1], dims(in[1])[0]
 		return func() error { return ctx.Embed(f(out), f(in[1]), i32(in[0]), d, vocab) }, nil
@@ -75,6 +122,42 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("the cpu backend has no kernel for op %q", n.Op)
+}
+
+// lowerDevice sends a device-placed matmul to the Device: the operand
+// rows cross, the weight is already resident, the product comes back.
+func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
+	if n.Op != "matmul" && n.Op != "lm_head" {
+		return nil, fmt.Errorf("no device kernel for op %q", n.Op)
+	}
+	if len(n.Inputs) != 2 {
+		return nil, fmt.Errorf("a device %s takes no bias (the protect pass moves it to the TEE)", n.Op)
+	}
+	w := p.g.Node(n.Inputs[1])
+	name, ok := w.Attrs.Str("name")
+	if w.Op != "weight" || !ok {
+		return nil, fmt.Errorf("device %s: operand 2 is not a named weight", n.Op)
+	}
+	x, out, rows, dev := n.Inputs[0], n.ID, p.dims[n.ID][0], b.dev
+	return func() error { return dev.MatMul(n.Op, name, p.f32[p.storage(x)], rows, p.f32[out]) }, nil
+}
+
+// useSlot records that the next instruction uses n's mask slot.
+func (p *Program) useSlot(n *ir.Node) (*slot, error) {
+	id, _ := n.Attrs.Int("slot")
+	family, _ := n.Attrs.Str("family")
+	size := p.dims[n.ID][0]
+	at := len(p.instrs)
+	sl, ok := p.slots[id]
+	if !ok {
+		sl = &slot{family: family, size: size, first: at}
+		p.slots[id] = sl
+	}
+	if sl.family != family || sl.size != size {
+		return nil, fmt.Errorf("mask slot %d is used as %s[%d] and as %s[%d]", id, sl.family, sl.size, family, size)
+	}
+	sl.last = at
+	return sl, nil
 }
 
 // maxPositions is the cache capacity T, the bound on every position.

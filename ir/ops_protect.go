@@ -1,0 +1,91 @@
+package ir
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// DimAttr reads a dim written in a string attribute ("n", "S_n", "1").
+func DimAttr(a Attrs, name string) (Dim, error) {
+	s, ok := a.Str(name)
+	if !ok || s == "" {
+		return Dim{}, fmt.Errorf("attribute %q must name a dim", name)
+	}
+	if v, err := strconv.Atoi(s); err == nil {
+		if v <= 0 {
+			return Dim{}, fmt.Errorf("attribute %q: dim %d is not positive", name, v)
+		}
+		return D(v), nil
+	}
+	if !isIdent(s) {
+		return Dim{}, fmt.Errorf("attribute %q: %q is neither a size nor an identifier", name, s)
+	}
+	return S(s), nil
+}
+
+// Boundary ops: what the protect pass inserts where a value crosses
+// between the TEE and the device.
+func init() {
+	familyAttrs := []AttrSpec{{Name: "family", Kind: AttrString}, {Name: "slot", Kind: AttrInt}}
+	same2D := func(n *Node, in []Type) (Type, error) {
+		if err := expect("x", in[0], true, 2); err != nil {
+			return Type{}, err
+		}
+		return Type{F32, in[0].Shape}, nil
+	}
+	for _, info := range []*OpInfo{
+		{Name: "shield_stack", Doc: "append shield rows (Gaussian, energy x mean row norm) below the data rows",
+			MinInputs: 1, MaxInputs: 1,
+			Attrs: []AttrSpec{{Name: "family", Kind: AttrString}, {Name: "k_min", Kind: AttrInt},
+				{Name: "energy", Kind: AttrFloat}, {Name: "rows", Kind: AttrString}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("x", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				rows, err := DimAttr(n.Attrs, "rows")
+				if err != nil {
+					return Type{}, err
+				}
+				if k, _ := n.Attrs.Int("k_min"); k < 0 {
+					return Type{}, fmt.Errorf("k_min %d is negative", k)
+				}
+				return Type{F32, Shape{rows, in[0].Shape[1]}}, nil
+			}},
+		{Name: "mask", Doc: "A X with a fresh orthogonal A of the pass: the only op that declassifies",
+			MinInputs: 1, MaxInputs: 1, Attrs: familyAttrs, Secrecy: Declassify, Infer: same2D},
+		{Name: "unmask", Doc: "A^T Y: back from the device into the TEE; the result is secret again",
+			MinInputs: 1, MaxInputs: 1, Attrs: familyAttrs, Secrecy: AlwaysSecret, Infer: same2D},
+		{Name: "shield_strip", Doc: "drop the shield rows, keeping the first rows",
+			MinInputs: 1, MaxInputs: 1, Attrs: []AttrSpec{{Name: "rows", Kind: AttrString}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("y", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				rows, err := DimAttr(n.Attrs, "rows")
+				if err != nil {
+					return Type{}, err
+				}
+				return Type{F32, Shape{rows, in[0].Shape[1]}}, nil
+			}},
+		{Name: "to_device", Doc: "send a value to the device as is (mask none: the insecure baseline)",
+			MinInputs: 1, MaxInputs: 1, Infer: same2D},
+		{Name: "to_tee", Doc: "bring a device result back as is (mask none)",
+			MinInputs: 1, MaxInputs: 1, Infer: same2D},
+		{Name: "bias_add", Doc: "x + b per row: a projection's bias, added in the TEE after unmasking",
+			MinInputs: 2, MaxInputs: 2,
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("x", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				if err := expect("b", in[1], true, 1); err != nil {
+					return Type{}, err
+				}
+				if err := sameDim("b", in[1].Shape[0], in[0].Shape[1]); err != nil {
+					return Type{}, err
+				}
+				return Type{F32, in[0].Shape}, nil
+			}},
+	} {
+		Register(info)
+	}
+}

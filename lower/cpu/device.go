@@ -1,0 +1,53 @@
+package cpu
+
+import (
+	"fmt"
+	"sync"
+
+	"gelo/lower/cpu/kernels"
+)
+
+// LocalDevice runs the device side in this process on the same kernels:
+// the reference device, and what the spy wraps in the leak tests.
+type LocalDevice struct {
+	ctx *kernels.Ctx
+	mu  sync.RWMutex
+	w   map[string]localWeight
+}
+
+type localWeight struct {
+	data       []float32
+	rows, cols int
+}
+
+// NewLocalDevice returns a device computing with ctx.
+func NewLocalDevice(ctx *kernels.Ctx) *LocalDevice {
+	return &LocalDevice{ctx: ctx, w: map[string]localWeight{}}
+}
+
+// Upload keeps a reference to the public weight; it is never written.
+func (d *LocalDevice) Upload(name string, w []float32, rows, cols int) error {
+	if rows <= 0 || cols <= 0 || len(w) != rows*cols {
+		return fmt.Errorf("device upload %q: %d values for shape [%d, %d]", name, len(w), rows, cols)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.w[name] = localWeight{w, rows, cols}
+	return nil
+}
+
+// MatMul computes y = x W^T with the resident weight.
+func (d *LocalDevice) MatMul(op, weight string, x []float32, m int, y []float32) error {
+	d.mu.RLock()
+	w, ok := d.w[weight]
+	d.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("device %s: weight %q was never uploaded", op, weight)
+	}
+	if len(x) != m*w.cols || len(y) != m*w.rows {
+		return fmt.Errorf("device %s %q: x holds %d values and y %d, want %d x %d and %d x %d",
+			op, weight, len(x), len(y), m, w.cols, m, w.rows)
+	}
+	d.ctx.MatMulT(y, x, w.data, m, w.cols, w.rows, nil)
+	return nil
+}

@@ -1,0 +1,99 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// coldSet returns copies of a random [n][k] matrix totalling at least
+// 96 MiB (more than the last-level cache), so cycling through them measures
+// streaming from memory as decode does.
+func coldSet(n, k int) [][]float32 {
+	rng := rand.New(rand.NewPCG(1, 1))
+	copies := max(1, (96<<20)/(n*k*4)+1)
+	if n*k*4 > 256<<20 {
+		copies = 1
+	}
+	set := make([][]float32, copies)
+	for i := range set {
+		set[i] = randSlice(rng, n*k)
+	}
+	return set
+}
+
+func BenchmarkMatVec(b *testing.B) {
+	for _, sz := range [][2]int{{1024, 3072}, {3072, 1024}, {1024, 151936}} {
+		k, n := sz[0], sz[1]
+		b.Run(fmt.Sprintf("in%d_out%d", k, n), func(b *testing.B) {
+			c := NewCtx(0)
+			defer c.Close()
+			ws := coldSet(n, k)
+			x := randSlice(rand.New(rand.NewPCG(2, 2)), k)
+			y := make([]float32, n)
+			b.SetBytes(int64(n * k * 4))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.MatMulT(y, x, ws[i%len(ws)], 1, k, n, nil)
+			}
+		})
+	}
+}
+
+func BenchmarkGEMM(b *testing.B) {
+	for _, m := range []int{16, 128} {
+		k, n := 1024, 3072
+		b.Run(fmt.Sprintf("m%d_k%d_n%d", m, k, n), func(b *testing.B) {
+			c := NewCtx(0)
+			defer c.Close()
+			rng := rand.New(rand.NewPCG(3, 3))
+			x, w := randSlice(rng, m*k), randSlice(rng, n*k)
+			y := make([]float32, m*n)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.MatMulT(y, x, w, m, k, n, nil)
+			}
+			b.ReportMetric(2*float64(m*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkAttentionDecode: one decode row at position T-1 against T=2048
+// cached positions, Qwen3-0.6B geometry (16 heads, 8 KV heads, hd 128),
+// cycling through enough layers' caches to exceed the LLC. Bytes = K+V read.
+func BenchmarkAttentionDecode(b *testing.B) {
+	const heads, kvHeads, hd, T = 16, 8, 128, 2048
+	c := NewCtx(0)
+	defer c.Close()
+	kvW := kvHeads * hd
+	rng := rand.New(rand.NewPCG(4, 4))
+	layers := (96<<20)/(2*T*kvW*4) + 1
+	kcs, vcs := make([][]float32, layers), make([][]float32, layers)
+	for i := range kcs {
+		kcs[i], vcs[i] = randSlice(rng, T*kvW), randSlice(rng, T*kvW)
+	}
+	q, out := randSlice(rng, heads*hd), make([]float32, heads*hd)
+	seq, pos := []int32{0}, []int32{T - 1}
+	b.SetBytes(int64(2 * T * kvW * 4))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l := i % layers
+		if err := c.Attention(out, q, kcs[l], vcs[l], 1, heads, kvHeads, hd, T, seq, pos, 0.088); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMachine reports the reference figures: read bandwidth (GB/s)
+// and FMA peak (GFLOP/s) of all workers.
+func BenchmarkMachine(b *testing.B) {
+	c := NewCtx(0)
+	defer c.Close()
+	var bw, peak float64
+	for i := 0; i < b.N; i++ {
+		bw = MeasureReadBandwidth(c, 256<<20)
+		peak = MeasurePeakGFLOPS(c)
+	}
+	b.ReportMetric(bw, "GB/s")
+	b.ReportMetric(peak, "peakGFLOP/s")
+}

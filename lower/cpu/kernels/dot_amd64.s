@@ -1,0 +1,600 @@
+//go:build !purego
+
+#include "textflag.h"
+
+#define PFD 1024
+
+// maskTab: 8 lanes of all-ones then 8 lanes of zero. The mask for the first
+// r lanes (0 < r < 8) is the 8 words starting at maskTab + (8-r)*4.
+DATA maskTab<>+0(SB)/4, $0xffffffff
+DATA maskTab<>+4(SB)/4, $0xffffffff
+DATA maskTab<>+8(SB)/4, $0xffffffff
+DATA maskTab<>+12(SB)/4, $0xffffffff
+DATA maskTab<>+16(SB)/4, $0xffffffff
+DATA maskTab<>+20(SB)/4, $0xffffffff
+DATA maskTab<>+24(SB)/4, $0xffffffff
+DATA maskTab<>+28(SB)/4, $0xffffffff
+DATA maskTab<>+32(SB)/4, $0
+DATA maskTab<>+36(SB)/4, $0
+DATA maskTab<>+40(SB)/4, $0
+DATA maskTab<>+44(SB)/4, $0
+DATA maskTab<>+48(SB)/4, $0
+DATA maskTab<>+52(SB)/4, $0
+DATA maskTab<>+56(SB)/4, $0
+DATA maskTab<>+60(SB)/4, $0
+GLOBL maskTab<>(SB), RODATA|NOPTR, $64
+
+// HSUM reduces the 8 lanes l0..l7 of Y (X is its low half) into the low
+// float of X as ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). T is a temporary.
+#define HSUM(Y, X, T) \
+	VEXTRACTF128 $1, Y, T; \
+	VADDPS       T, X, X;  \
+	VMOVHLPS     X, X, T;  \
+	VADDPS       T, X, X;  \
+	VMOVSHDUP    X, T;     \
+	VADDSS       T, X, X
+
+// func gemm4x3AVX2(x0, x1, x2, x3, w *float32, ldw, k, ntiles int, y0, y1, y2, y3 *float32)
+//
+// For t < ntiles, r < 4, c < 3: y_r[3t+c] = dot(x_r[0:k], w[(3t+c)*ldw:][0:k]).
+// Per dot: 8 lane accumulators; lane l starts as x[8C+l]*w[8C+l] (the
+// k%8 tail, C = k/8; 0 for lanes beyond the tail), then for chunks
+// c = 0..C-1: acc_l = fma(x[8c+l], w[8c+l], acc_l); then HSUM.
+TEXT ·gemm4x3AVX2(SB), NOSPLIT, $0-96
+	MOVQ x0+0(FP), SI
+	MOVQ x1+8(FP), DI
+	MOVQ x2+16(FP), R8
+	MOVQ x3+24(FP), R9
+	MOVQ w+32(FP), AX
+	MOVQ ldw+40(FP), R11
+	SHLQ $2, R11
+	LEAQ (AX)(R11*1), BX
+	LEAQ (BX)(R11*1), CX
+	LEAQ (R11)(R11*2), R11 // tile advance: 3*ldw bytes
+	MOVQ k+48(FP), R10
+	MOVQ R10, DX
+	ANDQ $7, DX
+	NEGQ DX
+	ADDQ $8, DX
+	LEAQ maskTab<>(SB), R14
+	LEAQ (R14)(DX*4), R14  // tail mask address
+	ANDQ $-8, R10
+	SHLQ $2, R10           // main part in bytes
+	MOVQ ntiles+56(FP), R12
+	XORQ R13, R13          // output byte offset
+	TESTQ R12, R12
+	JLE  g43ret
+
+g43tile:
+	MOVQ k+48(FP), DX
+	ANDQ $7, DX
+	JZ   g43zero
+	VMOVDQU    (R14), Y15
+	VMASKMOVPS (AX)(R10*1), Y15, Y12
+	VMASKMOVPS (BX)(R10*1), Y15, Y13
+	VMASKMOVPS (CX)(R10*1), Y15, Y14
+	VMASKMOVPS (SI)(R10*1), Y15, Y11
+	VMULPS     Y11, Y12, Y0
+	VMULPS     Y11, Y13, Y1
+	VMULPS     Y11, Y14, Y2
+	VMASKMOVPS (DI)(R10*1), Y15, Y11
+	VMULPS     Y11, Y12, Y3
+	VMULPS     Y11, Y13, Y4
+	VMULPS     Y11, Y14, Y5
+	VMASKMOVPS (R8)(R10*1), Y15, Y11
+	VMULPS     Y11, Y12, Y6
+	VMULPS     Y11, Y13, Y7
+	VMULPS     Y11, Y14, Y8
+	VMASKMOVPS (R9)(R10*1), Y15, Y11
+	VMULPS     Y11, Y12, Y9
+	VMULPS     Y11, Y13, Y10
+	VMULPS     Y11, Y14, Y11
+	JMP        g43main
+
+g43zero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+g43main:
+	XORQ DX, DX
+	CMPQ DX, R10
+	JAE  g43done
+
+g43loop:
+	VMOVUPS     (AX)(DX*1), Y12
+	VMOVUPS     (BX)(DX*1), Y13
+	VMOVUPS     (CX)(DX*1), Y14
+	VMOVUPS     (SI)(DX*1), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y1
+	VFMADD231PS Y15, Y14, Y2
+	VMOVUPS     (DI)(DX*1), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y5
+	VMOVUPS     (R8)(DX*1), Y15
+	VFMADD231PS Y15, Y12, Y6
+	VFMADD231PS Y15, Y13, Y7
+	VFMADD231PS Y15, Y14, Y8
+	VMOVUPS     (R9)(DX*1), Y15
+	VFMADD231PS Y15, Y12, Y9
+	VFMADD231PS Y15, Y13, Y10
+	VFMADD231PS Y15, Y14, Y11
+	ADDQ        $32, DX
+	CMPQ        DX, R10
+	JB          g43loop
+
+g43done:
+	MOVQ y0+64(FP), DX
+	HSUM(Y0, X0, X12)
+	VMOVSS X0, (DX)(R13*1)
+	HSUM(Y1, X1, X12)
+	VMOVSS X1, 4(DX)(R13*1)
+	HSUM(Y2, X2, X12)
+	VMOVSS X2, 8(DX)(R13*1)
+	MOVQ   y1+72(FP), DX
+	HSUM(Y3, X3, X12)
+	VMOVSS X3, (DX)(R13*1)
+	HSUM(Y4, X4, X12)
+	VMOVSS X4, 4(DX)(R13*1)
+	HSUM(Y5, X5, X12)
+	VMOVSS X5, 8(DX)(R13*1)
+	MOVQ   y2+80(FP), DX
+	HSUM(Y6, X6, X12)
+	VMOVSS X6, (DX)(R13*1)
+	HSUM(Y7, X7, X12)
+	VMOVSS X7, 4(DX)(R13*1)
+	HSUM(Y8, X8, X12)
+	VMOVSS X8, 8(DX)(R13*1)
+	MOVQ   y3+88(FP), DX
+	HSUM(Y9, X9, X12)
+	VMOVSS X9, (DX)(R13*1)
+	HSUM(Y10, X10, X12)
+	VMOVSS X10, 4(DX)(R13*1)
+	HSUM(Y11, X11, X12)
+	VMOVSS X11, 8(DX)(R13*1)
+
+	ADDQ $12, R13
+	ADDQ R11, AX
+	ADDQ R11, BX
+	ADDQ R11, CX
+	DECQ R12
+	JNZ  g43tile
+
+g43ret:
+	VZEROUPPER
+	RET
+
+// func gemv1x8AVX2(x, w *float32, ldw, k, ntiles int, y *float32)
+//
+// For t < ntiles, c < 8: y[8t+c] = dot(x[0:k], w[(8t+c)*ldw:][0:k]), same
+// per-dot order as gemm4x3AVX2.
+TEXT ·gemv1x8AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ w+8(FP), AX
+	MOVQ ldw+16(FP), R13
+	SHLQ $2, R13
+	LEAQ (AX)(R13*1), BX
+	LEAQ (BX)(R13*1), CX
+	LEAQ (CX)(R13*1), DI
+	LEAQ (DI)(R13*1), R8
+	LEAQ (R8)(R13*1), R9
+	LEAQ (R9)(R13*1), R10
+	LEAQ (R10)(R13*1), R11
+	SHLQ $3, R13           // tile advance: 8*ldw bytes
+	MOVQ k+24(FP), R12
+	MOVQ R12, DX
+	ANDQ $7, DX
+	NEGQ DX
+	ADDQ $8, DX
+	LEAQ maskTab<>(SB), R14
+	VMOVDQU (R14)(DX*4), Y15 // tail mask
+	ANDQ $-8, R12
+	SHLQ $2, R12           // main part in bytes
+	MOVQ y+40(FP), R14
+	CMPQ ntiles+32(FP), $0
+	JLE  g18ret
+
+g18tile:
+	MOVQ k+24(FP), DX
+	ANDQ $7, DX
+	JZ   g18zero
+	VMASKMOVPS (SI)(R12*1), Y15, Y8
+	VMASKMOVPS (AX)(R12*1), Y15, Y0
+	VMASKMOVPS (BX)(R12*1), Y15, Y1
+	VMASKMOVPS (CX)(R12*1), Y15, Y2
+	VMASKMOVPS (DI)(R12*1), Y15, Y3
+	VMASKMOVPS (R8)(R12*1), Y15, Y4
+	VMASKMOVPS (R9)(R12*1), Y15, Y5
+	VMASKMOVPS (R10)(R12*1), Y15, Y6
+	VMASKMOVPS (R11)(R12*1), Y15, Y7
+	VMULPS     Y8, Y0, Y0
+	VMULPS     Y8, Y1, Y1
+	VMULPS     Y8, Y2, Y2
+	VMULPS     Y8, Y3, Y3
+	VMULPS     Y8, Y4, Y4
+	VMULPS     Y8, Y5, Y5
+	VMULPS     Y8, Y6, Y6
+	VMULPS     Y8, Y7, Y7
+	JMP        g18main
+
+g18zero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+g18main:
+	XORQ DX, DX
+	CMPQ DX, R12
+	JAE  g18done
+
+g18loop:
+	PREFETCHT0  PFD(AX)(DX*1)
+	PREFETCHT0  PFD(BX)(DX*1)
+	PREFETCHT0  PFD(CX)(DX*1)
+	PREFETCHT0  PFD(DI)(DX*1)
+	PREFETCHT0  PFD(R8)(DX*1)
+	PREFETCHT0  PFD(R9)(DX*1)
+	PREFETCHT0  PFD(R10)(DX*1)
+	PREFETCHT0  PFD(R11)(DX*1)
+	VMOVUPS     (SI)(DX*1), Y8
+	VFMADD231PS (AX)(DX*1), Y8, Y0
+	VFMADD231PS (BX)(DX*1), Y8, Y1
+	VFMADD231PS (CX)(DX*1), Y8, Y2
+	VFMADD231PS (DI)(DX*1), Y8, Y3
+	VFMADD231PS (R8)(DX*1), Y8, Y4
+	VFMADD231PS (R9)(DX*1), Y8, Y5
+	VFMADD231PS (R10)(DX*1), Y8, Y6
+	VFMADD231PS (R11)(DX*1), Y8, Y7
+	ADDQ        $32, DX
+	CMPQ        DX, R12
+	JB          g18loop
+
+g18done:
+	HSUM(Y0, X0, X9)
+	VMOVSS X0, (R14)
+	HSUM(Y1, X1, X9)
+	VMOVSS X1, 4(R14)
+	HSUM(Y2, X2, X9)
+	VMOVSS X2, 8(R14)
+	HSUM(Y3, X3, X9)
+	VMOVSS X3, 12(R14)
+	HSUM(Y4, X4, X9)
+	VMOVSS X4, 16(R14)
+	HSUM(Y5, X5, X9)
+	VMOVSS X5, 20(R14)
+	HSUM(Y6, X6, X9)
+	VMOVSS X6, 24(R14)
+	HSUM(Y7, X7, X9)
+	VMOVSS X7, 28(R14)
+
+	ADDQ $32, R14
+	ADDQ R13, AX
+	ADDQ R13, BX
+	ADDQ R13, CX
+	ADDQ R13, DI
+	ADDQ R13, R8
+	ADDQ R13, R9
+	ADDQ R13, R10
+	ADDQ R13, R11
+	DECQ ntiles+32(FP)
+	JNZ  g18tile
+
+g18ret:
+	VZEROUPPER
+	RET
+
+// func dotAVX2(x, w *float32, k int) float32
+//
+// dot(x[0:k], w[0:k]) in the same order as gemm4x3AVX2.
+TEXT ·dotAVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ w+8(FP), AX
+	MOVQ k+16(FP), R12
+	MOVQ R12, DX
+	ANDQ $7, DX
+	ANDQ $-8, R12
+	SHLQ $2, R12
+	TESTQ DX, DX
+	JZ   d1zero
+	NEGQ DX
+	ADDQ $8, DX
+	LEAQ maskTab<>(SB), R14
+	VMOVDQU    (R14)(DX*4), Y15
+	VMASKMOVPS (SI)(R12*1), Y15, Y8
+	VMASKMOVPS (AX)(R12*1), Y15, Y0
+	VMULPS     Y8, Y0, Y0
+	JMP        d1main
+
+d1zero:
+	VXORPS Y0, Y0, Y0
+
+d1main:
+	XORQ DX, DX
+	CMPQ DX, R12
+	JAE  d1done
+
+d1loop:
+	VMOVUPS     (SI)(DX*1), Y8
+	VFMADD231PS (AX)(DX*1), Y8, Y0
+	ADDQ        $32, DX
+	CMPQ        DX, R12
+	JB          d1loop
+
+d1done:
+	HSUM(Y0, X0, X9)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func wsumAVX2(out, p, v *float32, ldv, t, d, acc int)
+//
+// out[c] = a + sum over s < t of p[s]*v[s*ldv+c], for c < d, with a = 0 if
+// acc == 0 and a = out[c] on entry otherwise. Per element the order is
+// fixed: for s = 0..t-1: a = fma(p[s], v[s*ldv+c], a).
+TEXT ·wsumAVX2(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ v+16(FP), AX
+	MOVQ ldv+24(FP), R8
+	SHLQ $2, R8
+	MOVQ t+32(FP), R9
+	MOVQ d+40(FP), R10
+
+ws64:
+	CMPQ   R10, $64
+	JB     ws8
+	CMPQ   acc+48(FP), $0
+	JNE    ws64load
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP    ws64go
+
+ws64load:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+
+ws64go:
+	MOVQ   AX, BX
+	XORQ   CX, CX
+	TESTQ  R9, R9
+	JZ     ws64st
+
+ws64loop:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VFMADD231PS  (BX), Y8, Y0
+	VFMADD231PS  32(BX), Y8, Y1
+	VFMADD231PS  64(BX), Y8, Y2
+	VFMADD231PS  96(BX), Y8, Y3
+	VFMADD231PS  128(BX), Y8, Y4
+	VFMADD231PS  160(BX), Y8, Y5
+	VFMADD231PS  192(BX), Y8, Y6
+	VFMADD231PS  224(BX), Y8, Y7
+	ADDQ         R8, BX
+	INCQ         CX
+	CMPQ         CX, R9
+	JB           ws64loop
+
+ws64st:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ    $256, AX
+	ADDQ    $256, DI
+	SUBQ    $64, R10
+	JMP     ws64
+
+ws8:
+	CMPQ   R10, $8
+	JB     wstail
+	VXORPS Y0, Y0, Y0
+	CMPQ   acc+48(FP), $0
+	JE     ws8go
+	VMOVUPS (DI), Y0
+
+ws8go:
+	MOVQ   AX, BX
+	XORQ   CX, CX
+	TESTQ  R9, R9
+	JZ     ws8st
+
+ws8loop:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VFMADD231PS  (BX), Y8, Y0
+	ADDQ         R8, BX
+	INCQ         CX
+	CMPQ         CX, R9
+	JB           ws8loop
+
+ws8st:
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, AX
+	ADDQ    $32, DI
+	SUBQ    $8, R10
+	JMP     ws8
+
+wstail:
+	TESTQ  R10, R10
+	JZ     wsret
+	MOVQ   $8, DX
+	SUBQ   R10, DX
+	LEAQ   maskTab<>(SB), R11
+	VMOVDQU (R11)(DX*4), Y15
+	VXORPS Y0, Y0, Y0
+	CMPQ   acc+48(FP), $0
+	JE     wstailgo
+	VMASKMOVPS (DI), Y15, Y0
+
+wstailgo:
+	MOVQ   AX, BX
+	XORQ   CX, CX
+	TESTQ  R9, R9
+	JZ     wstailst
+
+wstailloop:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VMASKMOVPS   (BX), Y15, Y9
+	VFMADD231PS  Y9, Y8, Y0
+	ADDQ         R8, BX
+	INCQ         CX
+	CMPQ         CX, R9
+	JB           wstailloop
+
+wstailst:
+	VMASKMOVPS Y0, Y15, (DI)
+
+wsret:
+	VZEROUPPER
+	RET
+
+// func fmaLoopAVX2(iters int)
+//
+// A register-only loop of 12 independent 8-wide FMAs per iteration
+// (192 flops per iteration), for MeasurePeakGFLOPS.
+TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
+	MOVQ   iters+0(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	TESTQ  CX, CX
+	JLE    fmaret
+
+fmaloop:
+	VFMADD231PS Y12, Y13, Y0
+	VFMADD231PS Y12, Y13, Y1
+	VFMADD231PS Y12, Y13, Y2
+	VFMADD231PS Y12, Y13, Y3
+	VFMADD231PS Y12, Y13, Y4
+	VFMADD231PS Y12, Y13, Y5
+	VFMADD231PS Y12, Y13, Y6
+	VFMADD231PS Y12, Y13, Y7
+	VFMADD231PS Y12, Y13, Y8
+	VFMADD231PS Y12, Y13, Y9
+	VFMADD231PS Y12, Y13, Y10
+	VFMADD231PS Y12, Y13, Y11
+	DECQ        CX
+	JNZ         fmaloop
+
+fmaret:
+	VZEROUPPER
+	RET
+
+// func sumAVX2(p *float32, n int) float32
+//
+// Sum of p[0:n], n a multiple of 64, with 8 vector accumulators (used only
+// to measure read bandwidth).
+TEXT ·sumAVX2(SB), NOSPLIT, $0-20
+	MOVQ   p+0(FP), SI
+	MOVQ   n+8(FP), CX
+	SHLQ   $2, CX
+	ADDQ   SI, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	CMPQ   SI, CX
+	JAE    sumdone
+
+sumloop:
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VADDPS 128(SI), Y4, Y4
+	VADDPS 160(SI), Y5, Y5
+	VADDPS 192(SI), Y6, Y6
+	VADDPS 224(SI), Y7, Y7
+	ADDQ   $256, SI
+	CMPQ   SI, CX
+	JB     sumloop
+
+sumdone:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y5, Y4, Y4
+	VADDPS Y7, Y6, Y6
+	VADDPS Y2, Y0, Y0
+	VADDPS Y6, Y4, Y4
+	VADDPS Y4, Y0, Y0
+	HSUM(Y0, X0, X9)
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func prefetchRowsAsm(p *float32, stride, rows, width int)
+//
+// Prefetches (into L1) the cache lines of rows rows of width floats each,
+// row r starting at p + r*stride floats.
+TEXT ·prefetchRowsAsm(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ stride+8(FP), R8
+	SHLQ $2, R8
+	MOVQ rows+16(FP), CX
+	MOVQ width+24(FP), R9
+	SHLQ $2, R9
+	TESTQ CX, CX
+	JLE  pfret
+	TESTQ R9, R9
+	JLE  pfret
+
+pfrow:
+	XORQ DX, DX
+
+pfline:
+	PREFETCHT0 (SI)(DX*1)
+	ADDQ       $64, DX
+	CMPQ       DX, R9
+	JB         pfline
+	ADDQ       R8, SI
+	DECQ       CX
+	JNZ        pfrow
+
+pfret:
+	RET

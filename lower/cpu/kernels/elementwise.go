@@ -1,0 +1,146 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// expf returns e**x in float32 with a fixed sequence of float32 operations
+// (no FMA: every product is rounded before it is added), so it gives the
+// same bits on every platform. Relative error is within ~2 ulp for normal
+// results; results below the smallest normal float32 flush to 0, x above
+// ~88.72 gives +Inf, NaN gives NaN.
+//
+// Method (Cephes expf): n = round(x*log2(e)) (round-half-even, via the
+// 1.5*2^23 trick), r = (x - n*C1) - n*C2 with ln2 = C1 + C2, a degree-6
+// polynomial p(r) ~ (e**r - 1 - r)/r^2, e**r = (p*r^2 + r) + 1, times 2**n.
+func expf(x float32) float32 {
+	const (
+		log2e = 1.44269504088896341
+		magic = 12582912 // 1.5 * 2^23
+		c1    = 0.693359375
+		c2    = -2.12194440e-4
+	)
+	if !(x < 88.72283) { // also NaN
+		if x != x {
+			return x
+		}
+		return float32(math.Inf(1))
+	}
+	if x < -87.33654 {
+		return 0
+	}
+	t := float32(x*log2e) + magic
+	n := t - magic
+	r := float32(x-float32(n*c1)) - float32(n*c2)
+	z := float32(r * r)
+	p := float32(1.9875691500e-4)
+	p = float32(p*r) + 1.3981999507e-3
+	p = float32(p*r) + 8.3334519073e-3
+	p = float32(p*r) + 4.1665795894e-2
+	p = float32(p*r) + 1.6666665459e-1
+	p = float32(p*r) + 5.0000001201e-1
+	e := float32(float32(p*z)+r) + 1
+	ni := int32(n)
+	if ni > 127 {
+		return float32(e*2) * math.Float32frombits(uint32(ni-1+127)<<23)
+	}
+	if ni < -126 {
+		return float32(e*0.5) * math.Float32frombits(uint32(ni+1+127)<<23)
+	}
+	return e * math.Float32frombits(uint32(ni+127)<<23)
+}
+
+// silu(x) = x / (1 + e**-x) in float32 (as PyTorch computes it).
+func silu(x float32) float32 {
+	return x / (1 + expf(-x))
+}
+
+// Elementwise work split: chunks of ewChunk elements per task.
+const ewChunk = 16 << 10
+
+const (
+	ewSiLU = iota
+	ewMul
+	ewAdd
+	ewSwiGLU
+)
+
+type ewJob struct {
+	op      int
+	y, a, b []float32
+}
+
+func (j *ewJob) do(_ *Ctx, task, _ int) {
+	i0 := task * ewChunk
+	i1 := min(i0+ewChunk, len(j.y))
+	var b []float32
+	if j.b != nil {
+		b = j.b[i0:i1]
+	}
+	ewRange(j.op, j.y[i0:i1], j.a[i0:i1], b)
+}
+
+func ewRange(op int, y, a, b []float32) {
+	a = a[:len(y)]
+	switch op {
+	case ewSiLU:
+		for i := range y {
+			y[i] = silu(a[i])
+		}
+	case ewMul:
+		if b == nil {
+			return
+		}
+		b = b[:len(y)]
+		for i := range y {
+			y[i] = a[i] * b[i]
+		}
+	case ewAdd:
+		if b == nil {
+			return
+		}
+		b = b[:len(y)]
+		for i := range y {
+			y[i] = a[i] + b[i]
+		}
+	case ewSwiGLU:
+		if b == nil {
+			return
+		}
+		b = b[:len(y)]
+		for i := range y {
+			y[i] = silu(a[i]) * b[i]
+		}
+	}
+}
+
+func (c *Ctx) elementwise(name string, op int, y, a, b []float32) {
+	if len(a) != len(y) || (b != nil && len(b) != len(y)) {
+		panic(fmt.Sprintf("kernels: %s: length mismatch len(y)=%d len(a)=%d len(b)=%d", name, len(y), len(a), len(b)))
+	}
+	n := len(y)
+	if n <= ewChunk {
+		ewRange(op, y, a, b)
+		return
+	}
+	j := &c.ew
+	j.op, j.y, j.a, j.b = op, y, a, b
+	c.run(j, (n+ewChunk-1)/ewChunk)
+	j.y, j.a, j.b = nil, nil, nil
+}
+
+// SiLU sets y = x * sigmoid(x) = x / (1 + expf(-x)) elementwise (float32;
+// expf is documented at the package level). y may alias x. len(y) must equal
+// len(x).
+func (c *Ctx) SiLU(y, x []float32) { c.elementwise("SiLU", ewSiLU, y, x, nil) }
+
+// Mul sets y = a * b elementwise. y may alias a or b (same offset).
+func (c *Ctx) Mul(y, a, b []float32) { c.elementwise("Mul", ewMul, y, a, b) }
+
+// Add sets y = a + b elementwise. y may alias a or b (same offset).
+func (c *Ctx) Add(y, a, b []float32) { c.elementwise("Add", ewAdd, y, a, b) }
+
+// SwiGLU sets y = silu(gate) * up elementwise (silu rounded to float32
+// first, as HF computes act_fn(gate) * up). y may alias gate or up.
+func (c *Ctx) SwiGLU(y, gate, up []float32) { c.elementwise("SwiGLU", ewSwiGLU, y, gate, up) }

@@ -1,0 +1,169 @@
+package kernels
+
+import "fmt"
+
+// Work split of MatMulT (depends only on m, k, n).
+const (
+	// gemvTaskFloats: weight floats per matvec task (128 KiB: a task's
+	// panel of w stays in L2 while the m < 4 rows of x go through it).
+	gemvTaskFloats = 32 << 10
+	// gemmPanelFloats: weight floats per GEMM column panel (384 KiB, in L2).
+	gemmPanelFloats = 96 << 10
+	// gemmRowBlock: rows of x per GEMM task.
+	gemmRowBlock = 64
+)
+
+type matmulJob struct {
+	y, x, w, bias []float32
+	m, k, n       int
+	gemm          bool
+	colsPer       int // columns of y per task (the last task takes the rest)
+	colTasks      int
+	rowsPer       int // rows of y per task (GEMM; the last takes the rest)
+	rowTasks      int
+}
+
+// MatMulT computes y[m,n] = x[m,k] · w[n,k]^T (+ bias[n] when bias is not
+// nil). w has the HF Linear layout [out, in]. y must not overlap x, w or
+// bias. Slices may be longer than needed; shorter ones panic (a programming
+// error).
+//
+// Every y[i][j] is dot(x_i, w_j) + bias[j] evaluated in the canonical order
+// described in the package documentation, whatever m, the tiling, the work
+// split or the number of workers: row i of an m-row product is bit-identical
+// to the m=1 product of row i alone.
+//
+// For m < 4 each row is a matvec: the weight rows are split into tasks of
+// about 128 KiB and streamed once (the other rows reuse them from L2). For
+// m >= 4 the product is tiled into tasks of (64 rows) x (a ~384 KiB panel of
+// w) and computed with register-blocked 4x3 micro-kernels.
+func (c *Ctx) MatMulT(y, x, w []float32, m, k, n int, bias []float32) {
+	if m < 0 || k < 0 || n < 0 || len(x) < m*k || len(w) < n*k || len(y) < m*n || (bias != nil && len(bias) < n) {
+		panic(fmt.Sprintf("kernels: MatMulT: bad shapes m=%d k=%d n=%d len(y)=%d len(x)=%d len(w)=%d len(bias)=%d",
+			m, k, n, len(y), len(x), len(w), len(bias)))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		for i := 0; i < m; i++ {
+			if bias != nil {
+				copy(y[i*n:(i+1)*n], bias[:n])
+			} else {
+				clear(y[i*n : (i+1)*n])
+			}
+		}
+		return
+	}
+	j := &c.mm
+	j.y, j.x, j.w, j.bias = y, x, w, bias
+	j.m, j.k, j.n = m, k, n
+	if m < 4 {
+		j.gemm = false
+		per := (gemvTaskFloats / k) &^ 7
+		if per < 8 {
+			per = 8
+		}
+		j.colsPer, j.colTasks = per, max(1, n/per)
+		j.rowsPer, j.rowTasks = m, 1
+	} else {
+		j.gemm = true
+		per := (gemmPanelFloats / k) / 3 * 3
+		if per < 3 {
+			per = 3
+		}
+		j.colsPer, j.colTasks = per, max(1, n/per)
+		j.rowsPer, j.rowTasks = gemmRowBlock, max(1, m/gemmRowBlock)
+	}
+	c.run(j, j.colTasks*j.rowTasks)
+	j.y, j.x, j.w, j.bias = nil, nil, nil, nil
+}
+
+func (j *matmulJob) do(_ *Ctx, task, _ int) {
+	ib, jb := task%j.rowTasks, task/j.rowTasks
+	j0 := jb * j.colsPer
+	j1 := j0 + j.colsPer
+	if jb == j.colTasks-1 {
+		j1 = j.n
+	}
+	i0 := ib * j.rowsPer
+	i1 := i0 + j.rowsPer
+	if ib == j.rowTasks-1 {
+		i1 = j.m
+	}
+	k, n := j.k, j.n
+	if !j.gemm {
+		for i := i0; i < i1; i++ {
+			matvecRange(j.y[i*n:(i+1)*n], j.x[i*k:(i+1)*k], j.w, k, j0, j1, j.bias)
+		}
+		return
+	}
+	gemmBlock(j.y, j.x, j.w, k, n, i0, i1, j0, j1, j.bias)
+}
+
+// matvecRange sets y[j] = dot(x, w_j) (+ bias[j]) for j0 <= j < j1.
+func matvecRange(y, x, w []float32, k, j0, j1 int, bias []float32) {
+	if j1-j0 < 8 {
+		for jj := j0; jj < j1; jj++ {
+			y[jj] = dot(x, w[jj*k:], k)
+		}
+	} else {
+		full := (j1 - j0) / 8
+		gemv1x8(x, w[j0*k:], k, k, full, y[j0:])
+		if j0+8*full < j1 {
+			// The tail tile is shifted back to end at j1; it recomputes
+			// some columns bit-identically.
+			gemv1x8(x, w[(j1-8)*k:], k, k, 1, y[j1-8:])
+		}
+	}
+	if bias != nil {
+		addBias(y[j0:j1], bias[j0:j1])
+	}
+}
+
+// gemmBlock computes the block rows [i0,i1) x cols [j0,j1) of y with 4x3
+// tiles (i1-i0 >= 4). Tail tiles are shifted back inside the block and
+// recompute some elements bit-identically (so no element is written by two
+// tasks).
+func gemmBlock(y, x, w []float32, k, n, i0, i1, j0, j1 int, bias []float32) {
+	if j1-j0 < 3 {
+		for i := i0; i < i1; i++ {
+			for jj := j0; jj < j1; jj++ {
+				y[i*n+jj] = dot(x[i*k:], w[jj*k:], k)
+			}
+			if bias != nil {
+				addBias(y[i*n+j0:i*n+j1], bias[j0:j1])
+			}
+		}
+		return
+	}
+	full := (j1 - j0) / 3
+	tail := j0+3*full < j1
+	for g := i0; g < i1; g += 4 {
+		r := g
+		if r+4 > i1 {
+			r = i1 - 4
+		}
+		x0, x1, x2, x3 := x[r*k:], x[(r+1)*k:], x[(r+2)*k:], x[(r+3)*k:]
+		y0, y1, y2, y3 := y[r*n:], y[(r+1)*n:], y[(r+2)*n:], y[(r+3)*n:]
+		gemm4x3(x0, x1, x2, x3, w[j0*k:], k, k, full, y0[j0:], y1[j0:], y2[j0:], y3[j0:])
+		if tail {
+			jt := j1 - 3
+			gemm4x3(x0, x1, x2, x3, w[jt*k:], k, k, 1, y0[jt:], y1[jt:], y2[jt:], y3[jt:])
+		}
+		if bias != nil {
+			b := bias[j0:j1]
+			addBias(y0[j0:j1], b)
+			addBias(y1[j0:j1], b)
+			addBias(y2[j0:j1], b)
+			addBias(y3[j0:j1], b)
+		}
+	}
+}
+
+func addBias(y, b []float32) {
+	b = b[:len(y)]
+	for i := range y {
+		y[i] += b[i]
+	}
+}

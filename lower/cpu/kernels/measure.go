@@ -1,0 +1,73 @@
+package kernels
+
+import (
+	"math"
+	"time"
+)
+
+type measureJob struct {
+	buf   []float32
+	per   int // floats per task
+	iters int
+	flops bool
+	sums  []float32 // one per task, keeps the reads alive
+}
+
+func (j *measureJob) do(_ *Ctx, task, _ int) {
+	if j.flops {
+		fmaLoop(j.iters)
+		return
+	}
+	j.sums[task] = sum64(j.buf[task*j.per:], j.per)
+}
+
+// MeasureReadBandwidth returns the read bandwidth in GB/s (1e9 bytes/s) of
+// the machine as seen by c's workers: a buffer of bytes bytes (make it
+// larger than the last-level cache; at least 64 MiB is used) is split into
+// one disjoint part per worker, every worker sums its part with the vector
+// kernel, and the best of 5 timed passes (after one warm-up) is reported.
+// It allocates the buffer; it is meant for benchmarks.
+func MeasureReadBandwidth(c *Ctx, bytes int) float64 {
+	n := max(bytes, 64<<20) / 4
+	w := c.Workers()
+	per := n / w / 64 * 64
+	buf := make([]float32, per*w)
+	for i := range buf {
+		buf[i] = 1
+	}
+	j := &c.meas
+	j.buf, j.per, j.flops, j.sums = buf, per, false, make([]float32, w)
+	best := math.Inf(1)
+	for pass := 0; pass < 6; pass++ {
+		t0 := time.Now()
+		c.run(j, w)
+		dt := time.Since(t0).Seconds()
+		if pass > 0 && dt < best {
+			best = dt
+		}
+	}
+	j.buf, j.sums = nil, nil
+	return float64(per*w*4) / best / 1e9
+}
+
+// MeasurePeakGFLOPS returns the float32 FMA peak of c's workers in GFLOP/s:
+// every worker runs a register-only loop of 12 independent 8-wide FMA
+// chains (the assembly kernel; the Go fallback where there is none), best of
+// 5 timed passes after a warm-up.
+func MeasurePeakGFLOPS(c *Ctx) float64 {
+	const iters = 1 << 20 // 192 flops each
+	w := c.Workers()
+	j := &c.meas
+	j.iters, j.flops = iters, true
+	best := math.Inf(1)
+	for pass := 0; pass < 6; pass++ {
+		t0 := time.Now()
+		c.run(j, w)
+		dt := time.Since(t0).Seconds()
+		if pass > 0 && dt < best {
+			best = dt
+		}
+	}
+	j.flops = false
+	return float64(w) * iters * 192 / best / 1e9
+}

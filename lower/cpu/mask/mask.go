@@ -1,0 +1,191 @@
+package mask
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// Mask is one sampled orthogonal mask A (s x s) of a forward pass.
+//
+// Both methods act on the ROW index of an s x d row-major matrix, in place:
+// Apply computes X <- A X (TEE -> device) and Unapply computes Y <- A^T Y
+// (device -> TEE), so Unapply(Apply(X)) = X up to rounding. They allocate
+// nothing once the mask is sampled, and their results are bit-identical
+// whatever GOMAXPROCS or the worker count (see Workspace).
+//
+// On a shape error (len(x) != s*d, d < 1) or after Zeroise, Apply returns
+// an error and clears x, so a caller that ignores the error still cannot
+// ship unmasked rows to the device; Unapply returns an error and leaves y
+// untouched.
+//
+// A Mask is not safe for concurrent use.
+type Mask interface {
+	Size() int
+	Apply(x []float32, d int) error
+	Unapply(y []float32, d int) error
+	Zeroise()
+}
+
+// Family names accepted by ShieldRows and Workspace.Sample.
+const (
+	FamilyHaar = "haar"
+	FamilyHD3  = "hd3"
+)
+
+func checkShape(kind string, s, n, d int) error {
+	if d < 1 {
+		return fmt.Errorf("mask: %s: column count d = %d, want >= 1", kind, d)
+	}
+	if n/d != s || n%d != 0 {
+		return fmt.Errorf("mask: %s: len = %d, want s*d = %d*%d", kind, n, s, d)
+	}
+	return nil
+}
+
+// blockTask is a unit of parallel work: runBlock(worker, block) must only
+// write data that belongs to `block` (plus worker-private scratch).
+type blockTask interface {
+	runBlock(worker, block int)
+}
+
+// team runs blockTasks on a fixed number of goroutines. Block b always
+// goes to worker b mod active, and a block's arithmetic never depends on
+// which worker runs it, so results do not depend on the worker count.
+// Goroutine closures are built once, so run allocates nothing.
+type team struct {
+	workers int
+	fns     []func()
+	wg      sync.WaitGroup
+	task    blockTask
+	nblocks int
+	active  int
+}
+
+func newTeam(workers int) *team {
+	if workers < 1 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	t := &team{workers: workers, fns: make([]func(), workers)}
+	for w := range t.fns {
+		t.fns[w] = func() {
+			t.work(w)
+			t.wg.Done()
+		}
+	}
+	return t
+}
+
+func (t *team) work(w int) {
+	for b := w; b < t.nblocks; b += t.active {
+		t.task.runBlock(w, b)
+	}
+}
+
+// run executes task over nblocks blocks on up to maxActive workers
+// (maxActive < 1 means all).
+func (t *team) run(task blockTask, nblocks, maxActive int) {
+	if nblocks <= 0 {
+		return
+	}
+	active := t.workers
+	if maxActive >= 1 && maxActive < active {
+		active = maxActive
+	}
+	if nblocks < active {
+		active = nblocks
+	}
+	t.task, t.nblocks, t.active = task, nblocks, active
+	t.wg.Add(active - 1)
+	for w := 1; w < active; w++ {
+		go t.fns[w]()
+	}
+	t.work(0)
+	t.wg.Wait()
+	t.task = nil
+}
+
+// Workspace owns the buffers and the worker team that masks sample into
+// and run on, so a protected forward pass allocates nothing once warm:
+// sampling a mask of a size seen before reuses the storage.
+//
+// A Workspace holds at most one live mask of each family: sampling a new
+// Haar (HD3) mask zeroises and replaces the previous Haar (HD3) mask of the
+// same workspace, and the old pointer then refers to the new mask. This is
+// the per-forward-pass lifecycle of the protocol: sample at the start of
+// the pass, use for every crossing, Zeroise at the end.
+//
+// A Workspace (and its masks) must be used from one goroutine at a time.
+type Workspace struct {
+	team *team
+	haar Haar
+	hd3  HD3
+}
+
+// NewWorkspace returns a workspace whose masks run on `workers`
+// goroutines (workers < 1: runtime.GOMAXPROCS(0) at the time of the call).
+// The worker count changes speed only, never results.
+func NewWorkspace(workers int) *Workspace {
+	w := &Workspace{team: newTeam(workers)}
+	w.haar.team = w.team
+	w.hd3.team = w.team
+	return w
+}
+
+// Workers reports the number of worker goroutines.
+func (w *Workspace) Workers() int { return w.team.workers }
+
+// Haar samples a Haar-distributed mask of size s into the workspace.
+func (w *Workspace) Haar(s int, rng *RNG) (*Haar, error) {
+	if err := w.haar.sample(s, rng); err != nil {
+		return nil, err
+	}
+	return &w.haar, nil
+}
+
+// HD3 samples an HD3 mask of size s (a power of two >= 2) into the
+// workspace.
+func (w *Workspace) HD3(s int, rng *RNG) (*HD3, error) {
+	if err := w.hd3.sample(s, rng); err != nil {
+		return nil, err
+	}
+	return &w.hd3, nil
+}
+
+// Sample samples a mask of the named family ("haar" or "hd3").
+func (w *Workspace) Sample(family string, s int, rng *RNG) (Mask, error) {
+	switch family {
+	case FamilyHaar:
+		return w.Haar(s, rng)
+	case FamilyHD3:
+		return w.HD3(s, rng)
+	}
+	return nil, fmt.Errorf("mask: unknown family %q (want %q or %q)", family, FamilyHaar, FamilyHD3)
+}
+
+// Zeroise wipes both masks and every scratch buffer of the workspace.
+func (w *Workspace) Zeroise() {
+	w.haar.Zeroise()
+	w.hd3.Zeroise()
+}
+
+var errNoRNG = errors.New("mask: RNG is nil or zeroised")
+
+// grow32 returns buf resized to n, reusing its storage when possible; a
+// buffer that is outgrown is wiped before it is dropped.
+func grow32(buf []float32, n int) []float32 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	clear(buf[:cap(buf)])
+	return make([]float32, n)
+}
+
+func grow64(buf []float64, n int) []float64 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	clear(buf[:cap(buf)])
+	return make([]float64, n)
+}

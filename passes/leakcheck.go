@@ -1,0 +1,100 @@
+package passes
+
+import (
+	"errors"
+	"fmt"
+
+	"gelo/ir"
+)
+
+// Leakcheck is a verifier, not an optimisation: it fails compilation when
+// a secret value reaches a device op unmasked, when a secret-indexed
+// gather is placed on the device, or when a TEE op reads a device result
+// that did not come back through unmask (or to_tee). With allowInsecure
+// (only for the mask=none baseline) plaintext crossings are recorded in
+// the module's "insecure" meta entry instead of failing; every other
+// violation still fails.
+func Leakcheck(allowInsecure bool) Pass {
+	return Pass{Name: "leakcheck", Doc: "fail if any secret reaches the device unmasked",
+		Run: func(m *ir.Module) error {
+			var leaks, errs []error
+			for _, g := range m.Graphs {
+				l, e := leakcheck(g)
+				leaks = append(leaks, l...)
+				errs = append(errs, e...)
+			}
+			if len(errs) > 0 {
+				return errors.Join(append(errs, leaks...)...)
+			}
+			if len(leaks) == 0 {
+				delete(m.Meta, "insecure")
+				return nil
+			}
+			if !allowInsecure {
+				return errors.Join(leaks...)
+			}
+			m.Meta["insecure"] = fmt.Sprintf("mask none: %d secret values cross to the device in plaintext", len(leaks))
+			return nil
+		}}
+}
+
+// gatherOps index a table by their first operand.
+var gatherOps = map[string]bool{"embed": true}
+
+func describe(g *ir.Graph, v ir.ValueID) string {
+	n := g.Node(v)
+	if n == nil {
+		return v.String()
+	}
+	if name, ok := n.Attrs.Str("name"); ok {
+		return fmt.Sprintf("%v = %s %q", v, n.Op, name)
+	}
+	return fmt.Sprintf("%v = %s", v, n.Op)
+}
+
+// leakcheck returns plaintext crossings (leaks) and hard errors apart.
+func leakcheck(g *ir.Graph) (leaks, errs []error) {
+	for _, n := range g.Nodes {
+		if n.Op == "weight" {
+			continue
+		}
+		where := fmt.Sprintf("graph %s: %s", g.Name, describe(g, n.ID))
+		if n.Place == ir.Unplaced {
+			errs = append(errs, fmt.Errorf("%s: not placed (run the place pass)", where))
+			continue
+		}
+		if n.Place == ir.Device {
+			if gatherOps[n.Op] {
+				errs = append(errs, fmt.Errorf("%s: secret-indexed gather placed on the device (the index itself leaks)", where))
+			}
+			for _, in := range n.Inputs {
+				src := g.Node(in)
+				if src.Secrecy == ir.Secret {
+					leaks = append(leaks, fmt.Errorf("%s: on the device, reads secret %s unmasked", where, describe(g, in)))
+				}
+			}
+			continue
+		}
+		if n.Op == "unmask" || n.Op == "to_tee" {
+			continue
+		}
+		for _, in := range n.Inputs {
+			src := g.Node(in)
+			if src.Op != "weight" && src.Place == ir.Device {
+				errs = append(errs, fmt.Errorf("%s: in the TEE, reads device result %s without unmask", where, describe(g, in)))
+			}
+		}
+	}
+	return leaks, errs
+}
+
+// Pipeline returns the standard pass order for the given protection:
+// place, protect, leakcheck. Leakcheck cannot be left out; it tolerates
+// plaintext crossings only for mask none, which the module then says.
+func Pipeline(o ProtectOptions) *Manager {
+	return &Manager{Passes: []Pass{
+		Place(DefaultPolicy()),
+		Protect(o),
+		Leakcheck(o.Mask == MaskNone),
+	}}
+}

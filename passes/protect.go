@@ -1,0 +1,250 @@
+package passes
+
+import (
+	"fmt"
+	"strconv"
+
+	"gelo/ir"
+)
+
+// Protection families and cadences.
+const (
+	MaskNone = "none"
+	MaskHaar = "haar"
+	MaskHD3  = "hd3"
+
+	PerForward = "per-forward"
+	PerOffload = "per-offload"
+)
+
+// ProtectOptions configure the protect pass.
+type ProtectOptions struct {
+	// Mask is none (the insecure baseline), haar or hd3.
+	Mask string
+	// Cadence is per-forward (one mask per forward pass and shielded row
+	// count, shared by every crossing of the pass) or per-offload (a fresh
+	// mask for every crossing).
+	Cadence string
+	// ShieldK is the minimum number of shield rows (>= 8 for a protected
+	// plan); HD3 pads further to a power of two.
+	ShieldK int
+	// ShieldEnergy scales shield rows to this multiple of the mean data
+	// row norm.
+	ShieldEnergy float64
+}
+
+// DefaultProtect is the protection a plan gets unless told otherwise.
+func DefaultProtect() ProtectOptions {
+	return ProtectOptions{Mask: MaskHD3, Cadence: PerForward, ShieldK: 8, ShieldEnergy: 4.0}
+}
+
+// Check validates the options and names the bad one.
+func (o ProtectOptions) Check() error {
+	switch o.Mask {
+	case MaskNone, MaskHaar, MaskHD3:
+	default:
+		return fmt.Errorf("--mask %q: want none, haar or hd3", o.Mask)
+	}
+	switch o.Cadence {
+	case PerForward, PerOffload:
+	default:
+		return fmt.Errorf("--cadence %q: want per-forward or per-offload", o.Cadence)
+	}
+	if o.Mask != MaskNone {
+		if o.ShieldK < 8 {
+			return fmt.Errorf("--shield: k = %d shield rows; the protocol needs at least 8", o.ShieldK)
+		}
+		if !(o.ShieldEnergy > 0) || o.ShieldEnergy > 1e6 {
+			return fmt.Errorf("--shield: energy %v must be positive and finite", o.ShieldEnergy)
+		}
+	}
+	return nil
+}
+
+// ShieldedDim names the row dim of a crossing of rows r: S_n, S_B, S_1.
+func ShieldedDim(r ir.Dim) string { return "S_" + r.String() }
+
+// Protect inserts the boundary at every crossing of a placed graph: at a
+// TEE->device edge shield_stack then mask, at a device->TEE edge unmask
+// then shield_strip (and the projection's bias, which cannot be applied to
+// masked rows, is added back in the TEE). With mask none it inserts plain
+// to_device / to_tee transfers, which leakcheck reports as insecure. A TEE
+// value feeding several device ops (Q, K, V) crosses once.
+func Protect(o ProtectOptions) Pass {
+	return Pass{Name: "protect", Doc: "insert mask/unmask and shield nodes at every boundary crossing",
+		Run: func(m *ir.Module) error {
+			if err := o.Check(); err != nil {
+				return err
+			}
+			for i, g := range m.Graphs {
+				ng, err := protect(g, o)
+				if err != nil {
+					return fmt.Errorf("graph %s: %w", g.Name, err)
+				}
+				m.Graphs[i] = ng
+			}
+			m.Meta["mask"] = o.Mask
+			m.Meta["cadence"] = o.Cadence
+			if o.Mask != MaskNone {
+				m.Meta["shield"] = strconv.Itoa(o.ShieldK) + "," + strconv.FormatFloat(o.ShieldEnergy, 'g', -1, 64)
+			}
+			return nil
+		}}
+}
+
+// rebuilder emits a new graph node by node, remembering the first error.
+type rebuilder struct {
+	g   *ir.Graph
+	err error
+}
+
+// emit appends a node with the given placement.
+func (r *rebuilder) emit(op string, attrs ir.Attrs, place ir.Placement, in ...ir.ValueID) ir.ValueID {
+	if r.err != nil {
+		return -1
+	}
+	v, err := r.g.Add(op, attrs, in...)
+	if err != nil {
+		r.err = err
+		return -1
+	}
+	r.g.Nodes[v].Place = place
+	return v
+}
+
+func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
+	r := &rebuilder{g: &ir.Graph{Name: g.Name, Params: append([]string(nil), g.Params...)}}
+	tee := make([]ir.ValueID, len(g.Nodes)) // the value TEE users see
+	dev := make([]ir.ValueID, len(g.Nodes)) // the value device users see
+	for i := range tee {
+		tee[i], dev[i] = -1, -1
+	}
+	teeUsers := map[ir.ValueID]bool{}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if n.Place != ir.Device {
+				teeUsers[in] = true
+			}
+		}
+	}
+	for _, out := range g.Outputs {
+		teeUsers[out.Value] = true
+	}
+	slots := map[string]int64{} // per-forward: one slot per shielded dim
+	next := int64(0)
+	slotFor := func(dim string) int64 {
+		if o.Cadence == PerOffload {
+			next++
+			return next - 1
+		}
+		if s, ok := slots[dim]; ok {
+			return s
+		}
+		slots[dim] = int64(len(slots))
+		return slots[dim]
+	}
+	crossed := map[ir.ValueID]ir.ValueID{} // TEE value -> its device-side copy
+	slotOf := map[ir.ValueID]int64{}       // device-side copy -> mask slot
+	addParam := func(p string) {
+		for _, q := range r.g.Params {
+			if q == p {
+				return
+			}
+		}
+		r.g.Params = append(r.g.Params, p)
+	}
+	for _, n := range g.Nodes {
+		if n.Op == "weight" {
+			v, err := r.g.AddDeclared("weight", n.Attrs, n.Type)
+			if err != nil {
+				return nil, err
+			}
+			r.g.Nodes[v].Place = n.Place
+			tee[n.ID], dev[n.ID] = v, v
+			continue
+		}
+		if n.Op == "input" {
+			v, err := r.g.AddDeclared("input", n.Attrs, n.Type)
+			if err != nil {
+				return nil, err
+			}
+			r.g.Nodes[v].Place = n.Place
+			tee[n.ID] = v
+			continue
+		}
+		if n.Place != ir.Device {
+			in := make([]ir.ValueID, len(n.Inputs))
+			for i, v := range n.Inputs {
+				in[i] = tee[v]
+			}
+			tee[n.ID] = r.emit(n.Op, n.Attrs, n.Place, in...)
+			continue
+		}
+		// A device node: cross its activation operands, drop the bias.
+		var in []ir.ValueID
+		var bias ir.ValueID = -1
+		var slot int64 = -1
+		var rows ir.Dim
+		for i, v := range n.Inputs {
+			src := g.Nodes[v]
+			switch {
+			case src.Op == "weight" && (n.Op == "matmul" || n.Op == "lm_head") && i == 2:
+				bias = dev[v]
+			case src.Op == "weight" || src.Place == ir.Device:
+				in = append(in, dev[v])
+			default:
+				c, ok := crossed[v]
+				x := tee[v]
+				xt := r.g.Node(x).Type
+				rows = xt.Shape[0]
+				if !ok {
+					if o.Mask == MaskNone {
+						c = r.emit("to_device", nil, ir.TEE, x)
+					} else {
+						dim := ShieldedDim(rows)
+						addParam(dim)
+						s := r.emit("shield_stack", ir.Attrs{"family": o.Mask, "k_min": int64(o.ShieldK),
+							"energy": o.ShieldEnergy, "rows": dim}, ir.TEE, x)
+						slotOf[s] = slotFor(dim)
+						c = r.emit("mask", ir.Attrs{"family": o.Mask, "slot": slotOf[s]}, ir.TEE, s)
+						slotOf[c] = slotOf[s]
+					}
+					crossed[v] = c
+				}
+				if s, ok := slotOf[c]; ok {
+					slot = s
+				}
+				in = append(in, c)
+			}
+		}
+		if bias >= 0 && o.Mask == MaskNone {
+			in, bias = append(in, bias), -1
+		}
+		d := r.emit(n.Op, n.Attrs, ir.Device, in...)
+		dev[n.ID] = d
+		if !teeUsers[n.ID] || r.err != nil {
+			continue
+		}
+		var back ir.ValueID
+		if o.Mask == MaskNone {
+			back = r.emit("to_tee", nil, ir.TEE, d)
+		} else {
+			if slot < 0 {
+				return nil, fmt.Errorf("%v = %s: device result has no masked operand to unmask", n.ID, n.Op)
+			}
+			u := r.emit("unmask", ir.Attrs{"family": o.Mask, "slot": slot}, ir.TEE, d)
+			back = r.emit("shield_strip", ir.Attrs{"rows": rows.String()}, ir.TEE, u)
+		}
+		if bias >= 0 {
+			back = r.emit("bias_add", nil, ir.TEE, back, bias)
+		}
+		tee[n.ID] = back
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	for _, out := range g.Outputs {
+		r.g.Outputs = append(r.g.Outputs, ir.Output{Name: out.Name, Value: tee[out.Value]})
+	}
+	return r.g, nil
+}

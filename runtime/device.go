@@ -1,0 +1,105 @@
+package runtime
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Device is the untrusted side of the boundary: public weights are
+// uploaded once, then it multiplies whatever rows it is sent. Backends
+// declare the same method set where they use it, so any Device (a local
+// one, a gomlx one, a spy around either) plugs into any backend.
+type Device interface {
+	Upload(name string, w []float32, rows, cols int) error
+	MatMul(op, weight string, x []float32, m int, y []float32) error
+}
+
+// Direction says which way a payload crossed.
+type Direction string
+
+const (
+	ToDevice Direction = "to-device"
+	ToTEE    Direction = "to-tee"
+)
+
+// Crossing is one payload the spy saw: who sent it, its shape, a copy of
+// its bytes. Weights are public and recorded by name only.
+type Crossing struct {
+	Seq    int
+	Dir    Direction
+	Op     string
+	Weight string
+	Rows   int
+	Cols   int
+	Data   []float32
+}
+
+// SpyDevice wraps a device and records every payload that crosses the
+// boundary in either direction: what an attacker on the bus or on the
+// device sees. The leak tests and the attack harness read its record.
+type SpyDevice struct {
+	Inner Device
+
+	mu      sync.Mutex
+	record  []Crossing
+	uploads []string
+	shapes  map[string][2]int
+}
+
+// NewSpy wraps inner.
+func NewSpy(inner Device) *SpyDevice {
+	return &SpyDevice{Inner: inner, shapes: map[string][2]int{}}
+}
+
+// Upload records the weight's name and shape, then forwards it.
+func (s *SpyDevice) Upload(name string, w []float32, rows, cols int) error {
+	s.mu.Lock()
+	s.uploads = append(s.uploads, name)
+	s.shapes[name] = [2]int{rows, cols}
+	s.mu.Unlock()
+	return s.Inner.Upload(name, w, rows, cols)
+}
+
+// MatMul records the rows sent and the product returned.
+func (s *SpyDevice) MatMul(op, weight string, x []float32, m int, y []float32) error {
+	s.mu.Lock()
+	shape, ok := s.shapes[weight]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("spy: %s on weight %q that was never uploaded", op, weight)
+	}
+	s.add(ToDevice, op, weight, m, shape[1], x)
+	if err := s.Inner.MatMul(op, weight, x, m, y); err != nil {
+		return err
+	}
+	s.add(ToTEE, op, weight, m, shape[0], y)
+	return nil
+}
+
+func (s *SpyDevice) add(dir Direction, op, weight string, rows, cols int, data []float32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record = append(s.record, Crossing{Seq: len(s.record), Dir: dir, Op: op, Weight: weight,
+		Rows: rows, Cols: cols, Data: append([]float32(nil), data...)})
+}
+
+// Record returns the crossings so far (shared; do not modify).
+func (s *SpyDevice) Record() []Crossing {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.record[:len(s.record):len(s.record)]
+}
+
+// Len is the number of crossings recorded, a mark between forward passes.
+func (s *SpyDevice) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.record)
+}
+
+// Uploads lists the weights uploaded, in order.
+func (s *SpyDevice) Uploads() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.uploads...)
+}

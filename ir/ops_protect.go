@@ -34,10 +34,11 @@ func init() {
 		return Type{F32, in[0].Shape}, nil
 	}
 	for _, info := range []*OpInfo{
-		{Name: "shield_stack", Doc: "append shield rows (Gaussian, energy x mean row norm) below the data rows",
+		{Name: "shield_stack", Doc: "append shield rows (Gaussian, energy x mean row norm) below the data rows; with center, send the rows minus their mean and the mean as one more row",
 			MinInputs: 1, MaxInputs: 1,
 			Attrs: []AttrSpec{{Name: "family", Kind: AttrString}, {Name: "k_min", Kind: AttrInt},
-				{Name: "energy", Kind: AttrFloat}, {Name: "rows", Kind: AttrString}},
+				{Name: "energy", Kind: AttrFloat}, {Name: "rows", Kind: AttrString},
+				{Name: "center", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("x", in[0], true, 2); err != nil {
 					return Type{}, err
@@ -55,8 +56,9 @@ func init() {
 			MinInputs: 1, MaxInputs: 1, Attrs: familyAttrs, Secrecy: Declassify, Infer: same2D},
 		{Name: "unmask", Doc: "A^T Y: back from the device into the TEE; the result is secret again",
 			MinInputs: 1, MaxInputs: 1, Attrs: familyAttrs, Secrecy: AlwaysSecret, Infer: same2D},
-		{Name: "shield_strip", Doc: "drop the shield rows, keeping the first rows",
-			MinInputs: 1, MaxInputs: 1, Attrs: []AttrSpec{{Name: "rows", Kind: AttrString}},
+		{Name: "shield_strip", Doc: "drop the shield rows, keeping the first rows; with center, add the mean row's product back",
+			MinInputs: 1, MaxInputs: 1, Attrs: []AttrSpec{{Name: "rows", Kind: AttrString},
+				{Name: "center", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("y", in[0], true, 2); err != nil {
 					return Type{}, err

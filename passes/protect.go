@@ -31,11 +31,19 @@ type ProtectOptions struct {
 	// ShieldEnergy scales shield rows to this multiple of the mean data
 	// row norm.
 	ShieldEnergy float64
+	// Center sends multi-row crossings as their rows minus the mean row,
+	// plus the mean as one extra row, and adds the mean's product back
+	// after unmasking. Exact in real arithmetic (a linear change of
+	// basis); it stops rows that share a large common component (attention
+	// outputs early in a prompt, massive activations) from adding up
+	// coherently in every masked row, where the shield rows cannot drown
+	// them. Single-row crossings (decode at B = 1) are sent as they are.
+	Center bool
 }
 
 // DefaultProtect is the protection a plan gets unless told otherwise.
 func DefaultProtect() ProtectOptions {
-	return ProtectOptions{Mask: MaskHD3, Cadence: PerForward, ShieldK: 8, ShieldEnergy: 4.0}
+	return ProtectOptions{Mask: MaskHD3, Cadence: PerForward, ShieldK: 8, ShieldEnergy: 4.0, Center: true}
 }
 
 // Check validates the options and names the bad one.
@@ -87,6 +95,7 @@ func Protect(o ProtectOptions) Pass {
 			m.Meta["cadence"] = o.Cadence
 			if o.Mask != MaskNone {
 				m.Meta["shield"] = strconv.Itoa(o.ShieldK) + "," + strconv.FormatFloat(o.ShieldEnergy, 'g', -1, 64)
+				m.Meta["center"] = strconv.FormatBool(o.Center)
 			}
 			return nil
 		}}
@@ -203,8 +212,11 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 					} else {
 						dim := ShieldedDim(rows)
 						addParam(dim)
-						s := r.emit("shield_stack", ir.Attrs{"family": o.Mask, "k_min": int64(o.ShieldK),
-							"energy": o.ShieldEnergy, "rows": dim}, ir.TEE, x)
+						attrs := ir.Attrs{"family": o.Mask, "k_min": int64(o.ShieldK), "energy": o.ShieldEnergy, "rows": dim}
+						if center(o, rows) {
+							attrs["center"] = true
+						}
+						s := r.emit("shield_stack", attrs, ir.TEE, x)
 						slotOf[s] = slotFor(dim)
 						c = r.emit("mask", ir.Attrs{"family": o.Mask, "slot": slotOf[s]}, ir.TEE, s)
 						slotOf[c] = slotOf[s]
@@ -233,7 +245,11 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 				return nil, fmt.Errorf("%v = %s: device result has no masked operand to unmask", n.ID, n.Op)
 			}
 			u := r.emit("unmask", ir.Attrs{"family": o.Mask, "slot": slot}, ir.TEE, d)
-			back = r.emit("shield_strip", ir.Attrs{"rows": rows.String()}, ir.TEE, u)
+			attrs := ir.Attrs{"rows": rows.String()}
+			if center(o, rows) {
+				attrs["center"] = true
+			}
+			back = r.emit("shield_strip", attrs, ir.TEE, u)
 		}
 		if bias >= 0 {
 			back = r.emit("bias_add", nil, ir.TEE, back, bias)
@@ -247,4 +263,10 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		r.g.Outputs = append(r.g.Outputs, ir.Output{Name: out.Name, Value: tee[out.Value]})
 	}
 	return r.g, nil
+}
+
+// center reports whether a crossing of the given rows is centred: only
+// when asked, and never for a single row (its centred row would be zero).
+func center(o ProtectOptions, rows ir.Dim) bool {
+	return o.Center && !(!rows.IsSym() && rows.Size == 1)
 }

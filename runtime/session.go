@@ -104,6 +104,13 @@ func (s *Session) MaxContext() int { return s.maxT }
 // Vocab is the logits width.
 func (s *Session) Vocab() int { return s.vocab }
 
+// Cache returns the storage of a named KV cache (k.L or v.L) for tests
+// and the leak harness; it stays in the TEE and must not be modified.
+func (s *Session) Cache(name string) ([]float32, bool) {
+	c, ok := s.caches[name]
+	return c, ok
+}
+
 // Reset empties the cache so the session can serve a new prompt.
 func (s *Session) Reset() {
 	for _, c := range s.caches {

@@ -278,6 +278,9 @@ func deriveShieldDims(g *ir.Graph, bind map[string]int) (map[string]int, error) 
 		}
 		family, _ := n.Attrs.Str("family")
 		kmin, _ := n.Attrs.Int("k_min")
+		if c, _ := n.Attrs.Bool("center"); c {
+			rows++ // the mean row travels as one more data row
+		}
 		k, err := mask.ShieldRows(family, rows, int(kmin))
 		if err != nil {
 			return nil, fmt.Errorf("%v = shield_stack: %w", n.ID, err)

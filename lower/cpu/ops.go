@@ -28,12 +28,21 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		family, _ := n.Attrs.Str("family")
 		energy, _ := n.Attrs.Float("energy")
 		r, d := dims(in[0])[0], dims(in[0])[1]
-		k := rows - r
+		centered, _ := n.Attrs.Bool("center")
+		data := r
+		if centered {
+			data++
+		}
+		k := rows - data
 		return func() error {
-			y := f(out)
-			copy(y, f(in[0]))
+			y, x := f(out), f(in[0])
+			if centered {
+				centerRows(y[:data*d], x, r, d)
+			} else {
+				copy(y, x)
+			}
 			if family == mask.FamilyHD3 || family == mask.FamilyHaar {
-				return mask.FillShield(y[r*d:], k, d, f(in[0]), r, energy, p.b.rng)
+				return mask.FillShield(y[data*d:], k, d, x, r, energy, p.b.rng)
 			}
 			return fmt.Errorf("unknown mask family %q", family)
 		}, nil
@@ -56,7 +65,20 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 			}
 			return m.Unapply(y, d)
 		}, nil
-	case "shield_strip", "to_device", "to_tee":
+	case "shield_strip":
+		if c, _ := n.Attrs.Bool("center"); c {
+			cols := dims(out)[1]
+			return func() error {
+				y, u := f(out), f(in[0])
+				mean := u[rows*cols : (rows+1)*cols]
+				for r := 0; r < rows; r++ {
+					ctx.Add(y[r*cols:(r+1)*cols], u[r*cols:(r+1)*cols], mean)
+				}
+				return nil
+			}, nil
+		}
+		return func() error { copy(f(out), f(in[0])); return nil }, nil
+	case "to_device", "to_tee":
 		return func() error { copy(f(out), f(in[0])); return nil }, nil
 	case "bias_add":
 		cols := dims(out)[1]
@@ -168,4 +190,23 @@ func maxPositions(p *Program) int {
 		}
 	}
 	return 1 << 16
+}
+
+// centerRows writes the r rows of x minus their mean, then the mean row,
+// into y (r+1 rows of d). The mean is summed in float64 in row order, so
+// the result does not depend on the worker count.
+func centerRows(y, x []float32, r, d int) {
+	mean := y[r*d : (r+1)*d]
+	for j := 0; j < d; j++ {
+		var s float64
+		for i := 0; i < r; i++ {
+			s += float64(x[i*d+j])
+		}
+		mean[j] = float32(s / float64(r))
+	}
+	for i := 0; i < r; i++ {
+		for j := 0; j < d; j++ {
+			y[i*d+j] = x[i*d+j] - mean[j]
+		}
+	}
 }

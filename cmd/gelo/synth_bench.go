@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"golang.org/x/term"
 
 	"gelo/lower/cpu"
 	"gelo/lower/cpu/kernels"
+	"gelo/lower/cpu/mask"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
@@ -105,80 +108,240 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	var mf modelFlags
 	mf.register(fs)
 	mf.registerProtect(fs)
-	prefillN := fs.Int("prefill", 128, "prompt length of the prefill measurement")
-	decodeSteps := fs.Int("decode", 32, "decode steps measured (B = 1)")
-	reps := fs.Int("reps", 3, "prefill repetitions (the median is reported)")
+	masks := fs.String("masks", "", "comma-separated mask families to compare in one run (default: --mask)")
+	prefillList := fs.String("prefill", "128", "comma-separated prompt lengths for TTFT")
+	decodeSteps := fs.Int("decode", 16, "decode steps measured for TPOT (B = 1)")
+	reps := fs.Int("reps", 1, "prefill repetitions per length (the median is reported)")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
-	if *prefillN <= 0 || *decodeSteps <= 0 || *reps <= 0 {
+	var lengths []int
+	for _, f := range splitList(*prefillList) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%w: --prefill: %q is not a positive length", errUsage, f)
+		}
+		lengths = append(lengths, n)
+	}
+	if len(lengths) == 0 || *decodeSteps <= 0 || *reps <= 0 {
 		return fmt.Errorf("%w: --prefill, --decode and --reps must be positive", errUsage)
 	}
-	mf.maxContext = max(mf.maxContext, *prefillN+*decodeSteps+1)
+	families := splitList(*masks)
+	if len(families) == 0 {
+		families = []string{mf.mask}
+	}
+	maxN := slices.Max(lengths)
+	mf.maxContext = max(mf.maxContext, maxN+*decodeSteps+2)
 	l, err := mf.load(stderr)
 	if err != nil {
 		return err
 	}
 	defer l.weights.Close()
-	m, err := mf.compile(l.cfg, stderr)
-	if err != nil {
-		return err
-	}
 	key, err := mf.key()
 	if err != nil {
 		return err
 	}
-	be := cpu.New(l.weights, cpu.Options{Workers: mf.workers, SessionKey: key})
-	defer be.Close()
-	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext})
-	if err != nil {
-		return err
-	}
-	bw := kernels.MeasureReadBandwidth(be.Kernels(), 512<<20)
+	probe := kernels.NewCtx(mf.workers)
+	bw := kernels.MeasureReadBandwidth(probe, 512<<20)
+	peak := kernels.MeasurePeakGFLOPS(probe)
+	workers := probe.Workers()
+	probe.Close()
 
-	prompt := make([]int32, *prefillN)
-	for i := range prompt {
-		prompt[i] = int32((i*7919 + 13) % l.cfg.VocabSize)
+	cfg := l.cfg
+	fmt.Fprintf(stdout, "model      %s (%s, %d layers, hidden %d, intermediate %d, vocab %d)\n", l.source, cfg.ModelType,
+		cfg.NumHiddenLayers, cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize)
+	fmt.Fprintf(stdout, "machine    %d workers; read bandwidth %.1f GB/s, FMA peak %.1f GFLOP/s (measured)\n", workers, bw, peak)
+	bytesPerTok := decodeWeightBytes(cfg)
+	bound := bw * 1e9 / float64(bytesPerTok)
+	fmt.Fprintf(stdout, "decode bound (B=1, plain) %.2f tok/s = %.1f GB/s / %s of f32 weights per token\n\n",
+		bound, bw, passes.HumanBytes(bytesPerTok))
+
+	type result struct {
+		family string
+		ttft   []time.Duration
+		tpot   time.Duration
+		prefBk cpu.Profile // per-bucket time of the longest prefill
+		decBk  cpu.Profile // per-bucket time per decode step
+		devGF  float64     // device GFLOP/s in decode
+		devGFp float64     // device GFLOP/s in the longest prefill
 	}
-	var prefill []time.Duration
-	for r := 0; r <= *reps; r++ { // the first run compiles and warms up
-		s.Reset()
-		t0 := time.Now()
-		if _, err := s.Prefill(prompt); err != nil {
-			return err
-		}
-		if r > 0 {
-			prefill = append(prefill, time.Since(t0))
-		}
-	}
-	tok := int32(1)
-	if _, err := s.Decode(tok); err != nil { // warm-up step
-		return err
-	}
-	steps := make([]time.Duration, *decodeSteps)
-	for i := range steps {
-		t0 := time.Now()
-		logits, err := s.Decode(tok)
+	var results []result
+	for _, fam := range families {
+		mf.mask = fam
+		po, err := mf.protectOptions()
 		if err != nil {
 			return err
 		}
-		steps[i] = time.Since(t0)
-		tok = int32(runtime.Argmax(logits))
+		m, err := mf.compile(cfg, stderr)
+		if err != nil {
+			return err
+		}
+		be := cpu.New(l.weights, cpu.Options{Workers: mf.workers, SessionKey: key})
+		s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext})
+		if err != nil {
+			be.Close()
+			return err
+		}
+		r := result{family: fam}
+		for _, n := range lengths {
+			prompt := make([]int32, n)
+			for i := range prompt {
+				prompt[i] = int32((i*7919 + 13) % cfg.VocabSize)
+			}
+			var times []time.Duration
+			for rep := 0; rep <= *reps; rep++ { // the first run compiles and warms up
+				s.Reset()
+				be.SetProfiling(rep > 0 && n == maxN)
+				t0 := time.Now()
+				if _, err := s.Prefill(prompt); err != nil {
+					be.Close()
+					return err
+				}
+				if rep > 0 {
+					times = append(times, time.Since(t0))
+				}
+			}
+			be.SetProfiling(false)
+			if n == maxN {
+				r.prefBk = scaleProfile(be.TakeProfile(), *reps)
+				r.devGFp = deviceFlops(cfg, po, n, 1) / r.prefBk[cpu.BucketDevice].Seconds() / 1e9
+			}
+			r.ttft = append(r.ttft, median(times))
+		}
+		tok := int32(1)
+		if _, err := s.Decode(tok); err != nil { // warm-up step
+			be.Close()
+			return err
+		}
+		steps := make([]time.Duration, *decodeSteps)
+		be.SetProfiling(true)
+		for i := range steps {
+			t0 := time.Now()
+			logits, err := s.Decode(tok)
+			if err != nil {
+				be.Close()
+				return err
+			}
+			steps[i] = time.Since(t0)
+			tok = int32(runtime.Argmax(logits))
+		}
+		be.SetProfiling(false)
+		r.decBk = scaleProfile(be.TakeProfile(), *decodeSteps)
+		r.tpot = median(steps)
+		r.devGF = deviceFlops(cfg, po, 1, 1) / r.decBk[cpu.BucketDevice].Seconds() / 1e9
+		be.Close()
+		results = append(results, r)
 	}
-	pre, tpot := median(prefill), median(steps)
-	bytesPerTok := decodeWeightBytes(l.cfg)
-	bound := bw * 1e9 / float64(bytesPerTok)
-	decTok := 1 / tpot.Seconds()
 
-	fmt.Fprintf(stdout, "model        %s (%s, %d layers, hidden %d, vocab %d)\n", l.source, l.cfg.ModelType,
-		l.cfg.NumHiddenLayers, l.cfg.HiddenSize, l.cfg.VocabSize)
-	fmt.Fprintf(stdout, "backend      cpu, f32 weights in memory, %d workers\n", be.Kernels().Workers())
-	fmt.Fprintf(stdout, "read bw      %.2f GB/s (measured, all workers)\n", bw)
-	fmt.Fprintf(stdout, "prefill      n=%d: %.1f tok/s (median of %d, %v)\n", *prefillN, float64(*prefillN)/pre.Seconds(), *reps, pre.Round(time.Millisecond))
-	fmt.Fprintf(stdout, "decode       B=1: %.2f tok/s, TPOT %v (median of %d steps)\n", decTok, tpot.Round(time.Microsecond), *decodeSteps)
-	fmt.Fprintf(stdout, "decode bound %.2f tok/s = %.2f GB/s / %s weight bytes per token\n", bound, bw, passes.HumanBytes(bytesPerTok))
-	fmt.Fprintf(stdout, "efficiency   %.0f %% of the bandwidth bound\n", 100*decTok/bound)
+	fmt.Fprintf(stdout, "%-6s", "mask")
+	for _, n := range lengths {
+		fmt.Fprintf(stdout, " %14s", fmt.Sprintf("TTFT n=%d", n))
+	}
+	fmt.Fprintf(stdout, " %12s %9s %8s\n", "TPOT (B=1)", "tok/s", "vs none")
+	var noneTPOT time.Duration
+	for _, r := range results {
+		if r.family == passes.MaskNone {
+			noneTPOT = r.tpot
+		}
+	}
+	for _, r := range results {
+		fmt.Fprintf(stdout, "%-6s", r.family)
+		for _, d := range r.ttft {
+			fmt.Fprintf(stdout, " %14s", short(d))
+		}
+		rel := "-"
+		if noneTPOT > 0 {
+			rel = fmt.Sprintf("%+.0f%%", 100*(r.tpot.Seconds()/noneTPOT.Seconds()-1))
+		}
+		fmt.Fprintf(stdout, " %12s %9.2f %8s\n", short(r.tpot), 1/r.tpot.Seconds(), rel)
+	}
+	for _, phase := range []string{"decode step (B=1)", fmt.Sprintf("prefill n=%d", maxN)} {
+		fmt.Fprintf(stdout, "\nper-bucket split, %s:\n%-20s", phase, "bucket")
+		for _, r := range results {
+			fmt.Fprintf(stdout, " %18s", r.family)
+		}
+		fmt.Fprintln(stdout)
+		for b := cpu.Bucket(0); b < cpu.NumBuckets; b++ {
+			fmt.Fprintf(stdout, "%-20s", b)
+			for _, r := range results {
+				p := r.decBk
+				if phase != "decode step (B=1)" {
+					p = r.prefBk
+				}
+				fmt.Fprintf(stdout, " %10s %5.1f%%", short(p[b]), 100*p[b].Seconds()/p.Total().Seconds())
+			}
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "%-20s", "device GFLOP/s")
+		for _, r := range results {
+			gf := r.devGF
+			if phase != "decode step (B=1)" {
+				gf = r.devGFp
+			}
+			fmt.Fprintf(stdout, " %11.1f %5.0f%%", gf, 100*gf/peak)
+		}
+		fmt.Fprintf(stdout, "  (of the %.0f GFLOP/s FMA peak)\n", peak)
+	}
+	for _, r := range results {
+		if r.family == passes.MaskNone {
+			fmt.Fprintf(stdout, "\nplain decode reaches %.0f %% of the bandwidth bound (%.2f of %.2f tok/s)\n",
+				100/r.tpot.Seconds()/bound, 1/r.tpot.Seconds(), bound)
+		}
+	}
 	return nil
+}
+
+// short prints a duration with three significant digits.
+func short(d time.Duration) string {
+	for _, unit := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
+		if d >= unit {
+			for r := unit / 100; r > 0; r /= 10 {
+				if d.Round(r) == d.Round(r) && d < 10*unit {
+					return d.Round(r).String()
+				}
+				break
+			}
+			return d.Round(unit / 10).String()
+		}
+	}
+	return d.String()
+}
+
+func scaleProfile(p cpu.Profile, n int) cpu.Profile {
+	for i := range p {
+		p[i] /= time.Duration(n)
+	}
+	return p
+}
+
+// deviceFlops is the work the device does in one pass over rows data
+// rows (headRows reach the LM head): every crossing carries the shielded
+// row count the protection gives.
+func deviceFlops(cfg *models.Config, po passes.ProtectOptions, rows, headRows int) float64 {
+	sent := func(n int) float64 {
+		if po.Mask == passes.MaskNone {
+			return float64(n)
+		}
+		data := n
+		if po.Center && n > 1 {
+			data++
+		}
+		k, err := mask.ShieldRows(po.Mask, data, po.ShieldK)
+		if err != nil {
+			return float64(n)
+		}
+		return float64(data + k)
+	}
+	var layer, head float64
+	for _, t := range cfg.TensorSpecs() {
+		switch {
+		case t.Kind == "linear" && t.Name != models.LMHeadName:
+			layer += float64(t.Elems())
+		case t.Name == models.LMHeadName || (t.Name == models.EmbedName && cfg.TieWordEmbeddings):
+			head += float64(t.Elems())
+		}
+	}
+	return 2*sent(rows)*layer + 2*sent(headRows)*head
 }
 
 // decodeWeightBytes is what one decode step must read: every weight in

@@ -3,6 +3,7 @@ package mask
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // Shapes from the protocol: decode (n = 8 rows padded to s = 16 by the
@@ -115,4 +116,46 @@ func BenchmarkKernels(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N)*2048*64*4*2/b.Elapsed().Seconds()/1e9, "GB/s")
 	})
+}
+
+// BenchmarkHaarOverHD3 interleaves the two families at the prefill shape
+// (s = 2048, d = 1024) so both see the same machine load, and reports the
+// per-iteration times and their ratio: haar/hd3 for Apply+Unapply and for
+// sampling a fresh mask.
+func BenchmarkHaarOverHD3(b *testing.B) {
+	const s, d = 2048, 1024
+	wsH, wsD := NewWorkspace(0), NewWorkspace(0)
+	rng := newRNG(b, 1)
+	x := randMatrix(1, s, d)
+	var tApplyH, tApplyD, tSampleH, tSampleD float64
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		h, err := wsH.Haar(s, rng)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		_ = h.Apply(x, d)
+		_ = h.Unapply(x, d)
+		t2 := time.Now()
+		m, err := wsD.HD3(s, rng)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		_ = m.Apply(x, d)
+		_ = m.Unapply(x, d)
+		t4 := time.Now()
+		tSampleH += t1.Sub(t0).Seconds()
+		tApplyH += t2.Sub(t1).Seconds()
+		tSampleD += t3.Sub(t2).Seconds()
+		tApplyD += t4.Sub(t3).Seconds()
+	}
+	n := float64(b.N)
+	b.ReportMetric(tApplyH/n*1e3, "haar-apply-ms")
+	b.ReportMetric(tApplyD/n*1e3, "hd3-apply-ms")
+	b.ReportMetric(tApplyH/tApplyD, "apply-haar/hd3")
+	b.ReportMetric(tSampleH/n*1e3, "haar-sample-ms")
+	b.ReportMetric(tSampleD/n*1e3, "hd3-sample-ms")
+	b.ReportMetric(tSampleH/tSampleD, "sample-haar/hd3")
 }

@@ -141,7 +141,7 @@ func (m *Haar) factor() {
 			for c := j + 1; c < jb+pb; c++ {
 				ac := g[c*s+j : (c+1)*s]
 				w := ac[0] + dot(v, ac[1:])
-				ac[0] -= tau * w
+				ac[0] = math.FMA(-tau, w, ac[0])
 				axpy(-tau*w, v, ac[1:])
 			}
 		}

@@ -48,6 +48,9 @@ type HD3 struct {
 
 type hd3Pass struct{ radix, h int }
 
+// hd3MaxSize bounds s (the O(s) factor storage is 17*s float32).
+const hd3MaxSize = 1 << 24
+
 // NewHD3 samples an HD3 mask of size s (a power of two >= 2) on a private
 // workspace with GOMAXPROCS workers.
 func NewHD3(s int, rng *RNG) (*HD3, error) {
@@ -56,8 +59,8 @@ func NewHD3(s int, rng *RNG) (*HD3, error) {
 
 func (m *HD3) sample(s int, rng *RNG) error {
 	m.Zeroise()
-	if s < 2 || s&(s-1) != 0 {
-		return fmt.Errorf("mask: hd3 size s = %d must be a power of two >= 2", s)
+	if s < 2 || s&(s-1) != 0 || s > hd3MaxSize {
+		return fmt.Errorf("mask: hd3 size s = %d must be a power of two in [2, %d]", s, hd3MaxSize)
 	}
 	if !rng.Live() {
 		return errNoRNG

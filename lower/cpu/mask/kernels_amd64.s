@@ -1,5 +1,15 @@
 //go:build amd64 && !purego
 
+// AVX2 + FMA kernels for package mask (ABI0, leaf, no frame). Each kernel
+// performs exactly the IEEE operations, in the same order, of its Go
+// reference in kernels.go (sgemmGo, fwhtGo, ddot4x2Go, daxpy4x2Go,
+// ddot16Go, daxpyGo); kernels_test.go checks bit equality. Operand order
+// is Go's (sources first, destination last): VSUBPS Y1, Y0, Y5 is
+// Y5 = Y0 - Y1; VFMADD231PS Y8, Y10, Y0 is Y0 = Y10*Y8 + Y0;
+// VFNMADD231PD m, Y8, Y0 is Y0 = -(Y8*m) + Y0. All sixteen YMM registers
+// may be used (X15 is scratch in ABI0); VZEROUPPER precedes every RET.
+// The Go wrappers bounds-check every pointer range before calling in.
+
 #include "textflag.h"
 
 // func sgemm4x16(a *float32, rs, ks int, x *float32, ldx int, y *float32, ldy int, kc int)

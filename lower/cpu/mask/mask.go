@@ -153,15 +153,26 @@ func (w *Workspace) HD3(s int, rng *RNG) (*HD3, error) {
 	return &w.hd3, nil
 }
 
-// Sample samples a mask of the named family ("haar" or "hd3").
+// Sample samples a mask of the named family ("haar" or "hd3"). On error
+// the previous mask of that family in w has been zeroised.
 func (w *Workspace) Sample(family string, s int, rng *RNG) (Mask, error) {
+	var m Mask
+	var err error
 	switch family {
 	case FamilyHaar:
-		return w.Haar(s, rng)
+		var h *Haar
+		if h, err = w.Haar(s, rng); err == nil {
+			m = h
+		}
 	case FamilyHD3:
-		return w.HD3(s, rng)
+		var h *HD3
+		if h, err = w.HD3(s, rng); err == nil {
+			m = h
+		}
+	default:
+		err = fmt.Errorf("mask: unknown family %q (want %q or %q)", family, FamilyHaar, FamilyHD3)
 	}
-	return nil, fmt.Errorf("mask: unknown family %q (want %q or %q)", family, FamilyHaar, FamilyHD3)
+	return m, err // a nil interface on error, never a typed nil
 }
 
 // Zeroise wipes both masks and every scratch buffer of the workspace.

@@ -160,7 +160,7 @@ func (r *RNG) normalPair() (float64, float64) {
 	for {
 		u := 2*r.Float64() - 1
 		v := 2*r.Float64() - 1
-		s := u*u + v*v
+		s := float64(u*u) + float64(v*v) // explicit roundings: never fused
 		if s >= 1 || s == 0 {
 			if !r.live {
 				return 0, 0

@@ -24,6 +24,18 @@ func TestRNGKnownAnswer(t *testing.T) {
 	}
 }
 
+func TestRNGNormalKnownAnswer(t *testing.T) {
+	// Same independent reference: Marsaglia polar on (w>>11)*2^-53 words.
+	r, _ := NewPassRNG(testKey, 7)
+	want := []float64{0.48344960332007936, -1.321001812881014, -0.689875813640843,
+		-0.06394265066904198, -0.546243185725145, 1.2553608681620319}
+	for i, w := range want {
+		if got := r.Normal(); math.Abs(got-w) > 1e-15*math.Max(1, math.Abs(w)) {
+			t.Fatalf("Normal #%d = %.17g, want %.17g", i, got, w)
+		}
+	}
+}
+
 func TestRNGSameAndDifferentPass(t *testing.T) {
 	a, _ := NewPassRNG(testKey, 3)
 	b, _ := NewPassRNG(testKey, 3)

@@ -113,7 +113,7 @@ func rowNorm(x []float32) float64 {
 	s := 0.0
 	for _, v := range x {
 		f := float64(v)
-		s += f * f
+		s = math.FMA(f, f, s)
 	}
 	return math.Sqrt(s)
 }

@@ -7,6 +7,7 @@ package cpu
 import (
 	"fmt"
 	"slices"
+	"time"
 	"sync"
 
 	"gelo/ir"
@@ -55,6 +56,62 @@ type Backend struct {
 	pass     uint64
 	rng      *mask.RNG
 	ws       []*mask.Workspace
+
+	profiling bool
+	prof      Profile
+}
+
+// Bucket is a cost class of instructions, the split of the seed's §07
+// table.
+type Bucket int
+
+const (
+	BucketMask      Bucket = iota // mask apply and unapply (A X, A^T Y)
+	BucketShield                  // shield fill and strip, centring
+	BucketDevice                  // device matmuls (what the accelerator does)
+	BucketAttention               // TEE attention and KV append
+	BucketOther                   // norms, RoPE, residuals, embedding ...
+	NumBuckets
+)
+
+var bucketNames = [NumBuckets]string{"mask apply+unapply", "shield fill+strip", "device matmul", "TEE attention", "other"}
+
+func (b Bucket) String() string { return bucketNames[b] }
+
+func bucketOf(op string, place ir.Placement) Bucket {
+	switch {
+	case place == ir.Device:
+		return BucketDevice
+	case op == "mask" || op == "unmask":
+		return BucketMask
+	case op == "shield_stack" || op == "shield_strip":
+		return BucketShield
+	case op == "attention" || op == "kv_append":
+		return BucketAttention
+	}
+	return BucketOther
+}
+
+// Profile is time spent per bucket since the last reset.
+type Profile [NumBuckets]time.Duration
+
+// Total sums the buckets.
+func (p Profile) Total() time.Duration {
+	var t time.Duration
+	for _, d := range p {
+		t += d
+	}
+	return t
+}
+
+// SetProfiling turns per-bucket timing on or off (off costs nothing).
+func (b *Backend) SetProfiling(on bool) { b.profiling = on }
+
+// TakeProfile returns the profile so far and resets it.
+func (b *Backend) TakeProfile() Profile {
+	p := b.prof
+	b.prof = Profile{}
+	return p
 }
 
 type ropeKey struct {
@@ -112,8 +169,9 @@ type Program struct {
 	f32    [][]float32
 	i32    [][]int32
 	dims   [][]int
-	instrs []func() error
-	ops    []string
+	instrs  []func() error
+	ops     []string
+	buckets []Bucket
 	named  map[string]ir.ValueID
 	bound  map[ir.ValueID]bool
 
@@ -226,6 +284,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			}
 			p.instrs = append(p.instrs, instr)
 			p.ops = append(p.ops, n.Op)
+			p.buckets = append(p.buckets, bucketOf(n.Op, n.Place))
 		}
 		for _, in := range n.Inputs {
 			if lastUse[in] == i && owned[in] {
@@ -443,8 +502,23 @@ func (p *Program) Run() error {
 		}
 		defer p.endPass()
 	}
+	if p.b.profiling {
+		return p.runProfiled()
+	}
 	for i, f := range p.instrs {
 		if err := f(); err != nil {
+			return fmt.Errorf("run %s: %s: %w", p.g.Name, p.ops[i], err)
+		}
+	}
+	return nil
+}
+
+func (p *Program) runProfiled() error {
+	for i, f := range p.instrs {
+		t0 := time.Now()
+		err := f()
+		p.b.prof[p.buckets[i]] += time.Since(t0)
+		if err != nil {
 			return fmt.Errorf("run %s: %s: %w", p.g.Name, p.ops[i], err)
 		}
 	}

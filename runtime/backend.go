@@ -11,6 +11,8 @@ import "gelo/ir"
 type Executable interface {
 	// Float32 returns the buffer of a named f32 input or output.
 	Float32(name string) ([]float32, error)
+	// Elems is the element count of a named input or output.
+	Elems(name string) (int, error)
 	// Int32 returns the buffer of a named i32 input.
 	Int32(name string) ([]int32, error)
 	// BindFloat32 makes a named f32 input use caller-owned storage (the KV

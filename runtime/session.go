@@ -79,13 +79,13 @@ func (s *Session) compile(g *ir.Graph, bind map[string]int) (Executable, error) 
 			continue
 		}
 		name, _ := n.Attrs.Str("name")
-		buf, err := exe.Float32(name)
+		size, err := exe.Elems(name)
 		if err != nil {
 			return nil, fmt.Errorf("session: %w", err)
 		}
 		store, ok := s.caches[name]
 		if !ok {
-			store = make([]float32, len(buf))
+			store = make([]float32, size)
 			s.caches[name] = store
 		}
 		if err := exe.BindFloat32(name, store); err != nil {

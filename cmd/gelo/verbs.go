@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gelo/ir"
+	"gelo/lower/cpu"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
@@ -130,6 +131,25 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "// digest: %s\n", ir.Digest(m))
 	io.WriteString(stdout, commentLines(passes.Summarize(m).String()))
+	io.WriteString(stdout, "// memory plans (arena per phase, at the bindings shown):\n")
+	for _, g := range m.Graphs {
+		defaults := map[string]int{"n": 128, "B": 1, "T": mf.maxContext}
+		bind := map[string]int{}
+		for _, p := range g.Params {
+			if v, ok := defaults[p]; ok {
+				bind[p] = v
+			}
+		}
+		full, err := cpu.BindShieldDims(g, bind)
+		if err != nil {
+			return err
+		}
+		plan, err := passes.PlanMemory(g, full)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "//   %s\n", plan)
+	}
 	io.WriteString(stdout, "// placement table:\n")
 	io.WriteString(stdout, commentLines(passes.DefaultPolicy().String()))
 	return nil

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 	"sync"
 
 	"gelo/ir"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/cpu/mask"
 	"gelo/models"
+	"gelo/passes"
 )
 
 // Device is the untrusted side as this backend sees it: public weights
@@ -176,6 +178,8 @@ type Program struct {
 	bound  map[ir.ValueID]bool
 
 	b     *Backend
+	plan  *passes.MemPlan
+	arena []float32
 	slots map[int64]*slot
 	// live lists the slots sampled in the current pass.
 	live []*slot
@@ -199,7 +203,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
 		b: b, slots: map[int64]*slot{},
 	}
-	bind, err := deriveShieldDims(g, bind)
+	bind, err := BindShieldDims(g, bind)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", g.Name, err)
 	}
@@ -223,35 +227,23 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			p.named[name] = n.ID
 		}
 	}
-	protected := map[ir.ValueID]bool{}
 	for _, o := range g.Outputs {
 		if _, dup := p.named[o.Name]; !dup {
 			p.named[o.Name] = o.Value
 		}
-		protected[o.Value] = true
 	}
-	lastUse := make([]int, len(g.Nodes))
-	for i, n := range g.Nodes {
-		for _, in := range n.Inputs {
-			lastUse[in] = i
-		}
+	plan, err := passes.PlanMemory(g, bind)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %w", g.Name, err)
 	}
-	free := map[int][][]float32{}
-	take := func(size int) []float32 {
-		if l := free[size]; len(l) > 0 {
-			buf := l[len(l)-1]
-			free[size] = l[:len(l)-1]
-			return buf
-		}
-		return make([]float32, size)
-	}
-	owned := make([]bool, len(g.Nodes))
+	p.plan = plan
+	p.arena = make([]float32, plan.ArenaElems)
 	for i, n := range g.Nodes {
 		size := 1
 		for _, d := range p.dims[i] {
 			size *= d
 		}
-		switch {
+		switch slot, inArena := plan.Slots[n.ID]; {
 		case n.Op == "weight":
 			name, _ := n.Attrs.Str("name")
 			data, shape, err := b.weights.Get(name)
@@ -267,15 +259,15 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 					return nil, fmt.Errorf("compile %s: upload %q: %w", g.Name, name, err)
 				}
 			}
-		case n.Op == "input" && n.Type.DType == ir.I32:
-			p.i32[i] = make([]int32, size)
-		case n.Op == "input":
-			p.f32[i] = make([]float32, size)
 		case n.Op == "kv_append":
 			// The cache is updated in place: the output is the input's storage.
+		case !inArena:
+			// A KV cache: session storage, bound before the first run.
+		case n.Type.DType == ir.I32:
+			region := p.arena[slot.Offset : slot.Offset+slot.Size]
+			p.i32[i] = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(region))), len(region))
 		default:
-			p.f32[i] = take(size)
-			owned[i] = !protected[n.ID]
+			p.f32[i] = p.arena[slot.Offset : slot.Offset+slot.Size : slot.Offset+slot.Size]
 		}
 		if n.Op != "weight" && n.Op != "input" {
 			instr, err := b.lower(p, n)
@@ -285,12 +277,6 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			p.instrs = append(p.instrs, instr)
 			p.ops = append(p.ops, n.Op)
 			p.buckets = append(p.buckets, bucketOf(n.Op, n.Place))
-		}
-		for _, in := range n.Inputs {
-			if lastUse[in] == i && owned[in] {
-				free[len(p.f32[in])] = append(free[len(p.f32[in])], p.f32[in])
-				owned[in] = false
-			}
 		}
 	}
 	if err := b.assignWorkspaces(p); err != nil {
@@ -315,10 +301,10 @@ func (b *Backend) upload(name string, data []float32, shape []int) error {
 	return nil
 }
 
-// deriveShieldDims binds each shielded row dim (S_n ...) from its data
+// BindShieldDims returns bind plus each shielded row dim (S_n ...) from its data
 // rows and the family's shield rule: k >= k_min, padded by HD3 to a power
 // of two.
-func deriveShieldDims(g *ir.Graph, bind map[string]int) (map[string]int, error) {
+func BindShieldDims(g *ir.Graph, bind map[string]int) (map[string]int, error) {
 	out := make(map[string]int, len(bind)+2)
 	for k, v := range bind {
 		out[k] = v
@@ -479,14 +465,33 @@ func (p *Program) Int32(name string) ([]int32, error) {
 	return p.i32[v], nil
 }
 
-// BindFloat32 points a named f32 input at caller storage of the same size.
+// Elems is the element count of a named input or output at this
+// program's bindings.
+func (p *Program) Elems(name string) (int, error) {
+	v, ok := p.named[name]
+	if !ok {
+		return 0, fmt.Errorf("graph %s has no input or output %q", p.g.Name, name)
+	}
+	n := 1
+	for _, d := range p.dims[v] {
+		n *= d
+	}
+	return n, nil
+}
+
+// MemPlan is the arena layout the program runs in.
+func (p *Program) MemPlan() *passes.MemPlan { return p.plan }
+
+// BindFloat32 points a named f32 input at caller storage of its size. KV
+// caches must be bound before the first run.
 func (p *Program) BindFloat32(name string, buf []float32) error {
 	v, ok := p.named[name]
-	if !ok || p.g.Nodes[v].Op != "input" || p.f32[v] == nil {
+	if !ok || p.g.Nodes[v].Op != "input" || p.g.Nodes[v].Type.DType != ir.F32 {
 		return fmt.Errorf("graph %s has no f32 input %q", p.g.Name, name)
 	}
-	if len(buf) != len(p.f32[v]) {
-		return fmt.Errorf("graph %s: input %q holds %d values, got a buffer of %d", p.g.Name, name, len(p.f32[v]), len(buf))
+	want, _ := p.Elems(name)
+	if len(buf) != want {
+		return fmt.Errorf("graph %s: input %q holds %d values, got a buffer of %d", p.g.Name, name, want, len(buf))
 	}
 	p.f32[v] = buf
 	p.bound[v] = true
@@ -496,6 +501,12 @@ func (p *Program) BindFloat32(name string, buf []float32) error {
 // Run executes every instruction in order: one forward pass. A protected
 // program draws its mask material at the start and wipes it at the end.
 func (p *Program) Run() error {
+	for i, n := range p.g.Nodes {
+		if n.Op == "input" && n.Type.DType == ir.F32 && p.f32[i] == nil {
+			name, _ := n.Attrs.Str("name")
+			return fmt.Errorf("run %s: input %q is not bound", p.g.Name, name)
+		}
+	}
 	if len(p.slots) > 0 {
 		if err := p.beginPass(); err != nil {
 			return fmt.Errorf("run %s: %w", p.g.Name, err)

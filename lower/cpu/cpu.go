@@ -7,9 +7,9 @@ package cpu
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 	"unsafe"
-	"sync"
 
 	"gelo/ir"
 	"gelo/lower/cpu/kernels"
@@ -167,15 +167,15 @@ func (b *Backend) rope(hd int, theta float64, maxPos int) *kernels.Rope {
 // Program is a compiled graph: one instruction per node over buffers
 // assigned at compile time, reused once their value is dead.
 type Program struct {
-	g      *ir.Graph
-	f32    [][]float32
-	i32    [][]int32
-	dims   [][]int
+	g       *ir.Graph
+	f32     [][]float32
+	i32     [][]int32
+	dims    [][]int
 	instrs  []func() error
 	ops     []string
 	buckets []Bucket
-	named  map[string]ir.ValueID
-	bound  map[ir.ValueID]bool
+	named   map[string]ir.ValueID
+	bound   map[ir.ValueID]bool
 
 	b     *Backend
 	plan  *passes.MemPlan

@@ -23,6 +23,18 @@ func DimAttr(a Attrs, name string) (Dim, error) {
 	return S(s), nil
 }
 
+// PassInput names the counter slot that holds the forward-pass number
+// (i32[2], low and high words). The ops that draw mask material read it,
+// so per-step scalars live in the arena, never in an instruction.
+const PassInput = "pass"
+
+func passCounter(t Type) error {
+	if t.DType != I32 || t.Rank() != 1 || t.Shape[0] != D(2) {
+		return fmt.Errorf("pass counter must be i32[2], got %v", t)
+	}
+	return nil
+}
+
 // Boundary ops: what the protect pass inserts where a value crosses
 // between the TEE and the device.
 func init() {
@@ -31,16 +43,24 @@ func init() {
 		if err := expect("x", in[0], true, 2); err != nil {
 			return Type{}, err
 		}
+		if len(in) == 2 {
+			if err := passCounter(in[1]); err != nil {
+				return Type{}, err
+			}
+		}
 		return Type{F32, in[0].Shape}, nil
 	}
 	for _, info := range []*OpInfo{
 		{Name: "shield_stack", Doc: "append shield rows (Gaussian, energy x mean row norm) below the data rows; with center, send the rows minus their mean and the mean as one more row",
-			MinInputs: 1, MaxInputs: 1,
+			MinInputs: 2, MaxInputs: 2,
 			Attrs: []AttrSpec{{Name: "family", Kind: AttrString}, {Name: "k_min", Kind: AttrInt},
 				{Name: "energy", Kind: AttrFloat}, {Name: "rows", Kind: AttrString},
 				{Name: "center", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("x", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				if err := passCounter(in[1]); err != nil {
 					return Type{}, err
 				}
 				rows, err := DimAttr(n.Attrs, "rows")
@@ -53,9 +73,9 @@ func init() {
 				return Type{F32, Shape{rows, in[0].Shape[1]}}, nil
 			}},
 		{Name: "mask", Doc: "A X with a fresh orthogonal A of the pass: the only op that declassifies",
-			MinInputs: 1, MaxInputs: 1, Attrs: familyAttrs, Secrecy: Declassify, Infer: same2D},
+			MinInputs: 2, MaxInputs: 2, Attrs: familyAttrs, Secrecy: Declassify, Infer: same2D},
 		{Name: "unmask", Doc: "A^T Y: back from the device into the TEE; the result is secret again",
-			MinInputs: 1, MaxInputs: 1, Attrs: familyAttrs, Secrecy: AlwaysSecret, Infer: same2D},
+			MinInputs: 2, MaxInputs: 2, Attrs: familyAttrs, Secrecy: AlwaysSecret, Infer: same2D},
 		{Name: "shield_strip", Doc: "drop the shield rows, keeping the first rows; with center, add the mean row's product back",
 			MinInputs: 1, MaxInputs: 1, Attrs: []AttrSpec{{Name: "rows", Kind: AttrString},
 				{Name: "center", Kind: AttrBool, Optional: true}},

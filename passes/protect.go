@@ -162,6 +162,15 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		}
 		r.g.Params = append(r.g.Params, p)
 	}
+	var pass ir.ValueID = -1
+	if o.Mask != MaskNone {
+		v, err := r.g.AddDeclared("input", ir.Attrs{"name": ir.PassInput}, ir.T(ir.I32, 2))
+		if err != nil {
+			return nil, err
+		}
+		r.g.Nodes[v].Place = ir.TEE
+		pass = v
+	}
 	for _, n := range g.Nodes {
 		if n.Op == "weight" {
 			v, err := r.g.AddDeclared("weight", n.Attrs, n.Type)
@@ -216,9 +225,9 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 						if center(o, rows) {
 							attrs["center"] = true
 						}
-						s := r.emit("shield_stack", attrs, ir.TEE, x)
+						s := r.emit("shield_stack", attrs, ir.TEE, x, pass)
 						slotOf[s] = slotFor(dim)
-						c = r.emit("mask", ir.Attrs{"family": o.Mask, "slot": slotOf[s]}, ir.TEE, s)
+						c = r.emit("mask", ir.Attrs{"family": o.Mask, "slot": slotOf[s]}, ir.TEE, s, pass)
 						slotOf[c] = slotOf[s]
 					}
 					crossed[v] = c
@@ -244,7 +253,7 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 			if slot < 0 {
 				return nil, fmt.Errorf("%v = %s: device result has no masked operand to unmask", n.ID, n.Op)
 			}
-			u := r.emit("unmask", ir.Attrs{"family": o.Mask, "slot": slot}, ir.TEE, d)
+			u := r.emit("unmask", ir.Attrs{"family": o.Mask, "slot": slot}, ir.TEE, d, pass)
 			attrs := ir.Attrs{"rows": rows.String()}
 			if center(o, rows) {
 				attrs["center"] = true

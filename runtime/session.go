@@ -13,6 +13,7 @@ const (
 	inPos     = "pos"
 	inSeq     = "seq"
 	outLogits = "logits"
+	inPass    = "pass" // counter slot of protected graphs (ir.PassInput)
 )
 
 // Options configure a session.
@@ -34,6 +35,9 @@ type Session struct {
 	prefill map[int]Executable
 	decode  Executable
 	pos     int
+	// pass numbers forward passes; it only grows (Reset keeps it), because
+	// the mask stream is keyed by it and must never repeat in a session.
+	pass uint64
 }
 
 // NewSession prepares a session over a compiled module.
@@ -132,6 +136,9 @@ func (s *Session) fill(exe Executable, tokens []int32, start int) error {
 	if err != nil {
 		return err
 	}
+	if c, err := exe.Int32(inPass); err == nil {
+		c[0], c[1] = int32(uint32(s.pass)), int32(uint32(s.pass>>32))
+	}
 	for i, t := range tokens {
 		if t < 0 || int(t) >= s.vocab {
 			return fmt.Errorf("token %d at index %d is outside the vocabulary [0, %d)", t, i, s.vocab)
@@ -167,6 +174,7 @@ func (s *Session) Prefill(tokens []int32) ([]float32, error) {
 	if err := s.fill(exe, tokens, s.pos); err != nil {
 		return nil, fmt.Errorf("prefill: %w", err)
 	}
+	s.pass++
 	if err := exe.Run(); err != nil {
 		return nil, fmt.Errorf("prefill: %w", err)
 	}
@@ -183,6 +191,7 @@ func (s *Session) Decode(token int32) ([]float32, error) {
 	if err := s.fill(s.decode, []int32{token}, s.pos); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
+	s.pass++
 	if err := s.decode.Run(); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}

@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"gelo/ir"
@@ -338,5 +339,38 @@ func TestNoTokenOrCacheCrosses(t *testing.T) {
 		if u == "" {
 			t.Error("an unnamed weight was uploaded")
 		}
+	}
+}
+
+// TestPassNumberNeverRepeats: the mask stream is keyed by the pass
+// counter slot, so running a protected program twice with the same pass
+// number under one session key is refused.
+func TestPassNumberNeverRepeats(t *testing.T) {
+	cfg, _ := models.Variant("qwen3-tiny")
+	w, _ := models.SynthesizeAs(cfg, 4, "bf16")
+	m := compileModule(t, cfg, models.TraceOptions{}, passes.DefaultProtect())
+	be := cpu.New(w, cpu.Options{SessionKey: testKey})
+	defer be.Close()
+	p, err := be.Compile(m.Graph("decode"), map[string]int{"B": 1, "T": 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"k.0", "v.0", "k.1", "v.1"} {
+		n, _ := p.Elems(name)
+		if err := p.BindFloat32(name, make([]float32, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := p.Int32("pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c[0] = 5
+	if err := p.Run(); err != nil {
+		t.Fatal(err)
+	}
+	err = p.Run()
+	if err == nil || !strings.Contains(err.Error(), "pass number 5 was already used") {
+		t.Fatalf("second run with pass 5: %v", err)
 	}
 }

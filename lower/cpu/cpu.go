@@ -55,7 +55,8 @@ type Backend struct {
 	mu       sync.Mutex
 	ropes    map[ropeKey]*kernels.Rope
 	uploaded map[string]bool
-	pass     uint64
+	pass     uint64 // highest pass number run so far
+	passSeen bool
 	rng      *mask.RNG
 	ws       []*mask.Workspace
 
@@ -146,8 +147,17 @@ func (b *Backend) Close() {
 	clear(b.key)
 }
 
-// Passes is the number of forward passes run so far.
-func (b *Backend) Passes() uint64 { return b.pass }
+// passUsed records a pass number and reports whether it was seen before:
+// one session key must never key two passes with the same number, or the
+// device would see two payloads under one mask. Numbers only grow, so the
+// highest seen is enough.
+func (b *Backend) passUsed(pass uint64) bool {
+	if b.passSeen && pass <= b.pass {
+		return true
+	}
+	b.pass, b.passSeen = pass, true
+	return false
+}
 
 // Kernels exposes the kernel context (benchmarks measure the machine with it).
 func (b *Backend) Kernels() *kernels.Ctx { return b.ctx }
@@ -380,12 +390,21 @@ func (b *Backend) assignWorkspaces(p *Program) error {
 	return nil
 }
 
-// beginPass keys the pass's mask stream: HKDF(session key, pass counter).
+// beginPass keys the pass's mask stream, HKDF(session key, pass number),
+// from the pass counter slot the runtime writes before each run.
 func (p *Program) beginPass() error {
 	b := p.b
+	v, ok := p.named[ir.PassInput]
+	if !ok {
+		return fmt.Errorf("protected graph has no %q counter input", ir.PassInput)
+	}
+	c := p.i32[v]
+	pass := uint64(uint32(c[0])) | uint64(uint32(c[1]))<<32
 	b.mu.Lock()
-	pass := b.pass
-	b.pass++
+	if b.passUsed(pass) {
+		b.mu.Unlock()
+		return fmt.Errorf("pass number %d was already used with this session key: mask material would repeat", pass)
+	}
 	b.mu.Unlock()
 	if b.rng == nil {
 		rng, err := mask.NewPassRNG(b.key, pass)

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"gelo/ir"
 )
@@ -20,6 +21,27 @@ const (
 type Options struct {
 	// MaxContext is the KV-cache capacity in tokens (prompt + generated).
 	MaxContext int
+	// Eager runs every decode step from scratch: the graph is lowered,
+	// buffers allocated and instructions built anew, as an op-by-op
+	// framework would. The default captures: the first step of each
+	// kv-length bucket runs eagerly, is recorded, and every later step
+	// in that bucket replays the recording. Results are bit-identical.
+	Eager bool
+}
+
+// MinBucket is the smallest kv-length bucket of captured decode steps.
+const MinBucket = 64
+
+// Bucket returns the kv-length bucket of a decode step that brings the
+// cache to kv tokens: the smallest power of two >= kv (at least
+// MinBucket), capped at the cache capacity. Each bucket has its own
+// captured step; within it every step replays the same recording.
+func Bucket(kv, maxT int) int {
+	b := MinBucket
+	for b < kv {
+		b *= 2
+	}
+	return min(b, maxT)
 }
 
 // Session holds one sequence's state in the TEE: its KV cache and
@@ -32,9 +54,11 @@ type Session struct {
 	vocab   int
 
 	caches  map[string][]float32
-	prefill map[int]Executable
-	decode  Executable
+	prefill map[int]*step
+	decode  map[int]*step // captured decode steps by kv bucket
+	eager   bool
 	pos     int
+	tok [1]int32 // decode's token, kept here so a step allocates nothing
 	// pass numbers forward passes; it only grows (Reset keeps it), because
 	// the mask stream is keyed by it and must never repeat in a session.
 	pass uint64
@@ -45,7 +69,8 @@ func NewSession(m *ir.Module, be Backend, opt Options) (*Session, error) {
 	if opt.MaxContext <= 0 {
 		return nil, fmt.Errorf("session: max context must be positive, got %d", opt.MaxContext)
 	}
-	s := &Session{module: m, backend: be, maxT: opt.MaxContext, caches: map[string][]float32{}, prefill: map[int]Executable{}}
+	s := &Session{module: m, backend: be, maxT: opt.MaxContext, caches: map[string][]float32{},
+		prefill: map[int]*step{}, decode: map[int]*step{}, eager: opt.Eager}
 	for _, name := range []string{"prefill", "decode"} {
 		if m.Graph(name) == nil {
 			return nil, fmt.Errorf("session: module has no %s graph", name)
@@ -64,18 +89,35 @@ func NewSession(m *ir.Module, be Backend, opt Options) (*Session, error) {
 	if s.vocab == 0 {
 		return nil, errors.New("session: decode graph has no logits output")
 	}
-	exe, err := s.compile(dec, map[string]int{"B": 1, "T": s.maxT})
-	if err != nil {
-		return nil, err
-	}
-	s.decode = exe
 	return s, nil
 }
 
-// caches binds every rank-3 f32 input (a KV cache) of g to session storage.
-func (s *Session) compile(g *ir.Graph, bind map[string]int) (Executable, error) {
+// step is a compiled executable with its input and output buffers looked
+// up once, so running it again touches no map and allocates nothing.
+type step struct {
+	exe                 Executable
+	ids, pos, seq, pass []int32
+	logits              []float32
+}
+
+// compile lowers g and binds every rank-3 f32 input (a KV cache) to
+// session storage.
+func (s *Session) compile(g *ir.Graph, bind map[string]int) (*step, error) {
 	exe, err := s.backend.Compile(g, bind)
 	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	st := &step{exe: exe}
+	for _, in := range []struct {
+		name string
+		dst  *[]int32
+	}{{inTokens, &st.ids}, {inPos, &st.pos}, {inSeq, &st.seq}} {
+		if *in.dst, err = exe.Int32(in.name); err != nil {
+			return nil, fmt.Errorf("session: %w", err)
+		}
+	}
+	st.pass, _ = exe.Int32(inPass) // only protected graphs have one
+	if st.logits, err = exe.Float32(outLogits); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	for _, n := range g.Nodes {
@@ -96,7 +138,7 @@ func (s *Session) compile(g *ir.Graph, bind map[string]int) (Executable, error) 
 			return nil, fmt.Errorf("session: cache %s: %w", name, err)
 		}
 	}
-	return exe, nil
+	return st, nil
 }
 
 // Pos is the number of tokens in the cache.
@@ -123,31 +165,22 @@ func (s *Session) Reset() {
 	s.pos = 0
 }
 
-func (s *Session) fill(exe Executable, tokens []int32, start int) error {
-	ids, err := exe.Int32(inTokens)
-	if err != nil {
-		return err
-	}
-	pos, err := exe.Int32(inPos)
-	if err != nil {
-		return err
-	}
-	seq, err := exe.Int32(inSeq)
-	if err != nil {
-		return err
-	}
-	if c, err := exe.Int32(inPass); err == nil {
-		c[0], c[1] = int32(uint32(s.pass)), int32(uint32(s.pass>>32))
-	}
+// run writes a step's inputs (tokens, positions, sequence slots, the pass
+// counter) into its arena slots and runs it: one forward pass.
+func (s *Session) run(st *step, tokens []int32, start int) error {
 	for i, t := range tokens {
 		if t < 0 || int(t) >= s.vocab {
 			return fmt.Errorf("token %d at index %d is outside the vocabulary [0, %d)", t, i, s.vocab)
 		}
-		ids[i] = t
-		pos[i] = int32(start + i)
-		seq[i] = 0
+		st.ids[i] = t
+		st.pos[i] = int32(start + i)
+		st.seq[i] = 0
 	}
-	return nil
+	if st.pass != nil {
+		st.pass[0], st.pass[1] = int32(uint32(s.pass)), int32(uint32(s.pass>>32))
+	}
+	s.pass++
+	return st.exe.Run()
 }
 
 // Prefill runs the prompt through the model, appending it to the cache,
@@ -162,24 +195,20 @@ func (s *Session) Prefill(tokens []int32) ([]float32, error) {
 	if s.pos+n > s.maxT {
 		return nil, fmt.Errorf("prefill: %d tokens after %d cached exceed the context of %d", n, s.pos, s.maxT)
 	}
-	exe, ok := s.prefill[n]
+	st, ok := s.prefill[n]
 	if !ok {
 		var err error
-		exe, err = s.compile(s.module.Graph("prefill"), map[string]int{"n": n, "T": s.maxT})
+		st, err = s.compile(s.module.Graph("prefill"), map[string]int{"n": n, "T": s.maxT})
 		if err != nil {
 			return nil, err
 		}
-		s.prefill[n] = exe
+		s.prefill[n] = st
 	}
-	if err := s.fill(exe, tokens, s.pos); err != nil {
-		return nil, fmt.Errorf("prefill: %w", err)
-	}
-	s.pass++
-	if err := exe.Run(); err != nil {
+	if err := s.run(st, tokens, s.pos); err != nil {
 		return nil, fmt.Errorf("prefill: %w", err)
 	}
 	s.pos += n
-	return exe.Float32(outLogits)
+	return st.logits, nil
 }
 
 // Decode appends one token and returns the next-token logits (valid until
@@ -188,13 +217,31 @@ func (s *Session) Decode(token int32) ([]float32, error) {
 	if s.pos >= s.maxT {
 		return nil, fmt.Errorf("decode: context of %d tokens is full", s.maxT)
 	}
-	if err := s.fill(s.decode, []int32{token}, s.pos); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+	bucket := Bucket(s.pos+1, s.maxT)
+	st, captured := s.decode[bucket]
+	if !captured || s.eager {
+		var err error
+		if st, err = s.compile(s.module.Graph("decode"), map[string]int{"B": 1, "T": s.maxT, "L": bucket}); err != nil {
+			return nil, err
+		}
+		if !s.eager {
+			s.decode[bucket] = st // run this step eagerly, replay it from now on
+		}
 	}
-	s.pass++
-	if err := s.decode.Run(); err != nil {
+	s.tok[0] = token
+	if err := s.run(st, s.tok[:], s.pos); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	s.pos++
-	return s.decode.Float32(outLogits)
+	return st.logits, nil
+}
+
+// Captured lists the kv buckets that have a recorded decode step.
+func (s *Session) Captured() []int {
+	var bs []int
+	for b := range s.decode {
+		bs = append(bs, b)
+	}
+	slices.Sort(bs)
+	return bs
 }

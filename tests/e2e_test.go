@@ -40,6 +40,17 @@ func newSession(t testing.TB, m *ir.Module, w *models.Weights, workers, maxCtx i
 	return s
 }
 
+func newSessionOpts(t testing.TB, m *ir.Module, w *models.Weights, key []byte, opt runtime.Options) *runtime.Session {
+	t.Helper()
+	be := cpu.New(w, cpu.Options{SessionKey: key})
+	t.Cleanup(be.Close)
+	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // synthOnDisk writes a synthetic model and loads it back, so the loader
 // is what the test exercises.
 func synthOnDisk(t testing.TB, cfg *models.Config, seed uint64) *models.Weights {

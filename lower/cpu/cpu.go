@@ -188,6 +188,7 @@ type Program struct {
 	bound   map[ir.ValueID]bool
 
 	b     *Backend
+	bind  map[string]int
 	plan  *passes.MemPlan
 	arena []float32
 	slots map[int64]*slot
@@ -217,6 +218,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", g.Name, err)
 	}
+	p.bind = bind
 	for _, param := range g.Params {
 		if v, ok := bind[param]; !ok || v <= 0 {
 			return nil, fmt.Errorf("compile %s: dim %s must be bound to a positive size", g.Name, param)

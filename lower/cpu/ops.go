@@ -126,7 +126,19 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		heads, kvh, hd := attr("heads"), attr("kv_heads"), attr("head_dim")
 		scale, _ := n.Attrs.Float("scale")
 		maxT := dims(in[1])[1]
+		// A captured decode step is keyed by a kv-length bucket L: it
+		// serves positions below L only, and refuses others rather than
+		// silently running outside the geometry it was captured for.
+		limit := maxT
+		if l, ok := p.bind["L"]; ok && l > 0 && l < maxT {
+			limit = l
+		}
 		return func() error {
+			for _, q := range i32(in[4]) {
+				if int(q) >= limit {
+					return fmt.Errorf("position %d is outside the kv bucket of %d this step was captured for", q, limit)
+				}
+			}
 			return ctx.Attention(f(out), f(in[0]), f(in[1]), f(in[2]), rows, heads, kvh, hd, maxT, i32(in[3]), i32(in[4]), float32(scale))
 		}, nil
 	case "silu":

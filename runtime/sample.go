@@ -1,0 +1,532 @@
+package runtime
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// SamplerOptions configure a Sampler. The zero value is valid and means
+// greedy decoding with no penalties.
+type SamplerOptions struct {
+	// Temperature divides the logits; 0 means greedy (Argmax on the
+	// penalised logits, no randomness drawn). Must be finite and >= 0.
+	Temperature float64
+	// TopK keeps the K most likely tokens; 0 = off. Must be >= 0.
+	TopK int
+	// TopP keeps the smallest most-likely set whose probability is >= TopP
+	// (nucleus); 0 = off (as is 1). Otherwise must be in (0, 1].
+	TopP float64
+	// MinP keeps tokens whose probability is >= MinP times that of the
+	// most likely token; 0 = off. Must be in [0, 1).
+	MinP float64
+	// RepetitionPenalty (HF / CTRL semantics) divides positive logits and
+	// multiplies negative ones of every token in the history, once per
+	// distinct token; 1 = off, and 0 is taken as 1. Must be > 0.
+	RepetitionPenalty float64
+	// FrequencyPenalty and PresencePenalty (OpenAI semantics) subtract
+	// FrequencyPenalty*count + PresencePenalty*(count > 0) from the logit
+	// of every token seen count times in the history; 0 = off. Finite.
+	FrequencyPenalty float64
+	PresencePenalty  float64
+}
+
+// Validate reports every invalid option, each error naming the option.
+func (o SamplerOptions) Validate() error {
+	var errs []error
+	finite := func(name string, x float64) bool {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			errs = append(errs, fmt.Errorf("sampler: %s %v must be a finite number", name, x))
+			return false
+		}
+		return true
+	}
+	if finite("temperature", o.Temperature) && o.Temperature < 0 {
+		errs = append(errs, fmt.Errorf("sampler: temperature %v must be >= 0 (0 = greedy)", o.Temperature))
+	}
+	if o.TopK < 0 {
+		errs = append(errs, fmt.Errorf("sampler: top-k %d must be >= 0 (0 = off)", o.TopK))
+	}
+	if finite("top-p", o.TopP) && (o.TopP < 0 || o.TopP > 1) {
+		errs = append(errs, fmt.Errorf("sampler: top-p %v must be in (0, 1] (0 = off)", o.TopP))
+	}
+	if finite("min-p", o.MinP) && (o.MinP < 0 || o.MinP >= 1) {
+		errs = append(errs, fmt.Errorf("sampler: min-p %v must be in [0, 1) (0 = off)", o.MinP))
+	}
+	if finite("repetition penalty", o.RepetitionPenalty) && o.RepetitionPenalty < 0 {
+		errs = append(errs, fmt.Errorf("sampler: repetition penalty %v must be > 0 (1 = off; 0 is taken as 1)", o.RepetitionPenalty))
+	}
+	finite("frequency penalty", o.FrequencyPenalty)
+	finite("presence penalty", o.PresencePenalty)
+	return errors.Join(errs...)
+}
+
+// SeedKey maps a CLI --seed to a sampler key (its 8 big-endian bytes).
+// Such a key is for reproducible runs only: it is guessable, so
+// production sampling should use a fresh 32-byte random key.
+func SeedKey(seed uint64) []byte {
+	return binary.BigEndian.AppendUint64(nil, seed)
+}
+
+// Sampler picks the next token from a logits vector inside the TEE.
+//
+// Processing order (the Hugging Face order; llama.cpp's chain differs
+// only in applying temperature last, which does not change top-k):
+//
+//  1. repetition penalty over the distinct tokens of the history
+//     (logit > 0: logit / penalty; otherwise: logit * penalty);
+//  2. frequency and presence penalties
+//     (logit -= frequency*count + presence*(count > 0));
+//     1 and 2 are computed for each penalised token in float64 from the
+//     float32 logit and rounded once back to float32, in place;
+//  3. temperature: 0 returns Argmax of the penalised logits (ties to the
+//     lowest id) and draws nothing; otherwise logits are divided by it;
+//  4. top-k, 5. top-p (on the top-k-renormalised distribution), 6. min-p;
+//  7. one uniform draw u in [0, 1) (53 bits of the ChaCha20 stream) picks
+//     the token by inverting the cumulative distribution of the surviving
+//     tokens taken in a fixed order: logit descending, ties by token id
+//     ascending. Probabilities are exp((z - zmax)/T) in float64 (softmax
+//     with max subtraction; the normalisation is folded into u).
+//
+// Every non-greedy Sample consumes exactly one 64-bit draw, so the same
+// key, options and inputs give the same tokens, bit for bit.
+//
+// Speed: the vocabulary is never fully sorted unless the distribution
+// forces it. Top-k selects with a size-k heap (O(V log k)) and sorts the
+// k survivors. Without top-k, tokens are bucketed by log-probability
+// (quarter-nat buckets relative to the max) in one pass that also sums the
+// bucket masses; top-p and the draw then locate their bucket from those
+// sums and sort only that bucket (at most two sorts of one bucket each).
+//
+// Scratch is sized to the vocabulary on first use and reused, so a warm
+// Sample allocates nothing. A Sampler is not safe for concurrent use.
+type Sampler struct {
+	opt  SamplerOptions
+	rng  sampleRNG
+	dead bool
+
+	w    []float64 // per-token weight exp((z - zmax)/T) (bucket path)
+	bk   []uint8   // per-token bucket (bucket path)
+	cand []cand    // heap / gathered candidates
+	cw   []float64 // weights of cand
+	cnt  []int32   // history counts; all zero between calls
+
+	mass [numBuckets]float64
+	bcnt [numBuckets]int32
+}
+
+// cand is a candidate token: its (penalised) logit and id.
+type cand struct {
+	z  float32
+	id int32
+}
+
+// Buckets of the no-top-k path: bucket b holds the tokens whose
+// d = (zmax - z)/T lies in [b/4, (b+1)/4); the last regular bucket holds
+// every d >= 63.5 (probability ratio < 3e-28); bucketOut marks tokens
+// with zero weight or cut by min-p.
+const (
+	numBuckets  = 255
+	bucketScale = 4
+	bucketOut   = 255
+)
+
+// NewSampler validates opt and keys the sampler's stream with key (any
+// length; HKDF-SHA256 derives the ChaCha20 key). The key may be empty
+// only for greedy sampling, which draws nothing.
+func NewSampler(opt SamplerOptions, key []byte) (*Sampler, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.RepetitionPenalty == 0 {
+		opt.RepetitionPenalty = 1
+	}
+	s := &Sampler{opt: opt}
+	if err := s.Reset(key); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Options returns the options in force (RepetitionPenalty 0 shown as 1).
+func (s *Sampler) Options() SamplerOptions { return s.opt }
+
+// Reset rekeys the stream (restarting it from the beginning) and revives a
+// zeroised sampler, keeping the options and any scratch.
+func (s *Sampler) Reset(key []byte) error {
+	if s == nil {
+		return errors.New("sampler: nil sampler")
+	}
+	if len(key) == 0 {
+		s.rng.zeroise()
+		if s.opt.Temperature != 0 {
+			return fmt.Errorf("sampler: temperature %v needs a non-empty key", s.opt.Temperature)
+		}
+	} else if err := s.rng.reset(key); err != nil {
+		return err
+	}
+	s.dead = false
+	return nil
+}
+
+// Zeroise wipes the key stream and all scratch (which holds logit-derived
+// data) and releases the scratch; the sampler refuses to sample until
+// Reset.
+func (s *Sampler) Zeroise() {
+	if s == nil {
+		return
+	}
+	s.rng.zeroise()
+	clear(s.w[:cap(s.w)])
+	clear(s.bk[:cap(s.bk)])
+	clear(s.cand[:cap(s.cand)])
+	clear(s.cw[:cap(s.cw)])
+	clear(s.cnt[:cap(s.cnt)])
+	s.w, s.bk, s.cand, s.cw, s.cnt = nil, nil, nil, nil, nil
+	clear(s.mass[:])
+	clear(s.bcnt[:])
+	s.dead = true
+}
+
+// Sample returns the next token for logits (one row, the vocabulary
+// wide) given the history of tokens to penalise (the caller chooses the
+// window: HF uses the whole sequence, llama.cpp the last 64 tokens).
+//
+// Sample consumes logits: it applies the penalties in place and, on
+// every return, success or error, zeroises the slice, since logits are
+// secret. Bad input (empty logits, a NaN or +Inf logit, all logits -Inf,
+// a history id outside the vocabulary) gives an error, never a panic.
+func (s *Sampler) Sample(logits []float32, history []int) (int, error) {
+	defer clear(logits)
+	if s == nil {
+		return 0, errors.New("sampler: nil sampler")
+	}
+	if s.dead {
+		return 0, errors.New("sampler: used after Zeroise (Reset it with a key)")
+	}
+	best, err := s.prepare(logits, history)
+	if err != nil {
+		return 0, err
+	}
+	if s.opt.Temperature == 0 {
+		return best, nil
+	}
+	return s.pick(logits, best, s.rng.float64()), nil
+}
+
+// prepare sizes the scratch, applies the penalties and returns the argmax
+// of the penalised logits, checking them.
+func (s *Sampler) prepare(logits []float32, history []int) (int, error) {
+	n := len(logits)
+	if n == 0 {
+		return 0, errors.New("sampler: empty logits")
+	}
+	if n > math.MaxInt32 || len(history) > math.MaxInt32 {
+		return 0, fmt.Errorf("sampler: %d logits / %d history tokens exceed the 2^31 limit", n, len(history))
+	}
+	s.grow(n)
+	if err := s.penalise(logits, history); err != nil {
+		return 0, err
+	}
+	return checkedArgmax(logits)
+}
+
+func (s *Sampler) grow(n int) {
+	if cap(s.w) < n {
+		s.w = make([]float64, n)
+		s.bk = make([]uint8, n)
+		s.cand = make([]cand, 0, n)
+		s.cw = make([]float64, n)
+		s.cnt = make([]int32, n)
+	}
+	s.w, s.bk, s.cw, s.cnt = s.w[:n], s.bk[:n], s.cw[:n], s.cnt[:n]
+}
+
+// penalise applies the repetition, frequency and presence penalties in
+// place: for each distinct token t of history, seen c times,
+//
+//	x := float64(logits[t]); if x > 0 { x /= rep } else { x *= rep }
+//	x -= freq*c + presence; logits[t] = float32(x)
+func (s *Sampler) penalise(logits []float32, history []int) error {
+	rep, freq, pres := s.opt.RepetitionPenalty, s.opt.FrequencyPenalty, s.opt.PresencePenalty
+	if len(history) == 0 || (rep == 1 && freq == 0 && pres == 0) {
+		return nil
+	}
+	n := len(logits)
+	for i, t := range history {
+		if t < 0 || t >= n {
+			return fmt.Errorf("sampler: history token %d at index %d is outside the vocabulary [0, %d)", t, i, n)
+		}
+	}
+	cnt := s.cnt[:n]
+	for _, t := range history {
+		cnt[t]++
+	}
+	for _, t := range history {
+		c := cnt[t]
+		if c == 0 {
+			continue // already penalised
+		}
+		cnt[t] = 0
+		x := float64(logits[t])
+		if x > 0 {
+			x /= rep
+		} else {
+			x *= rep
+		}
+		x -= float64(freq*float64(c)) + pres // explicit rounding: never fused
+		logits[t] = float32(x)
+	}
+	return nil
+}
+
+// checkedArgmax is Argmax (ties to the lowest index) that also refuses
+// NaN and +Inf logits and an all -Inf row.
+func checkedArgmax(logits []float32) (int, error) {
+	best, bv := 0, logits[0]
+	for i, v := range logits {
+		if v > bv {
+			best, bv = i, v
+		}
+		if !(v <= math.MaxFloat32) {
+			return 0, fmt.Errorf("sampler: logit of token %d is %v (after penalties)", i, v)
+		}
+	}
+	if math.IsInf(float64(bv), -1) {
+		return 0, errors.New("sampler: every logit is -Inf")
+	}
+	return best, nil
+}
+
+// pick is the non-greedy selection for a uniform u in [0, 1); best is the
+// argmax of z.
+func (s *Sampler) pick(z []float32, best int, u float64) int {
+	invT := 1 / s.opt.Temperature
+	if math.IsInf(invT, 1) {
+		invT = math.MaxFloat64 // subnormal temperature; keeps 0 * invT = 0
+	}
+	if k := s.opt.TopK; k > 0 && k < len(z) {
+		return s.pickTopK(z, k, invT, u)
+	}
+	return s.pickBuckets(z, best, invT, u)
+}
+
+// cmpCand orders candidates by logit descending, then id ascending.
+func cmpCand(a, b cand) int {
+	if a.z > b.z {
+		return -1
+	}
+	if a.z < b.z {
+		return 1
+	}
+	return cmp.Compare(a.id, b.id)
+}
+
+// worse reports whether a ranks after b in the sampling order.
+func worse(a, b cand) bool {
+	return a.z < b.z || (a.z == b.z && a.id > b.id)
+}
+
+// siftDown restores the min-heap (worst candidate at the root) below i.
+func siftDown(h []cand, i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && worse(h[r], h[l]) {
+			m = r
+		}
+		if !worse(h[m], h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// pickTopK keeps the k best candidates with a heap, sorts them and
+// applies top-p and min-p on the sorted list.
+func (s *Sampler) pickTopK(z []float32, k int, invT, u float64) int {
+	h := s.cand[:k]
+	for i := range k {
+		h[i] = cand{z[i], int32(i)}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		siftDown(h, i)
+	}
+	for i := k; i < len(z); i++ {
+		// A later token with an equal logit has a larger id, so it never
+		// beats the root: a strict comparison suffices.
+		if v := z[i]; v > h[0].z {
+			h[0] = cand{v, int32(i)}
+			siftDown(h, 0)
+		}
+	}
+	slices.SortFunc(h, cmpCand)
+	cw := s.cw[:k]
+	zm := float64(h[0].z)
+	W := 0.0
+	for j, c := range h {
+		cw[j] = math.Exp(-((zm - float64(c.z)) * invT))
+		W += cw[j]
+	}
+	n := k
+	if p := s.opt.TopP; p > 0 && p < 1 {
+		need, cum := p*W, 0.0
+		for j, w := range cw {
+			cum += w
+			if cum >= need {
+				n = j + 1
+				break
+			}
+		}
+	}
+	if mp := s.opt.MinP; mp > 0 {
+		for j, w := range cw[:n] {
+			if w < mp { // cw[0] = 1 > mp, so n stays >= 1
+				n = j
+				break
+			}
+		}
+	}
+	S := 0.0
+	for _, w := range cw[:n] {
+		S += w
+	}
+	return walk(h[:n], cw[:n], 0, u*S)
+}
+
+// walk returns the first candidate at which cum plus the running weight
+// exceeds target; rounding past the end gives the last candidate of
+// positive weight.
+func walk(c []cand, cw []float64, cum, target float64) int {
+	last := 0
+	for j, w := range cw {
+		if w == 0 {
+			continue
+		}
+		cum += w
+		last = j
+		if cum > target {
+			return int(c[j].id)
+		}
+	}
+	return int(c[last].id)
+}
+
+// pickBuckets samples without top-k: one pass computes every weight and
+// bucket mass, then top-p and the draw each locate their bucket from the
+// masses and sort only that bucket.
+func (s *Sampler) pickBuckets(z []float32, best int, invT, u float64) int {
+	zm := float64(z[best])
+	mp := s.opt.MinP
+	clear(s.mass[:])
+	clear(s.bcnt[:])
+	w, bk := s.w[:len(z)], s.bk[:len(z)]
+	out := 0.0 // mass cut by min-p (still counted by top-p, which precedes it)
+	for i, v := range z {
+		d := (zm - float64(v)) * invT
+		e := math.Exp(-d)
+		w[i] = e
+		if e < mp || e == 0 {
+			bk[i] = bucketOut
+			out += e
+			continue
+		}
+		b := numBuckets - 1
+		if d < float64(numBuckets-1)/bucketScale {
+			b = int(d * bucketScale)
+		}
+		bk[i] = uint8(b)
+		s.mass[b] += e
+		s.bcnt[b]++
+	}
+
+	// Top-p: the bucket bp where the cumulative mass reaches p*W, and the
+	// cut inside it (c[:cut] survives).
+	var c []cand
+	var cw []float64
+	bp, cut, S := numBuckets, 0, 0.0
+	if p := s.opt.TopP; p > 0 && p < 1 {
+		W := 0.0
+		for _, m := range s.mass {
+			W += m
+		}
+		W += out
+		need, cum := p*W, 0.0
+		for b, m := range s.mass {
+			if s.bcnt[b] == 0 {
+				continue
+			}
+			if cum+m >= need {
+				bp = b
+				break
+			}
+			cum += m
+		}
+		if bp < numBuckets {
+			c, cw = s.gather(z, bp)
+			part := 0.0
+			cut = len(c)
+			for j, x := range cw {
+				part += x
+				if cum+part >= need {
+					cut = j + 1
+					break
+				}
+			}
+			S = cum + part
+		}
+	}
+	if bp == numBuckets { // no cut inside the min-p survivors
+		for _, m := range s.mass {
+			S += m
+		}
+	}
+
+	target, cum := u*S, 0.0
+	for b := 0; b < bp; b++ {
+		if s.bcnt[b] == 0 {
+			continue
+		}
+		if cum+s.mass[b] > target {
+			c, cw = s.gather(z, b)
+			return walk(c, cw, cum, target)
+		}
+		cum += s.mass[b]
+	}
+	if bp < numBuckets {
+		return walk(c[:cut], cw[:cut], cum, target)
+	}
+	// u*S rounded onto S: the last survivor.
+	for b := numBuckets - 1; b >= 0; b-- {
+		if s.bcnt[b] > 0 {
+			c, _ = s.gather(z, b)
+			return int(c[len(c)-1].id)
+		}
+	}
+	return best // unreachable: the argmax always survives in bucket 0
+}
+
+// gather collects the tokens of bucket b, sorted, with their weights.
+func (s *Sampler) gather(z []float32, b int) ([]cand, []float64) {
+	c := s.cand[:0]
+	want := uint8(b)
+	for i, x := range s.bk[:len(z)] {
+		if x == want {
+			c = append(c, cand{z[i], int32(i)})
+		}
+	}
+	slices.SortFunc(c, cmpCand)
+	cw := s.cw[:len(c)]
+	for j, x := range c {
+		cw[j] = s.w[x.id]
+	}
+	return c, cw
+}

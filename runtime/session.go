@@ -58,7 +58,7 @@ type Session struct {
 	decode  map[int]*step // captured decode steps by kv bucket
 	eager   bool
 	pos     int
-	tok [1]int32 // decode's token, kept here so a step allocates nothing
+	tok     [1]int32 // decode's token, kept here so a step allocates nothing
 	// pass numbers forward passes; it only grows (Reset keeps it), because
 	// the mask stream is keyed by it and must never repeat in a session.
 	pass uint64

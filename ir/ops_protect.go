@@ -38,7 +38,11 @@ func passCounter(t Type) error {
 // Boundary ops: what the protect pass inserts where a value crosses
 // between the TEE and the device.
 func init() {
-	familyAttrs := []AttrSpec{{Name: "family", Kind: AttrString}, {Name: "slot", Kind: AttrInt}}
+	// per_row: every row is its own sequence with its own shield rows and
+	// mask (batched decode's default topology), so no two users' rows are
+	// ever mixed under one mask.
+	familyAttrs := []AttrSpec{{Name: "family", Kind: AttrString}, {Name: "slot", Kind: AttrInt},
+		{Name: "per_row", Kind: AttrBool, Optional: true}}
 	same2D := func(n *Node, in []Type) (Type, error) {
 		if err := expect("x", in[0], true, 2); err != nil {
 			return Type{}, err
@@ -55,7 +59,7 @@ func init() {
 			MinInputs: 2, MaxInputs: 2,
 			Attrs: []AttrSpec{{Name: "family", Kind: AttrString}, {Name: "k_min", Kind: AttrInt},
 				{Name: "energy", Kind: AttrFloat}, {Name: "rows", Kind: AttrString},
-				{Name: "center", Kind: AttrBool, Optional: true}},
+				{Name: "center", Kind: AttrBool, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("x", in[0], true, 2); err != nil {
 					return Type{}, err
@@ -78,7 +82,7 @@ func init() {
 			MinInputs: 2, MaxInputs: 2, Attrs: familyAttrs, Secrecy: AlwaysSecret, Infer: same2D},
 		{Name: "shield_strip", Doc: "drop the shield rows, keeping the first rows; with center, add the mean row's product back",
 			MinInputs: 1, MaxInputs: 1, Attrs: []AttrSpec{{Name: "rows", Kind: AttrString},
-				{Name: "center", Kind: AttrBool, Optional: true}},
+				{Name: "center", Kind: AttrBool, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("y", in[0], true, 2); err != nil {
 					return Type{}, err

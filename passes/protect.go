@@ -39,11 +39,22 @@ type ProtectOptions struct {
 	// coherently in every masked row, where the shield rows cannot drown
 	// them. Single-row crossings (decode at B = 1) are sent as they are.
 	Center bool
+	// Topology of batched decode: per-sequence (each sequence's row gets
+	// its own shield rows and mask, the default: users never share a
+	// mask) or shared (the B rows are stacked under one mask with
+	// next_pow2(B + 8) - B shield rows; opt-in, far fewer device rows).
+	Topology string
 }
+
+// Batched decode topologies.
+const (
+	PerSequence = "per-sequence"
+	Shared      = "shared"
+)
 
 // DefaultProtect is the protection a plan gets unless told otherwise.
 func DefaultProtect() ProtectOptions {
-	return ProtectOptions{Mask: MaskHD3, Cadence: PerForward, ShieldK: 8, ShieldEnergy: 4.0, Center: true}
+	return ProtectOptions{Mask: MaskHD3, Cadence: PerForward, ShieldK: 8, ShieldEnergy: 4.0, Center: true, Topology: PerSequence}
 }
 
 // Check validates the options and names the bad one.
@@ -57,6 +68,11 @@ func (o ProtectOptions) Check() error {
 	case PerForward, PerOffload:
 	default:
 		return fmt.Errorf("--cadence %q: want per-forward or per-offload", o.Cadence)
+	}
+	switch o.Topology {
+	case "", PerSequence, Shared:
+	default:
+		return fmt.Errorf("--topology %q: want per-sequence or shared", o.Topology)
 	}
 	if o.Mask != MaskNone {
 		if o.ShieldK < 8 {
@@ -96,6 +112,7 @@ func Protect(o ProtectOptions) Pass {
 			if o.Mask != MaskNone {
 				m.Meta["shield"] = strconv.Itoa(o.ShieldK) + "," + strconv.FormatFloat(o.ShieldEnergy, 'g', -1, 64)
 				m.Meta["center"] = strconv.FormatBool(o.Center)
+				m.Meta["topology"] = o.topology()
 			}
 			return nil
 		}}
@@ -222,12 +239,18 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 						dim := ShieldedDim(rows)
 						addParam(dim)
 						attrs := ir.Attrs{"family": o.Mask, "k_min": int64(o.ShieldK), "energy": o.ShieldEnergy, "rows": dim}
-						if center(o, rows) {
+						if perRow(o, rows) {
+							attrs["per_row"] = true
+						} else if center(o, rows) {
 							attrs["center"] = true
 						}
 						s := r.emit("shield_stack", attrs, ir.TEE, x, pass)
 						slotOf[s] = slotFor(dim)
-						c = r.emit("mask", ir.Attrs{"family": o.Mask, "slot": slotOf[s]}, ir.TEE, s, pass)
+						mattrs := ir.Attrs{"family": o.Mask, "slot": slotOf[s]}
+						if perRow(o, rows) {
+							mattrs["per_row"] = true
+						}
+						c = r.emit("mask", mattrs, ir.TEE, s, pass)
 						slotOf[c] = slotOf[s]
 					}
 					crossed[v] = c
@@ -253,11 +276,14 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 			if slot < 0 {
 				return nil, fmt.Errorf("%v = %s: device result has no masked operand to unmask", n.ID, n.Op)
 			}
-			u := r.emit("unmask", ir.Attrs{"family": o.Mask, "slot": slot}, ir.TEE, d, pass)
+			uattrs := ir.Attrs{"family": o.Mask, "slot": slot}
 			attrs := ir.Attrs{"rows": rows.String()}
-			if center(o, rows) {
+			if perRow(o, rows) {
+				uattrs["per_row"], attrs["per_row"] = true, true
+			} else if center(o, rows) {
 				attrs["center"] = true
 			}
+			u := r.emit("unmask", uattrs, ir.TEE, d, pass)
 			back = r.emit("shield_strip", attrs, ir.TEE, u)
 		}
 		if bias >= 0 {
@@ -278,4 +304,17 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 // when asked, and never for a single row (its centred row would be zero).
 func center(o ProtectOptions, rows ir.Dim) bool {
 	return o.Center && !(!rows.IsSym() && rows.Size == 1)
+}
+
+func (o ProtectOptions) topology() string {
+	if o.Topology == "" {
+		return PerSequence
+	}
+	return o.Topology
+}
+
+// perRow reports whether a crossing's rows are separate sequences masked
+// apart: the decode batch B under the per-sequence topology.
+func perRow(o ProtectOptions, rows ir.Dim) bool {
+	return rows.IsSym() && rows.Sym == "B" && o.topology() == PerSequence
 }

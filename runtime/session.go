@@ -98,12 +98,12 @@ type step struct {
 	exe                 Executable
 	ids, pos, seq, pass []int32
 	logits              []float32
+	caches              []string // names of its KV cache inputs
 }
 
-// compile lowers g and binds every rank-3 f32 input (a KV cache) to
-// session storage.
-func (s *Session) compile(g *ir.Graph, bind map[string]int) (*step, error) {
-	exe, err := s.backend.Compile(g, bind)
+// compileStep lowers g and looks up its step buffers.
+func compileStep(be Backend, g *ir.Graph, bind map[string]int) (*step, error) {
+	exe, err := be.Compile(g, bind)
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
@@ -121,11 +121,22 @@ func (s *Session) compile(g *ir.Graph, bind map[string]int) (*step, error) {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	for _, n := range g.Nodes {
-		if n.Op != "input" || n.Type.DType != ir.F32 || n.Type.Rank() != 3 {
-			continue
+		if n.Op == "input" && n.Type.DType == ir.F32 && n.Type.Rank() == 3 {
+			name, _ := n.Attrs.Str("name")
+			st.caches = append(st.caches, name)
 		}
-		name, _ := n.Attrs.Str("name")
-		size, err := exe.Elems(name)
+	}
+	return st, nil
+}
+
+// compile lowers g and binds every KV cache input to session storage.
+func (s *Session) compile(g *ir.Graph, bind map[string]int) (*step, error) {
+	st, err := compileStep(s.backend, g, bind)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range st.caches {
+		size, err := st.exe.Elems(name)
 		if err != nil {
 			return nil, fmt.Errorf("session: %w", err)
 		}
@@ -134,7 +145,7 @@ func (s *Session) compile(g *ir.Graph, bind map[string]int) (*step, error) {
 			store = make([]float32, size)
 			s.caches[name] = store
 		}
-		if err := exe.BindFloat32(name, store); err != nil {
+		if err := st.exe.BindFloat32(name, store); err != nil {
 			return nil, fmt.Errorf("session: cache %s: %w", name, err)
 		}
 	}

@@ -58,7 +58,7 @@ type Backend struct {
 	pass     uint64 // highest pass number run so far
 	passSeen bool
 	rng      *mask.RNG
-	ws       []*mask.Workspace
+	ws       [][]*mask.Workspace // [colour][group]
 
 	profiling bool
 	prof      Profile
@@ -138,8 +138,10 @@ func (b *Backend) Name() string { return "cpu" }
 // Close stops the worker pools and wipes the session key.
 func (b *Backend) Close() {
 	b.ctx.Close()
-	for _, ws := range b.ws {
-		ws.Zeroise()
+	for _, set := range b.ws {
+		for _, ws := range set {
+			ws.Zeroise()
+		}
 	}
 	if b.rng != nil {
 		b.rng.Zeroise()
@@ -200,11 +202,13 @@ type Program struct {
 // slot's first mask op, used by its unmasks, zeroised when the pass ends.
 type slot struct {
 	family string
-	size   int
+	size   int // rows one mask acts on
+	groups int // independent masks: 1, or B when each sequence has its own
 	first  int // instruction index of its first and last use
 	last   int
-	ws     *mask.Workspace
-	m      mask.Mask
+	ws     []*mask.Workspace // one per group
+	ms     []mask.Mask       // sampled this pass, one per group
+	live   bool
 }
 
 // Compile lowers g with its symbolic dims bound.
@@ -335,6 +339,10 @@ func BindShieldDims(g *ir.Graph, bind map[string]int) (map[string]int, error) {
 		}
 		family, _ := n.Attrs.Str("family")
 		kmin, _ := n.Attrs.Int("k_min")
+		groups := 1
+		if pr, _ := n.Attrs.Bool("per_row"); pr {
+			groups, rows = rows, 1 // each row stacked with its own shield
+		}
 		if c, _ := n.Attrs.Bool("center"); c {
 			rows++ // the mean row travels as one more data row
 		}
@@ -342,10 +350,11 @@ func BindShieldDims(g *ir.Graph, bind map[string]int) (map[string]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%v = shield_stack: %w", n.ID, err)
 		}
-		if prev, ok := out[dim.Sym]; ok && prev != rows+k {
-			return nil, fmt.Errorf("%v = shield_stack: %s is bound to %d, the shield rule gives %d", n.ID, dim.Sym, prev, rows+k)
+		s := groups * (rows + k)
+		if prev, ok := out[dim.Sym]; ok && prev != s {
+			return nil, fmt.Errorf("%v = shield_stack: %s is bound to %d, the shield rule gives %d", n.ID, dim.Sym, prev, s)
 		}
-		out[dim.Sym] = rows + k
+		out[dim.Sym] = s
 	}
 	return out, nil
 }
@@ -381,9 +390,13 @@ func (b *Backend) assignWorkspaces(p *Program) error {
 		busyUntil[sl.family][wsIdx] = sl.last
 		b.mu.Lock()
 		for len(b.ws) <= wsIdx {
-			b.ws = append(b.ws, mask.NewWorkspace(b.ctx.Workers()))
+			b.ws = append(b.ws, nil)
 		}
-		sl.ws = b.ws[wsIdx]
+		for len(b.ws[wsIdx]) < sl.groups {
+			b.ws[wsIdx] = append(b.ws[wsIdx], mask.NewWorkspace(b.ctx.Workers()))
+		}
+		sl.ws = b.ws[wsIdx][:sl.groups]
+		sl.ms = make([]mask.Mask, sl.groups)
 		b.mu.Unlock()
 	}
 	if len(b.key) == 0 {
@@ -422,8 +435,11 @@ func (p *Program) beginPass() error {
 // endPass drops the pass's mask material: masks, scratch and the stream.
 func (p *Program) endPass() {
 	for _, sl := range p.live {
-		sl.ws.Zeroise()
-		sl.m = nil
+		for g, ws := range sl.ws {
+			ws.Zeroise()
+			sl.ms[g] = nil
+		}
+		sl.live = false
 	}
 	p.live = p.live[:0]
 	p.b.rng.Zeroise()
@@ -431,17 +447,21 @@ func (p *Program) endPass() {
 
 // maskOf returns the slot's mask, sampling it at the slot's first use in
 // the pass.
-func (p *Program) maskOf(sl *slot) (mask.Mask, error) {
-	if sl.m != nil {
-		return sl.m, nil
+func (p *Program) maskOf(sl *slot, group int) (mask.Mask, error) {
+	if !sl.live {
+		// Sample every group's mask at the slot's first use, in group
+		// order, so the stream is consumed the same way every pass.
+		for g, ws := range sl.ws {
+			m, err := ws.Sample(sl.family, sl.size, p.b.rng)
+			if err != nil {
+				return nil, err
+			}
+			sl.ms[g] = m
+		}
+		sl.live = true
+		p.live = append(p.live, sl)
 	}
-	m, err := sl.ws.Sample(sl.family, sl.size, p.b.rng)
-	if err != nil {
-		return nil, err
-	}
-	sl.m = m
-	p.live = append(p.live, sl)
-	return m, nil
+	return sl.ms[group], nil
 }
 
 func sameShape(a, b []int) bool {

@@ -29,6 +29,24 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		energy, _ := n.Attrs.Float("energy")
 		r, d := dims(in[0])[0], dims(in[0])[1]
 		centered, _ := n.Attrs.Bool("center")
+		if family != mask.FamilyHD3 && family != mask.FamilyHaar {
+			return nil, fmt.Errorf("unknown mask family %q", family)
+		}
+		if pr, _ := n.Attrs.Bool("per_row"); pr {
+			// Each row is a sequence: [x_g; its own shield rows], g = 0..r-1.
+			s1 := rows / r
+			return func() error {
+				y, x := f(out), f(in[0])
+				for g := 0; g < r; g++ {
+					blk := y[g*s1*d : (g+1)*s1*d]
+					copy(blk[:d], x[g*d:(g+1)*d])
+					if err := mask.FillShield(blk[d:], s1-1, d, x[g*d:(g+1)*d], 1, energy, p.b.rng); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, nil
+		}
 		data := r
 		if centered {
 			data++
@@ -41,10 +59,7 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 			} else {
 				copy(y, x)
 			}
-			if family == mask.FamilyHD3 || family == mask.FamilyHaar {
-				return mask.FillShield(y[data*d:], k, d, x, r, energy, p.b.rng)
-			}
-			return fmt.Errorf("unknown mask family %q", family)
+			return mask.FillShield(y[data*d:], k, d, x, r, energy, p.b.rng)
 		}, nil
 	case "mask", "unmask":
 		sl, err := p.useSlot(n)
@@ -53,19 +68,39 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		}
 		d := dims(out)[1]
 		apply := n.Op == "mask"
+		blk := sl.size * d
 		return func() error {
 			y := f(out)
 			copy(y, f(in[0]))
-			m, err := p.maskOf(sl)
-			if err != nil {
-				return err
+			for g := 0; g < sl.groups; g++ {
+				m, err := p.maskOf(sl, g)
+				if err != nil {
+					return err
+				}
+				part := y[g*blk : (g+1)*blk]
+				if apply {
+					err = m.Apply(part, d)
+				} else {
+					err = m.Unapply(part, d)
+				}
+				if err != nil {
+					return err
+				}
 			}
-			if apply {
-				return m.Apply(y, d)
-			}
-			return m.Unapply(y, d)
+			return nil
 		}, nil
 	case "shield_strip":
+		if pr, _ := n.Attrs.Bool("per_row"); pr {
+			cols := dims(out)[1]
+			s1 := dims(in[0])[0] / rows
+			return func() error {
+				y, u := f(out), f(in[0])
+				for g := 0; g < rows; g++ {
+					copy(y[g*cols:(g+1)*cols], u[g*s1*cols:(g*s1+1)*cols])
+				}
+				return nil
+			}, nil
+		}
 		if c, _ := n.Attrs.Bool("center"); c {
 			cols := dims(out)[1]
 			return func() error {
@@ -180,15 +215,24 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 func (p *Program) useSlot(n *ir.Node) (*slot, error) {
 	id, _ := n.Attrs.Int("slot")
 	family, _ := n.Attrs.Str("family")
-	size := p.dims[n.ID][0]
+	size, groups := p.dims[n.ID][0], 1
+	if pr, _ := n.Attrs.Bool("per_row"); pr {
+		// The operand stacks one block per sequence; its data rows are the
+		// batch B, bound on the graph.
+		groups = p.bind["B"]
+		if groups <= 0 || size%groups != 0 {
+			return nil, fmt.Errorf("per-row mask over %d rows: batch B = %d does not divide them", size, groups)
+		}
+		size /= groups
+	}
 	at := len(p.instrs)
 	sl, ok := p.slots[id]
 	if !ok {
-		sl = &slot{family: family, size: size, first: at}
+		sl = &slot{family: family, size: size, groups: groups, first: at}
 		p.slots[id] = sl
 	}
-	if sl.family != family || sl.size != size {
-		return nil, fmt.Errorf("mask slot %d is used as %s[%d] and as %s[%d]", id, sl.family, sl.size, family, size)
+	if sl.family != family || sl.size != size || sl.groups != groups {
+		return nil, fmt.Errorf("mask slot %d is used as %dx%s[%d] and as %dx%s[%d]", id, sl.groups, sl.family, sl.size, groups, family, size)
 	}
 	sl.last = at
 	return sl, nil

@@ -89,12 +89,18 @@ func leakcheck(g *ir.Graph) (leaks, errs []error) {
 }
 
 // Pipeline returns the standard pass order for the given protection:
-// place, protect, leakcheck. Leakcheck cannot be left out; it tolerates
-// plaintext crossings only for mask none, which the module then says.
-func Pipeline(o ProtectOptions) *Manager {
+// place, fuse, protect, leakcheck. Leakcheck cannot be left out; it
+// tolerates plaintext crossings only for mask none, which the module
+// then says. noFuse switches fusions off by name.
+func Pipeline(o ProtectOptions, noFuse ...string) *Manager {
 	return &Manager{Passes: []Pass{
 		Place(DefaultPolicy()),
+		Fuse(noFuse),
 		Protect(o),
 		Leakcheck(o.Mask == MaskNone),
 	}}
 }
+
+// Unfused is every fusion's name: Pipeline(o, Unfused()...) is the
+// reference the fusion gate tests compare against.
+func Unfused() []string { return FusionNames() }

@@ -38,7 +38,10 @@ type MemPlan struct {
 
 // InArena reports whether a node's value lives in the arena.
 func InArena(n *ir.Node) bool {
-	if n.Op == "weight" || n.Op == "kv_append" {
+	switch n.Op {
+	case "weight", "concat_weights", "kv_append", "norm_rope_append", "take":
+		// Resident weights; cache updates (their cache is their storage);
+		// views into a pair.
 		return false
 	}
 	if n.Op == "input" && n.Type.Rank() == 3 { // a KV cache: session storage
@@ -64,6 +67,12 @@ func PlanMemory(g *ir.Graph, bind map[string]int) (*MemPlan, error) {
 	}
 	for _, o := range g.Outputs {
 		last[o.Value] = end
+	}
+	// A take is a view: its parent lives as long as the view is read.
+	for i := len(g.Nodes) - 1; i >= 0; i-- {
+		if n := g.Nodes[i]; n.Op == "take" {
+			last[n.Inputs[0]] = max(last[n.Inputs[0]], last[i])
+		}
 	}
 	// kv_append results are their cache; a value read through one lives as
 	// long as the cache chain is read.

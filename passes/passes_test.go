@@ -22,8 +22,8 @@ func TestPipelineOrderAndMeta(t *testing.T) {
 	for _, po := range []ProtectOptions{DefaultProtect(), {Mask: MaskNone, Cadence: PerForward}} {
 		m := traced(t)
 		pm := Pipeline(po)
-		if got := strings.Join(pm.Names(), ","); got != "place,protect,leakcheck" {
-			t.Fatalf("pipeline %s, want place,protect,leakcheck", got)
+		if got := strings.Join(pm.Names(), ","); got != "place,fuse,protect,leakcheck" {
+			t.Fatalf("pipeline %s, want place,fuse,protect,leakcheck", got)
 		}
 		if err := pm.Run(m); err != nil {
 			t.Fatal(err)
@@ -40,15 +40,36 @@ func TestPipelineOrderAndMeta(t *testing.T) {
 
 // TestProtectInsertsBoundary checks that every device op reads only
 // public values and every device result returns through unmask, and that
-// a Qwen3 block makes 7 device matmuls behind 4 crossings (Q/K/V share
-// one).
+// an unfused Qwen3 block makes 7 device matmuls behind 4 crossings (Q/K/V
+// share one); fused, 4 matmuls with one mask and one unmask each.
 func TestProtectInsertsBoundary(t *testing.T) {
-	m := traced(t)
-	if err := Pipeline(DefaultProtect()).Run(m); err != nil {
-		t.Fatal(err)
+	for _, fused := range []bool{false, true} {
+		m := traced(t)
+		var off []string
+		if !fused {
+			off = Unfused()
+		}
+		if err := Pipeline(DefaultProtect(), off...).Run(m); err != nil {
+			t.Fatal(err)
+		}
+		masks, unmasks := countBoundary(t, m.Graph("decode"))
+		// 2 layers x (QKV, O, gate|up, down) + LM head = 9 crossings out;
+		// back: 2 x 7 + 1 = 15 unfused, 2 x 4 + 1 = 9 fused.
+		want := 15
+		if fused {
+			want = 9
+		}
+		if masks != 9 || unmasks != want {
+			t.Errorf("fused=%v: decode has %d masks and %d unmasks, want 9 and %d", fused, masks, unmasks, want)
+		}
+		s := Summarize(m)
+		if got := s.Graphs[1].DeviceMatmulsPerBlock[0]; fused && got != 4 || !fused && got != 7 {
+			t.Errorf("fused=%v: %d device matmuls in block 0", fused, got)
+		}
 	}
-	g := m.Graph("decode")
-	masks, unmasks := 0, 0
+}
+
+func countBoundary(t *testing.T, g *ir.Graph) (masks, unmasks int) {
 	for _, n := range g.Nodes {
 		switch n.Op {
 		case "mask":
@@ -64,11 +85,7 @@ func TestProtectInsertsBoundary(t *testing.T) {
 			}
 		}
 	}
-	// 2 layers x (QKV, O, gate|up, down) + LM head = 9 crossings out;
-	// 2 x 7 + 1 = 15 results back.
-	if masks != 9 || unmasks != 15 {
-		t.Errorf("decode has %d masks and %d unmasks, want 9 and 15", masks, unmasks)
-	}
+	return masks, unmasks
 }
 
 // TestLeakcheckRefusesMisplacedGraph moves a TEE op onto the device after
@@ -143,7 +160,7 @@ func TestProtectOptionErrors(t *testing.T) {
 
 func TestDumpAfterUnknownPass(t *testing.T) {
 	pm := Default()
-	pm.DumpAfter = map[string]bool{"fuse": true}
+	pm.DumpAfter = map[string]bool{"vectorize": true}
 	if err := pm.Run(traced(t)); err == nil || !strings.Contains(err.Error(), "no such pass") {
 		t.Errorf("dump after an unknown pass: %v", err)
 	}

@@ -223,9 +223,12 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		for i, v := range n.Inputs {
 			src := g.Nodes[v]
 			switch {
-			case src.Op == "weight" && (n.Op == "matmul" || n.Op == "lm_head") && i == 2:
-				bias = dev[v]
+			case (n.Op == "matmul" || n.Op == "lm_head") && i == 2:
+				bias = dev[v] // a public bias (weight or stacked weights)
 			case src.Op == "weight" || src.Place == ir.Device:
+				if src.Op != "weight" && src.Op != "concat_weights" && src.Secrecy == ir.Secret {
+					return nil, fmt.Errorf("%v = %s reads secret device value %v directly", n.ID, n.Op, v)
+				}
 				in = append(in, dev[v])
 			default:
 				c, ok := crossed[v]

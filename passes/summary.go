@@ -75,6 +75,9 @@ func dtypeBytes(d ir.DType) int {
 func blockOf(g *ir.Graph, n *ir.Node) int {
 	for _, in := range n.Inputs {
 		w := g.Node(in)
+		if w != nil && w.Op == "concat_weights" && len(w.Inputs) > 0 {
+			w = g.Node(w.Inputs[0]) // stacked weights: the block of the first
+		}
 		if w == nil || w.Op != "weight" {
 			continue
 		}

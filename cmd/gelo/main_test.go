@@ -27,7 +27,7 @@ func TestInspectIsDeterministic(t *testing.T) {
 	if a != b {
 		t.Fatal("two inspects of the default model differ")
 	}
-	for _, want := range []string{"graph prefill(n, T, S_n, S_1)", "graph decode(B, T, S_B)", "device matmuls per block: 2 blocks x 7, outside blocks 1", "placement table"} {
+	for _, want := range []string{"graph prefill(n, T, S_n, S_1)", "graph decode(B, T, S_B)", "device matmuls per block: 2 blocks x 4, outside blocks 1", "placement table"} {
 		if !strings.Contains(a, want) {
 			t.Errorf("inspect output lacks %q", want)
 		}
@@ -53,9 +53,10 @@ func TestCompileInspectRoundTrip(t *testing.T) {
 // TestDiffReportsChangedDimension compiles qwen3-tiny and the same model
 // with a different intermediate size and checks the structural diff
 // names exactly the nodes whose types change: per layer and phase the
-// gate, up and down weights, the gate and up matmuls with their unmask
-// and shield_strip, silu, mul, and the shield_stack and mask that send
-// the product to the down projection (whose own output keeps its type).
+// gate, up and down weights, the stacked gate|up weights and their
+// matmul with its unmask and shield_strip, the fused swiglu, and the
+// shield_stack and mask that send its product to the down projection
+// (whose own output keeps its type).
 func TestDiffReportsChangedDimension(t *testing.T) {
 	dir := t.TempDir()
 	cfg, _ := models.Variant("qwen3-tiny")
@@ -100,10 +101,10 @@ func TestDiffReportsChangedDimension(t *testing.T) {
 		}
 	}
 	// 2 layers x 2 phases.
-	want := map[string]int{"gate_proj.weight": 4, "up_proj.weight": 4, "down_proj.weight": 4, "matmul": 8,
-		"unmask": 8, "shield_strip": 8, "silu": 4, "mul": 4, "shield_stack": 4, "mask": 4}
-	if nodes != 52 || other != 0 || len(perOp) != len(want) {
-		t.Errorf("diff reports %d changed nodes %v (want 52: %v)\n%s", nodes, perOp, want, out)
+	want := map[string]int{"gate_proj.weight": 4, "up_proj.weight": 4, "down_proj.weight": 4, "concat_weights": 4,
+		"matmul": 4, "unmask": 4, "shield_strip": 4, "swiglu": 4, "shield_stack": 4, "mask": 4}
+	if nodes != 40 || other != 0 || len(perOp) != len(want) {
+		t.Errorf("diff reports %d changed nodes %v (want 40: %v)\n%s", nodes, perOp, want, out)
 	}
 	for op, n := range want {
 		if perOp[op] != n {

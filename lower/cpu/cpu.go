@@ -7,6 +7,7 @@ package cpu
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -55,7 +56,8 @@ type Backend struct {
 	mu       sync.Mutex
 	ropes    map[ropeKey]*kernels.Rope
 	uploaded map[string]bool
-	pass     uint64 // highest pass number run so far
+	stacks   map[string][]float32 // stacked weights by joined name
+	pass     uint64               // highest pass number run so far
 	passSeen bool
 	rng      *mask.RNG
 	ws       [][]*mask.Workspace // [colour][group]
@@ -125,7 +127,8 @@ type ropeKey struct {
 // New returns a backend over w.
 func New(w *models.Weights, opt Options) *Backend {
 	b := &Backend{weights: w, ctx: kernels.NewCtx(opt.Workers), dev: opt.Device,
-		key: append([]byte(nil), opt.SessionKey...), ropes: map[ropeKey]*kernels.Rope{}, uploaded: map[string]bool{}}
+		key: append([]byte(nil), opt.SessionKey...), ropes: map[ropeKey]*kernels.Rope{}, uploaded: map[string]bool{},
+		stacks: map[string][]float32{}}
 	if b.dev == nil {
 		b.dev = NewLocalDevice(b.ctx)
 	}
@@ -270,12 +273,17 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 				return nil, fmt.Errorf("compile %s: weight %q has shape %v, graph wants %v", g.Name, name, shape, p.dims[i])
 			}
 			p.f32[i] = data
-			if n.Place == ir.Device {
-				if err := b.upload(name, data, shape); err != nil {
-					return nil, fmt.Errorf("compile %s: upload %q: %w", g.Name, name, err)
-				}
+		case n.Op == "concat_weights":
+			data, err := b.stacked(p, n)
+			if err != nil {
+				return nil, fmt.Errorf("compile %s: %v = concat_weights: %w", g.Name, n.ID, err)
 			}
-		case n.Op == "kv_append":
+			p.f32[i] = data
+		case n.Op == "take":
+			parent := p.f32[n.Inputs[0]]
+			idx, _ := n.Attrs.Int("index")
+			p.f32[i] = parent[int(idx)*size : (int(idx)+1)*size : (int(idx)+1)*size]
+		case n.Op == "kv_append" || n.Op == "norm_rope_append":
 			// The cache is updated in place: the output is the input's storage.
 		case !inArena:
 			// A KV cache: session storage, bound before the first run.
@@ -285,7 +293,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		default:
 			p.f32[i] = p.arena[slot.Offset : slot.Offset+slot.Size : slot.Offset+slot.Size]
 		}
-		if n.Op != "weight" && n.Op != "input" {
+		if n.Op != "weight" && n.Op != "input" && n.Op != "concat_weights" && n.Op != "take" {
 			instr, err := b.lower(p, n)
 			if err != nil {
 				return nil, fmt.Errorf("compile %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
@@ -478,10 +486,53 @@ func sameShape(a, b []int) bool {
 
 // storage follows kv_append chains back to the cache input they update.
 func (p *Program) storage(v ir.ValueID) ir.ValueID {
-	for p.g.Nodes[v].Op == "kv_append" {
+	for op := p.g.Nodes[v].Op; op == "kv_append" || op == "norm_rope_append"; op = p.g.Nodes[v].Op {
 		v = p.g.Nodes[v].Inputs[0]
 	}
 	return v
+}
+
+// WeightName names a weight operand: its own name, or the stacked names
+// joined by "|" for concat_weights.
+func WeightName(g *ir.Graph, v ir.ValueID) (string, bool) {
+	n := g.Node(v)
+	switch {
+	case n == nil:
+		return "", false
+	case n.Op == "weight":
+		return n.Attrs.Str("name")
+	case n.Op == "concat_weights":
+		var names []string
+		for _, in := range n.Inputs {
+			name, ok := WeightName(g, in)
+			if !ok {
+				return "", false
+			}
+			names = append(names, name)
+		}
+		return strings.Join(names, "|"), true
+	}
+	return "", false
+}
+
+// stacked returns (building once per backend) the rows of n's weights
+// stacked in operand order.
+func (b *Backend) stacked(p *Program, n *ir.Node) ([]float32, error) {
+	name, ok := WeightName(p.g, n.ID)
+	if !ok {
+		return nil, fmt.Errorf("operands are not named weights")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if data, ok := b.stacks[name]; ok {
+		return data, nil
+	}
+	var data []float32
+	for _, in := range n.Inputs {
+		data = append(data, p.f32[in]...)
+	}
+	b.stacks[name] = data
+	return data, nil
 }
 
 // Float32 returns a named f32 input or output buffer.

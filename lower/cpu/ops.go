@@ -113,6 +113,48 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 			}, nil
 		}
 		return func() error { copy(f(out), f(in[0])); return nil }, nil
+	case "slice_cols":
+		start, _ := n.Attrs.Int("start")
+		cols, src := dims(out)[1], dims(in[0])[1]
+		return func() error {
+			y, x := f(out), f(in[0])
+			for r := 0; r < rows; r++ {
+				copy(y[r*cols:(r+1)*cols], x[r*src+int(start):r*src+int(start)+cols])
+			}
+			return nil
+		}, nil
+	case "swiglu":
+		if len(in) == 2 {
+			return func() error { ctx.SwiGLU(f(out), f(in[0]), f(in[1])); return nil }, nil
+		}
+		cols := dims(out)[1]
+		return func() error {
+			y, x := f(out), f(in[0])
+			for r := 0; r < rows; r++ {
+				ctx.SwiGLU(y[r*cols:(r+1)*cols], x[2*r*cols:(2*r+1)*cols], x[(2*r+1)*cols:(2*r+2)*cols])
+			}
+			return nil
+		}, nil
+	case "add_rms_norm":
+		r, d := dims(out)[1], dims(out)[2]
+		return func() error {
+			y := f(out)
+			ctx.AddRMSNorm(y[:r*d], y[r*d:], f(in[0]), f(in[1]), f(in[2]), r, d, float32(eps))
+			return nil
+		}, nil
+	case "norm_rope", "norm_rope_append":
+		heads, hd := attr("heads"), attr("head_dim")
+		theta, _ := n.Attrs.Float("theta")
+		rope := b.rope(hd, theta, maxPositions(p))
+		if n.Op == "norm_rope" {
+			return func() error {
+				return ctx.NormRope(f(out), f(in[0]), f(in[1]), rope, rows, heads, hd, i32(in[2]), float32(eps))
+			}, nil
+		}
+		xr, maxT := dims(in[1])[0], dims(in[0])[1]
+		return func() error {
+			return ctx.NormRopeAppend(f(in[0]), f(in[1]), f(in[2]), rope, xr, heads, hd, maxT, i32(in[3]), i32(in[4]), float32(eps))
+		}, nil
 	case "to_device", "to_tee":
 		return func() error { copy(f(out), f(in[0])); return nil }, nil
 	case "bias_add":
@@ -202,10 +244,13 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 	if len(n.Inputs) != 2 {
 		return nil, fmt.Errorf("a device %s takes no bias (the protect pass moves it to the TEE)", n.Op)
 	}
-	w := p.g.Node(n.Inputs[1])
-	name, ok := w.Attrs.Str("name")
-	if w.Op != "weight" || !ok {
+	name, ok := WeightName(p.g, n.Inputs[1])
+	if !ok {
 		return nil, fmt.Errorf("device %s: operand 2 is not a named weight", n.Op)
+	}
+	w := n.Inputs[1]
+	if err := b.upload(name, p.f32[w], p.dims[w]); err != nil {
+		return nil, fmt.Errorf("upload %q: %w", name, err)
 	}
 	x, out, rows, dev := n.Inputs[0], n.ID, p.dims[n.ID][0], b.dev
 	return func() error { return dev.MatMul(n.Op, name, p.f32[p.storage(x)], rows, p.f32[out]) }, nil
@@ -241,7 +286,7 @@ func (p *Program) useSlot(n *ir.Node) (*slot, error) {
 // maxPositions is the cache capacity T, the bound on every position.
 func maxPositions(p *Program) int {
 	for i, n := range p.g.Nodes {
-		if n.Op == "kv_append" {
+		if n.Op == "kv_append" || n.Op == "norm_rope_append" {
 			return p.dims[i][1]
 		}
 	}

@@ -40,8 +40,9 @@ type Ctx struct {
 	ew   ewJob
 	rope ropeJob
 	meas measureJob
+	fz   fusedJob
 
-	// scores holds one attention score buffer per worker (len >= maxT).
+	// scores holds one attention score buffer per worker.
 	scores [][]float32
 }
 

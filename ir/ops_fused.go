@@ -1,0 +1,139 @@
+package ir
+
+import "fmt"
+
+// Fused ops: what the fuse pass rewrites patterns into. Each computes what
+// its unfused pattern computes, in the same arithmetic order where the
+// gate tests demand bit-identity.
+func init() {
+	for _, info := range []*OpInfo{
+		{Name: "concat_weights", Doc: "public weights stacked along their first dim: one device matmul for Q|K|V or gate|up",
+			MinInputs: 2, MaxInputs: 8,
+			Infer: func(n *Node, in []Type) (Type, error) {
+				var rows int
+				for i, t := range in {
+					if !isFloat(t.DType) || (t.Rank() != 1 && t.Rank() != 2) || t.Rank() != in[0].Rank() {
+						return Type{}, fmt.Errorf("operand %d: %v cannot be stacked with %v", i, t, in[0])
+					}
+					if t.Shape[0].IsSym() {
+						return Type{}, fmt.Errorf("operand %d: symbolic first dim %v", i, t.Shape[0])
+					}
+					if t.Rank() == 2 && t.Shape[1] != in[0].Shape[1] {
+						return Type{}, fmt.Errorf("operand %d: width %v differs from %v", i, t.Shape[1], in[0].Shape[1])
+					}
+					rows += t.Shape[0].Size
+				}
+				sh := Shape{D(rows)}
+				if in[0].Rank() == 2 {
+					sh = append(sh, in[0].Shape[1])
+				}
+				return Type{in[0].DType, sh}, nil
+			}},
+		{Name: "slice_cols", Doc: "columns [start, start+width) of every row", MinInputs: 1, MaxInputs: 1,
+			Attrs: []AttrSpec{{Name: "start", Kind: AttrInt}, {Name: "width", Kind: AttrInt}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("x", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				start, width := attrInt(n, "start"), attrInt(n, "width")
+				c := in[0].Shape[1]
+				if c.IsSym() || start < 0 || width <= 0 || start+width > c.Size {
+					return Type{}, fmt.Errorf("columns [%d, %d) outside %v", start, start+width, in[0])
+				}
+				return Type{F32, Shape{in[0].Shape[0], D(width)}}, nil
+			}},
+		{Name: "swiglu", Doc: "silu(gate) * up: from one [rows, 2F] gate|up product, or from gate and up",
+			MinInputs: 1, MaxInputs: 2,
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if len(in) == 2 {
+					return elementwise(n, in)
+				}
+				if err := expect("gate|up", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				c := in[0].Shape[1]
+				if c.IsSym() || c.Size%2 != 0 {
+					return Type{}, fmt.Errorf("gate|up width %v is not even", c)
+				}
+				return Type{F32, Shape{in[0].Shape[0], D(c.Size / 2)}}, nil
+			}},
+		{Name: "add_rms_norm", Doc: "(a + b, rms_norm(a + b) * w) in one pass: the residual and the next norm, as a pair",
+			MinInputs: 3, MaxInputs: 3, Attrs: []AttrSpec{{Name: "eps", Kind: AttrFloat}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				t, err := elementwise(n, in[:2])
+				if err != nil {
+					return Type{}, err
+				}
+				if t.Rank() != 2 {
+					return Type{}, fmt.Errorf("operands must be [rows, d], got %v", t)
+				}
+				if err := expect("w", in[2], true, 1); err != nil {
+					return Type{}, err
+				}
+				if err := sameDim("w", in[2].Shape[0], t.Shape[1]); err != nil {
+					return Type{}, err
+				}
+				return Type{F32, append(Shape{D(2)}, t.Shape...)}, nil
+			}},
+		{Name: "take", Doc: "element index of a pair-producing op (a view, no copy)", MinInputs: 1, MaxInputs: 1,
+			Attrs: []AttrSpec{{Name: "index", Kind: AttrInt}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				t := in[0]
+				i := attrInt(n, "index")
+				if t.Rank() < 2 || t.Shape[0].IsSym() || i < 0 || i >= t.Shape[0].Size {
+					return Type{}, fmt.Errorf("index %d outside %v", i, t)
+				}
+				return Type{t.DType, t.Shape[1:]}, nil
+			}},
+		{Name: "norm_rope", Doc: "per-head RMSNorm then RoPE (Qwen3 QK-norm + rotary) in one pass",
+			MinInputs: 3, MaxInputs: 3,
+			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt},
+				{Name: "eps", Kind: AttrFloat}, {Name: "theta", Kind: AttrFloat}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				return normRopeType(n, in[0], in[1], in[2])
+			}},
+		{Name: "norm_rope_append", Doc: "per-head RMSNorm, RoPE and the KV-cache write of K in one pass; returns the cache",
+			MinInputs: 5, MaxInputs: 5,
+			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt},
+				{Name: "eps", Kind: AttrFloat}, {Name: "theta", Kind: AttrFloat}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if _, err := normRopeType(n, in[1], in[2], in[4]); err != nil {
+					return Type{}, err
+				}
+				if err := expect("cache", in[0], true, 3); err != nil {
+					return Type{}, err
+				}
+				if err := sameDim("x width", in[1].Shape[1], in[0].Shape[2]); err != nil {
+					return Type{}, err
+				}
+				if err := expect("seq", in[3], false, 1); err != nil {
+					return Type{}, err
+				}
+				return in[0], nil
+			}},
+	} {
+		Register(info)
+	}
+}
+
+func normRopeType(n *Node, x, w, pos Type) (Type, error) {
+	if err := expect("x", x, true, 2); err != nil {
+		return Type{}, err
+	}
+	if err := headsWidth(n, x, "heads"); err != nil {
+		return Type{}, err
+	}
+	if err := expect("w", w, true, 1); err != nil {
+		return Type{}, err
+	}
+	if err := sameDim("w", w.Shape[0], D(attrInt(n, "head_dim"))); err != nil {
+		return Type{}, err
+	}
+	if err := expect("pos", pos, false, 1); err != nil {
+		return Type{}, err
+	}
+	if err := sameDim("pos", pos.Shape[0], x.Shape[0]); err != nil {
+		return Type{}, err
+	}
+	return Type{F32, x.Shape}, nil
+}

@@ -1,0 +1,121 @@
+package kernels
+
+import "fmt"
+
+// Fused TEE kernels. Each does in one pass over a row what two or three
+// unfused kernels do in separate passes over memory, with the same
+// arithmetic in the same order, so fused and unfused results are
+// bit-identical (the gate tests check it).
+
+const (
+	fzAddNorm = iota
+	fzNormRope
+	fzNormRopeAppend
+)
+
+type fusedJob struct {
+	mode            int
+	sum, y, a, b, w []float32
+	rows, d, per    int
+	heads, hd, maxT int
+	eps             float32
+	r               *Rope
+	seq, pos        []int32
+}
+
+func (j *fusedJob) do(_ *Ctx, task, _ int) {
+	r0 := task * j.per
+	r1 := min(r0+j.per, j.rows)
+	switch j.mode {
+	case fzAddNorm:
+		d := j.d
+		for r := r0; r < r1; r++ {
+			s, a, b := j.sum[r*d:(r+1)*d], j.a[r*d:(r+1)*d], j.b[r*d:(r+1)*d]
+			for i := range s {
+				s[i] = a[i] + b[i]
+			}
+			rmsRow(j.y[r*d:(r+1)*d], s, j.w, j.eps)
+		}
+	case fzNormRope, fzNormRopeAppend:
+		width := j.heads * j.hd
+		for r := r0; r < r1; r++ {
+			var dst []float32
+			if j.mode == fzNormRope {
+				dst = j.y[r*width : (r+1)*width]
+			} else {
+				at := (int(j.seq[r])*j.maxT + int(j.pos[r])) * width
+				dst = j.y[at : at+width]
+			}
+			copy(dst, j.a[r*width:(r+1)*width])
+			for h := 0; h < j.heads; h++ {
+				v := dst[h*j.hd : (h+1)*j.hd]
+				rmsRow(v, v, j.w, j.eps)
+			}
+			j.r.rows(dst, 0, 1, j.heads, j.pos[r:r+1])
+		}
+	}
+}
+
+func (c *Ctx) runFused(j *fusedJob, rowLen int) {
+	j.per = normRowsPerTask(rowLen)
+	tasks := (j.rows + j.per - 1) / j.per
+	if tasks <= 1 {
+		j.do(c, 0, 0)
+	} else {
+		c.run(j, tasks)
+	}
+	*j = fusedJob{}
+}
+
+// AddRMSNorm sets sum = a + b (the residual) and y = RMSNorm(sum) * w for
+// rows rows of length d, one pass per row: bit-identical to Add then
+// RMSNorm.
+func (c *Ctx) AddRMSNorm(sum, y, a, b, w []float32, rows, d int, eps float32) {
+	if rows < 0 || d <= 0 || len(sum) < rows*d || len(y) < rows*d || len(a) < rows*d || len(b) < rows*d || len(w) < d {
+		panic(fmt.Sprintf("kernels: AddRMSNorm: bad shapes rows=%d d=%d", rows, d))
+	}
+	j := &c.fz
+	*j = fusedJob{mode: fzAddNorm, sum: sum, y: y, a: a, b: b, w: w, rows: rows, d: d, eps: eps}
+	c.runFused(j, d)
+}
+
+// NormRope writes y = RoPE(HeadRMSNorm(x)) for rows rows of heads heads:
+// Qwen3's QK-norm and the rotary embedding in one pass, bit-identical to
+// HeadRMSNorm then Rope.Apply.
+func (c *Ctx) NormRope(y, x, w []float32, r *Rope, rows, heads, hd int, pos []int32, eps float32) error {
+	if err := r.check(y, rows, heads, hd, pos); err != nil {
+		return err
+	}
+	if len(x) < rows*heads*hd || len(w) < hd {
+		return fmt.Errorf("kernels: NormRope: x holds %d values for %d rows of %d heads x %d", len(x), rows, heads, hd)
+	}
+	j := &c.fz
+	*j = fusedJob{mode: fzNormRope, y: y, a: x, w: w, r: r, rows: rows, heads: heads, hd: hd, pos: pos, eps: eps}
+	c.runFused(j, heads*hd)
+	return nil
+}
+
+// NormRopeAppend is NormRope writing each row straight into its KV-cache
+// slot cache[seq[r]][pos[r]] (layout [S][maxT][heads*hd]): QK-norm, RoPE
+// and the cache append of K in one pass, bit-identical to the three
+// unfused kernels.
+func (c *Ctx) NormRopeAppend(cache, x, w []float32, r *Rope, rows, heads, hd, maxT int, seq, pos []int32, eps float32) error {
+	width := heads * hd
+	if hd != r.hd {
+		return fmt.Errorf("kernels: NormRopeAppend: head dim %d, tables are for %d", hd, r.hd)
+	}
+	if len(seq) < rows || len(pos) < rows || len(x) < rows*width || len(w) < hd {
+		return fmt.Errorf("kernels: NormRopeAppend: bad shapes rows=%d heads=%d hd=%d", rows, heads, hd)
+	}
+	slots := len(cache) / max(maxT*width, 1)
+	for i := 0; i < rows; i++ {
+		if int(seq[i]) < 0 || int(seq[i]) >= slots || pos[i] < 0 || int(pos[i]) >= maxT || int(pos[i]) >= r.maxPos {
+			return fmt.Errorf("kernels: NormRopeAppend: row %d at sequence %d position %d is outside the cache (%d x %d)", i, seq[i], pos[i], slots, maxT)
+		}
+	}
+	j := &c.fz
+	*j = fusedJob{mode: fzNormRopeAppend, y: cache, a: x, w: w, r: r, rows: rows, heads: heads, hd: hd,
+		maxT: maxT, seq: seq, pos: pos, eps: eps}
+	c.runFused(j, width)
+	return nil
+}

@@ -26,22 +26,25 @@ type attnJob struct {
 //
 // Arithmetic, per (row, head), all float32 unless stated:
 //
-//	s[t] = dot(q, k_t) * scale    dot in the canonical order (package doc)
-//	m    = max_t s[t]
-//	e[t] = expf(s[t] - m)         expf: package doc
-//	sum  = sum of e[t] in float64: 4 partial sums over t mod 4, in t
-//	       order, combined as (p0+p1)+(p2+p3)
-//	p[t] = e[t] * float32(1/sum)
-//	out[c] = sum_t p[t]*v_t[c]    acc = 0; acc = fma(p[t], v_t[c], acc) for
-//	                              t ascending (no FMA in the Go fallback)
+//	s[t]   = dot(q, k_t) * scale    dot in the canonical order (package doc)
+//	m      = max_t s[t]
+//	e[t]   = expf(s[t] - m)         expf: package doc
+//	sum    = sum_t e[t] in float64: 4 partial sums over t mod 4, each in t
+//	         order, combined as (p0+p1)+(p2+p3)
+//	p[t]   = e[t] * float32(1/sum)
+//	out[c] = sum_t p[t]*v_t[c]:     a = 0; a = fma(p[t], v_t[c], a) for t
+//	                                ascending (no FMA in the Go fallback)
 //
-// (so a row's result is the same whether it is computed alone or in a batch).
+// Each (row, head) is computed entirely by one worker in this order, so a
+// row's result does not depend on the worker count, on the other rows of
+// the batch or on their order: decoding a row alone or inside a batch gives
+// the same bits. Tasks are (row, block of query heads sharing whole KV
+// heads); a task walks the cache rows in chunks of 64 positions so that
+// the heads of a group reuse each chunk from cache.
 //
-// The work is split over (row, block of query heads), each computed by one
-// worker, so results do not depend on the
-// worker count, the batch composition or the row order. out may alias q
-// (same offset); it must not overlap the caches. Scratch for the scores is
-// preallocated in the Ctx and grows only when maxT grows.
+// out may alias q (same offset); it must not overlap the caches. The score
+// scratch lives in the Ctx (heads*maxT floats per worker) and is
+// reallocated only when maxT (or heads) grows beyond earlier calls.
 //
 // It returns an error (computing nothing) on bad shapes or when a seq or pos
 // value is out of range.
@@ -77,9 +80,11 @@ func (c *Ctx) Attention(out, q, kc, vc []float32, rows, heads, kvHeads, hd, maxT
 	j.seq, j.pos, j.scale = seq, pos, scale
 	j.group = heads / kvHeads
 	j.hb = attnHeadBlock(rows, heads, j.group, c.workers)
+	// Room for all heads, so that the buffers change only with maxT (or a
+	// model with more heads), not with the batch size.
 	for i, s := range c.scores {
-		if len(s) < j.hb*maxT {
-			c.scores[i] = make([]float32, j.hb*maxT)
+		if len(s) < heads*maxT {
+			c.scores[i] = make([]float32, heads*maxT)
 		}
 	}
 	c.run(j, rows*(heads/j.hb))
@@ -125,9 +130,9 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 	// koff(i): offset in K/V of the KV head of query head h0+i.
 	koff := func(i int) int { return ((h0+i)/G - g0) * hd }
 
-	// Scores. The cache rows are visited in chunks of attnChunk rows, the
-	// next chunk being prefetched; every head of the task goes through a
-	// chunk while it is in cache.
+	// Scores. The cache rows are visited in chunks of attnChunk rows and
+	// every head of the task goes through a chunk while it is in cache (the
+	// heads of a group share their K and V rows).
 	if T < 8 {
 		for i := 0; i < nh; i++ {
 			for t := 0; t < T; t++ {
@@ -138,9 +143,6 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 		full := T / 8
 		for t0 := 0; t0 < full; t0 += attnChunk / 8 {
 			nt := min(attnChunk/8, full-t0)
-			if r1 := 8 * (t0 + nt); r1 < T {
-				prefetchRows(K[r1*kvW:], kvW, min(attnChunk, T-r1), width)
-			}
 			for i := 0; i < nh; i++ {
 				gemv1x8(qr[i*hd:], K[8*t0*kvW+koff(i):], kvW, hd, nt, sc[i*maxT+8*t0:])
 			}
@@ -152,7 +154,6 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 			}
 		}
 	}
-	prefetchRows(V, kvW, min(attnChunk, T), width)
 	for i := 0; i < nh; i++ {
 		softmaxScaled(sc[i*maxT:i*maxT+T], j.scale)
 	}
@@ -160,54 +161,45 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 	// through out unchanged, so the order per element stays t ascending).
 	for t0 := 0; t0 < T; t0 += attnChunk {
 		tc := min(attnChunk, T-t0)
-		if t1 := t0 + tc; t1 < T {
-			prefetchRows(V[t1*kvW:], kvW, min(attnChunk, T-t1), width)
-		}
 		for i := 0; i < nh; i++ {
 			wsum(or[i*hd:], sc[i*maxT+t0:], V[t0*kvW+koff(i):], kvW, tc, hd, t0 > 0)
 		}
 	}
 }
 
-// attnChunk is the number of cache rows processed between prefetches (a
-// multiple of 8; 32 rows of a 128-wide head are 16 KiB).
-const attnChunk = 32
+// attnChunk is the number of cache rows a task's heads go through together
+// (a multiple of 8; 64 rows of one 128-wide KV head are 32 KiB).
+const attnChunk = 64
 
 // softmaxScaled replaces s by softmax(s*scale) as documented on Attention.
+// The vector prefix (assembly) and the Go loops perform the same operations.
 func softmaxScaled(s []float32, scale float32) {
+	nv := vecPrefix(len(s))
 	m := float32(math.Inf(-1))
-	for i, v := range s {
-		v *= scale
+	if nv > 0 {
+		m = scaleMaxVec(s, nv, scale)
+	}
+	for i := nv; i < len(s); i++ {
+		v := s[i] * scale
 		s[i] = v
 		if v > m {
 			m = v
 		}
 	}
-	var p0, p1, p2, p3 float64
-	i := 0
-	for ; i+4 <= len(s); i += 4 {
-		q := s[i : i+4 : i+4]
-		e0, e1, e2, e3 := expf(q[0]-m), expf(q[1]-m), expf(q[2]-m), expf(q[3]-m)
-		q[0], q[1], q[2], q[3] = e0, e1, e2, e3
-		p0 += float64(e0)
-		p1 += float64(e1)
-		p2 += float64(e2)
-		p3 += float64(e3)
+	var p [4]float64
+	if nv > 0 {
+		expSumVec(s, nv, m, &p)
 	}
-	for k := 0; i < len(s); i, k = i+1, k+1 {
+	for i := nv; i < len(s); i++ {
 		e := expf(s[i] - m)
 		s[i] = e
-		switch k {
-		case 0:
-			p0 += float64(e)
-		case 1:
-			p1 += float64(e)
-		default:
-			p2 += float64(e)
-		}
+		p[i&3] += float64(e)
 	}
-	inv := float32(1 / ((p0 + p1) + (p2 + p3)))
-	for i := range s {
+	inv := float32(1 / ((p[0] + p[1]) + (p[2] + p[3])))
+	if nv > 0 {
+		scaleVec(s, nv, inv)
+	}
+	for i := nv; i < len(s); i++ {
 		s[i] *= inv
 	}
 }

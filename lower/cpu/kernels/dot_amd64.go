@@ -8,6 +8,10 @@ import "golang.org/x/sys/cpu"
 // from CPU feature detection (tests flip it to compare with the fallback).
 var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// useAVX512 additionally selects the AVX-512 GEMM micro-kernel (same
+// arithmetic as the AVX2 kernels: bit-identical results).
+var useAVX512 = useAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+
 // haveAsm reports whether assembly kernels exist for this build at all.
 const haveAsm = true
 
@@ -24,6 +28,24 @@ func dotAVX2(x, w *float32, k int) float32
 func sumAVX2(p *float32, n int) float32
 
 func fmaLoopAVX2(iters int)
+
+//go:noescape
+func gemm6x8AVX512(x *float32, ldx int, w *float32, ldw, k, ntiles int, y *float32, ldy int)
+
+func fmaLoopAVX512(iters int)
+
+// gemm6x8 computes, for t < ntiles, r < 6, c < 8:
+// y[r*ldy+8t+c] = dot(x[r*ldx:][0:k], w[(8t+c)*ldw:][0:k]) (AVX-512 only;
+// k >= 1, ntiles >= 1).
+func gemm6x8(x []float32, ldx int, w []float32, ldw, k, ntiles int, y []float32, ldy int) {
+	_ = x[5*ldx+k-1]
+	_ = w[(8*ntiles-1)*ldw+k-1]
+	_ = y[5*ldy+8*ntiles-1]
+	if !useAVX512 {
+		panic("kernels: gemm6x8 without AVX-512")
+	}
+	gemm6x8AVX512(&x[0], ldx, &w[0], ldw, k, ntiles, &y[0], ldy)
+}
 
 // The wrappers below check every bound the assembly relies on (a panic on
 // an internal indexing bug, never a stray memory access) and dispatch.
@@ -71,8 +93,13 @@ func sum64(p []float32, n int) float32 {
 	return sumGo(p, n)
 }
 
-// fmaLoop runs iters iterations of 192 flops in registers.
+// fmaLoop runs iters iterations of 192 flops in registers (with the
+// widest vectors the GEMM uses).
 func fmaLoop(iters int) {
+	if useAVX512 {
+		fmaLoopAVX512(iters / 2)
+		return
+	}
 	if useAsm {
 		fmaLoopAVX2(iters)
 		return
@@ -82,9 +109,6 @@ func fmaLoop(iters int) {
 
 //go:noescape
 func wsumAVX2(out, p, v *float32, ldv, t, d, acc int)
-
-//go:noescape
-func prefetchRowsAsm(p *float32, stride, rows, width int)
 
 // wsum sets out[c] = a + sum_{s<t} p[s]*v[s*ldv+c] for c < d, with
 // a = out[c] if acc, else 0, in the order documented on Attention (t, d >= 1).
@@ -102,14 +126,52 @@ func wsum(out, p, v []float32, ldv, t, d int, acc bool) {
 	wsumGo(out, p, v, ldv, t, d, acc)
 }
 
-// prefetchRows hints that rows rows of width floats, row r at p[r*stride:],
-// will be read soon. p must hold them all.
-func prefetchRows(p []float32, stride, rows, width int) {
-	if rows <= 0 || width <= 0 {
-		return
+//go:noescape
+func expSumAVX2(s *float32, n int, m float32, sums *[4]float64)
+
+//go:noescape
+func scaleMaxAVX2(s *float32, n int, scale float32) float32
+
+//go:noescape
+func scaleAVX2(s *float32, n int, f float32)
+
+//go:noescape
+func siluAVX2(y, x, u *float32, n int)
+
+// vecPrefix returns how many leading elements of a length-n slice the
+// vector helpers below process (the rest is left to the caller's Go loop).
+func vecPrefix(n int) int {
+	if !useAsm {
+		return 0
 	}
-	_ = p[(rows-1)*stride+width-1]
-	if useAsm {
-		prefetchRowsAsm(&p[0], stride, rows, width)
+	return n &^ 7
+}
+
+// scaleMaxVec: s[i] *= scale for i < n (n from vecPrefix, > 0); returns max.
+func scaleMaxVec(s []float32, n int, scale float32) float32 {
+	_ = s[n-1]
+	return scaleMaxAVX2(&s[0], n, scale)
+}
+
+// expSumVec: s[i] = expf(s[i]-m), sums[i%4] += s[i] (float64), i < n.
+func expSumVec(s []float32, n int, m float32, sums *[4]float64) {
+	_ = s[n-1]
+	expSumAVX2(&s[0], n, m, sums)
+}
+
+// scaleVec: s[i] *= f for i < n.
+func scaleVec(s []float32, n int, f float32) {
+	_ = s[n-1]
+	scaleAVX2(&s[0], n, f)
+}
+
+// siluVec: y[i] = silu(x[i]) (* u[i] if u != nil) for i < n.
+func siluVec(y, x, u []float32, n int) {
+	_, _ = y[n-1], x[n-1]
+	var up *float32
+	if u != nil {
+		_ = u[n-1]
+		up = &u[0]
 	}
+	siluAVX2(&y[0], &x[0], up, n)
 }

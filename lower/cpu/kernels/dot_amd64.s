@@ -2,8 +2,6 @@
 
 #include "textflag.h"
 
-#define PFD 1024
-
 // maskTab: 8 lanes of all-ones then 8 lanes of zero. The mask for the first
 // r lanes (0 < r < 8) is the 8 words starting at maskTab + (8-r)*4.
 DATA maskTab<>+0(SB)/4, $0xffffffff
@@ -33,6 +31,44 @@ GLOBL maskTab<>(SB), RODATA|NOPTR, $64
 	VADDPS       T, X, X;  \
 	VMOVSHDUP    X, T;     \
 	VADDSS       T, X, X
+
+// HSUM8 reduces Y0..Y7 each as HSUM does (same additions, same order) and
+// stores the 8 sums, in order, at (DST). Clobbers Y0..Y14 except Y13.
+#define HSUM8(DST) \
+	VPERM2F128 $0x20, Y1, Y0, Y8;  \
+	VPERM2F128 $0x31, Y1, Y0, Y9;  \
+	VADDPS     Y9, Y8, Y8;         \
+	VPERM2F128 $0x20, Y3, Y2, Y10; \
+	VPERM2F128 $0x31, Y3, Y2, Y9;  \
+	VADDPS     Y9, Y10, Y10;       \
+	VPERM2F128 $0x20, Y5, Y4, Y11; \
+	VPERM2F128 $0x31, Y5, Y4, Y9;  \
+	VADDPS     Y9, Y11, Y11;       \
+	VPERM2F128 $0x20, Y7, Y6, Y12; \
+	VPERM2F128 $0x31, Y7, Y6, Y9;  \
+	VADDPS     Y9, Y12, Y12;       \
+	VSHUFPS    $0x44, Y10, Y8, Y0; \
+	VSHUFPS    $0xEE, Y10, Y8, Y1; \
+	VADDPS     Y1, Y0, Y0;         \
+	VSHUFPS    $0x44, Y12, Y11, Y2; \
+	VSHUFPS    $0xEE, Y12, Y11, Y3; \
+	VADDPS     Y3, Y2, Y2;         \
+	VSHUFPS    $0x88, Y2, Y0, Y4;  \
+	VSHUFPS    $0xDD, Y2, Y0, Y5;  \
+	VADDPS     Y5, Y4, Y4;         \
+	VMOVDQU    hsum8Perm<>(SB), Y14; \
+	VPERMPS    Y4, Y14, Y4;        \
+	VMOVUPS    Y4, DST
+
+DATA hsum8Perm<>+0(SB)/4, $0
+DATA hsum8Perm<>+4(SB)/4, $4
+DATA hsum8Perm<>+8(SB)/4, $1
+DATA hsum8Perm<>+12(SB)/4, $5
+DATA hsum8Perm<>+16(SB)/4, $2
+DATA hsum8Perm<>+20(SB)/4, $6
+DATA hsum8Perm<>+24(SB)/4, $3
+DATA hsum8Perm<>+28(SB)/4, $7
+GLOBL hsum8Perm<>(SB), RODATA|NOPTR, $32
 
 // func gemm4x3AVX2(x0, x1, x2, x3, w *float32, ldw, k, ntiles int, y0, y1, y2, y3 *float32)
 //
@@ -244,14 +280,6 @@ g18main:
 	JAE  g18done
 
 g18loop:
-	PREFETCHT0  PFD(AX)(DX*1)
-	PREFETCHT0  PFD(BX)(DX*1)
-	PREFETCHT0  PFD(CX)(DX*1)
-	PREFETCHT0  PFD(DI)(DX*1)
-	PREFETCHT0  PFD(R8)(DX*1)
-	PREFETCHT0  PFD(R9)(DX*1)
-	PREFETCHT0  PFD(R10)(DX*1)
-	PREFETCHT0  PFD(R11)(DX*1)
 	VMOVUPS     (SI)(DX*1), Y8
 	VFMADD231PS (AX)(DX*1), Y8, Y0
 	VFMADD231PS (BX)(DX*1), Y8, Y1
@@ -266,22 +294,7 @@ g18loop:
 	JB          g18loop
 
 g18done:
-	HSUM(Y0, X0, X9)
-	VMOVSS X0, (R14)
-	HSUM(Y1, X1, X9)
-	VMOVSS X1, 4(R14)
-	HSUM(Y2, X2, X9)
-	VMOVSS X2, 8(R14)
-	HSUM(Y3, X3, X9)
-	VMOVSS X3, 12(R14)
-	HSUM(Y4, X4, X9)
-	VMOVSS X4, 16(R14)
-	HSUM(Y5, X5, X9)
-	VMOVSS X5, 20(R14)
-	HSUM(Y6, X6, X9)
-	VMOVSS X6, 24(R14)
-	HSUM(Y7, X7, X9)
-	VMOVSS X7, 28(R14)
+	HSUM8((R14))
 
 	ADDQ $32, R14
 	ADDQ R13, AX
@@ -568,33 +581,339 @@ sumdone:
 	VZEROUPPER
 	RET
 
-// func prefetchRowsAsm(p *float32, stride, rows, width int)
+// Constants of the vector expf, 8 lanes each (see expf in elementwise.go).
+
+DATA expLog2e<>+0(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+4(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+8(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+12(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+16(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+20(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+24(SB)/4, $0x3fb8aa3b
+DATA expLog2e<>+28(SB)/4, $0x3fb8aa3b
+GLOBL expLog2e<>(SB), RODATA|NOPTR, $32
+
+DATA expMagic<>+0(SB)/4, $0x4b400000
+DATA expMagic<>+4(SB)/4, $0x4b400000
+DATA expMagic<>+8(SB)/4, $0x4b400000
+DATA expMagic<>+12(SB)/4, $0x4b400000
+DATA expMagic<>+16(SB)/4, $0x4b400000
+DATA expMagic<>+20(SB)/4, $0x4b400000
+DATA expMagic<>+24(SB)/4, $0x4b400000
+DATA expMagic<>+28(SB)/4, $0x4b400000
+GLOBL expMagic<>(SB), RODATA|NOPTR, $32
+
+DATA expC1<>+0(SB)/4, $0x3f318000
+DATA expC1<>+4(SB)/4, $0x3f318000
+DATA expC1<>+8(SB)/4, $0x3f318000
+DATA expC1<>+12(SB)/4, $0x3f318000
+DATA expC1<>+16(SB)/4, $0x3f318000
+DATA expC1<>+20(SB)/4, $0x3f318000
+DATA expC1<>+24(SB)/4, $0x3f318000
+DATA expC1<>+28(SB)/4, $0x3f318000
+GLOBL expC1<>(SB), RODATA|NOPTR, $32
+
+DATA expC2<>+0(SB)/4, $0xb95e8083
+DATA expC2<>+4(SB)/4, $0xb95e8083
+DATA expC2<>+8(SB)/4, $0xb95e8083
+DATA expC2<>+12(SB)/4, $0xb95e8083
+DATA expC2<>+16(SB)/4, $0xb95e8083
+DATA expC2<>+20(SB)/4, $0xb95e8083
+DATA expC2<>+24(SB)/4, $0xb95e8083
+DATA expC2<>+28(SB)/4, $0xb95e8083
+GLOBL expC2<>(SB), RODATA|NOPTR, $32
+
+DATA expP0<>+0(SB)/4, $0x39506967
+DATA expP0<>+4(SB)/4, $0x39506967
+DATA expP0<>+8(SB)/4, $0x39506967
+DATA expP0<>+12(SB)/4, $0x39506967
+DATA expP0<>+16(SB)/4, $0x39506967
+DATA expP0<>+20(SB)/4, $0x39506967
+DATA expP0<>+24(SB)/4, $0x39506967
+DATA expP0<>+28(SB)/4, $0x39506967
+GLOBL expP0<>(SB), RODATA|NOPTR, $32
+
+DATA expP1<>+0(SB)/4, $0x3ab743ce
+DATA expP1<>+4(SB)/4, $0x3ab743ce
+DATA expP1<>+8(SB)/4, $0x3ab743ce
+DATA expP1<>+12(SB)/4, $0x3ab743ce
+DATA expP1<>+16(SB)/4, $0x3ab743ce
+DATA expP1<>+20(SB)/4, $0x3ab743ce
+DATA expP1<>+24(SB)/4, $0x3ab743ce
+DATA expP1<>+28(SB)/4, $0x3ab743ce
+GLOBL expP1<>(SB), RODATA|NOPTR, $32
+
+DATA expP2<>+0(SB)/4, $0x3c088908
+DATA expP2<>+4(SB)/4, $0x3c088908
+DATA expP2<>+8(SB)/4, $0x3c088908
+DATA expP2<>+12(SB)/4, $0x3c088908
+DATA expP2<>+16(SB)/4, $0x3c088908
+DATA expP2<>+20(SB)/4, $0x3c088908
+DATA expP2<>+24(SB)/4, $0x3c088908
+DATA expP2<>+28(SB)/4, $0x3c088908
+GLOBL expP2<>(SB), RODATA|NOPTR, $32
+
+DATA expP3<>+0(SB)/4, $0x3d2aa9c1
+DATA expP3<>+4(SB)/4, $0x3d2aa9c1
+DATA expP3<>+8(SB)/4, $0x3d2aa9c1
+DATA expP3<>+12(SB)/4, $0x3d2aa9c1
+DATA expP3<>+16(SB)/4, $0x3d2aa9c1
+DATA expP3<>+20(SB)/4, $0x3d2aa9c1
+DATA expP3<>+24(SB)/4, $0x3d2aa9c1
+DATA expP3<>+28(SB)/4, $0x3d2aa9c1
+GLOBL expP3<>(SB), RODATA|NOPTR, $32
+
+DATA expP4<>+0(SB)/4, $0x3e2aaaaa
+DATA expP4<>+4(SB)/4, $0x3e2aaaaa
+DATA expP4<>+8(SB)/4, $0x3e2aaaaa
+DATA expP4<>+12(SB)/4, $0x3e2aaaaa
+DATA expP4<>+16(SB)/4, $0x3e2aaaaa
+DATA expP4<>+20(SB)/4, $0x3e2aaaaa
+DATA expP4<>+24(SB)/4, $0x3e2aaaaa
+DATA expP4<>+28(SB)/4, $0x3e2aaaaa
+GLOBL expP4<>(SB), RODATA|NOPTR, $32
+
+DATA expP5<>+0(SB)/4, $0x3f000000
+DATA expP5<>+4(SB)/4, $0x3f000000
+DATA expP5<>+8(SB)/4, $0x3f000000
+DATA expP5<>+12(SB)/4, $0x3f000000
+DATA expP5<>+16(SB)/4, $0x3f000000
+DATA expP5<>+20(SB)/4, $0x3f000000
+DATA expP5<>+24(SB)/4, $0x3f000000
+DATA expP5<>+28(SB)/4, $0x3f000000
+GLOBL expP5<>(SB), RODATA|NOPTR, $32
+
+DATA expOne<>+0(SB)/4, $0x3f800000
+DATA expOne<>+4(SB)/4, $0x3f800000
+DATA expOne<>+8(SB)/4, $0x3f800000
+DATA expOne<>+12(SB)/4, $0x3f800000
+DATA expOne<>+16(SB)/4, $0x3f800000
+DATA expOne<>+20(SB)/4, $0x3f800000
+DATA expOne<>+24(SB)/4, $0x3f800000
+DATA expOne<>+28(SB)/4, $0x3f800000
+GLOBL expOne<>(SB), RODATA|NOPTR, $32
+
+DATA expHi<>+0(SB)/4, $0x42b17217
+DATA expHi<>+4(SB)/4, $0x42b17217
+DATA expHi<>+8(SB)/4, $0x42b17217
+DATA expHi<>+12(SB)/4, $0x42b17217
+DATA expHi<>+16(SB)/4, $0x42b17217
+DATA expHi<>+20(SB)/4, $0x42b17217
+DATA expHi<>+24(SB)/4, $0x42b17217
+DATA expHi<>+28(SB)/4, $0x42b17217
+GLOBL expHi<>(SB), RODATA|NOPTR, $32
+
+DATA expLo<>+0(SB)/4, $0xc2aeac4f
+DATA expLo<>+4(SB)/4, $0xc2aeac4f
+DATA expLo<>+8(SB)/4, $0xc2aeac4f
+DATA expLo<>+12(SB)/4, $0xc2aeac4f
+DATA expLo<>+16(SB)/4, $0xc2aeac4f
+DATA expLo<>+20(SB)/4, $0xc2aeac4f
+DATA expLo<>+24(SB)/4, $0xc2aeac4f
+DATA expLo<>+28(SB)/4, $0xc2aeac4f
+GLOBL expLo<>(SB), RODATA|NOPTR, $32
+
+DATA expInf<>+0(SB)/4, $0x7f800000
+DATA expInf<>+4(SB)/4, $0x7f800000
+DATA expInf<>+8(SB)/4, $0x7f800000
+DATA expInf<>+12(SB)/4, $0x7f800000
+DATA expInf<>+16(SB)/4, $0x7f800000
+DATA expInf<>+20(SB)/4, $0x7f800000
+DATA expInf<>+24(SB)/4, $0x7f800000
+DATA expInf<>+28(SB)/4, $0x7f800000
+GLOBL expInf<>(SB), RODATA|NOPTR, $32
+
+DATA expBias<>+0(SB)/4, $0x7f
+DATA expBias<>+4(SB)/4, $0x7f
+DATA expBias<>+8(SB)/4, $0x7f
+DATA expBias<>+12(SB)/4, $0x7f
+DATA expBias<>+16(SB)/4, $0x7f
+DATA expBias<>+20(SB)/4, $0x7f
+DATA expBias<>+24(SB)/4, $0x7f
+DATA expBias<>+28(SB)/4, $0x7f
+GLOBL expBias<>(SB), RODATA|NOPTR, $32
+
+DATA signMask<>+0(SB)/4, $0x80000000
+DATA signMask<>+4(SB)/4, $0x80000000
+DATA signMask<>+8(SB)/4, $0x80000000
+DATA signMask<>+12(SB)/4, $0x80000000
+DATA signMask<>+16(SB)/4, $0x80000000
+DATA signMask<>+20(SB)/4, $0x80000000
+DATA signMask<>+24(SB)/4, $0x80000000
+DATA signMask<>+28(SB)/4, $0x80000000
+GLOBL signMask<>(SB), RODATA|NOPTR, $32
+
+DATA negInf<>+0(SB)/4, $0xff800000
+DATA negInf<>+4(SB)/4, $0xff800000
+DATA negInf<>+8(SB)/4, $0xff800000
+DATA negInf<>+12(SB)/4, $0xff800000
+DATA negInf<>+16(SB)/4, $0xff800000
+DATA negInf<>+20(SB)/4, $0xff800000
+DATA negInf<>+24(SB)/4, $0xff800000
+DATA negInf<>+28(SB)/4, $0xff800000
+GLOBL negInf<>(SB), RODATA|NOPTR, $32
+
+// EXPF sets R = expf(X) lane by lane, with exactly the float32 operations
+// of the Go expf (no FMA), so both give the same bits. T1..T3 are
+// temporaries; X is preserved.
+#define EXPF(X, R, T1, T2, T3) \
+	VMULPS     expLog2e<>(SB), X, T1; \
+	VADDPS     expMagic<>(SB), T1, T1; \
+	VSUBPS     expMagic<>(SB), T1, T1; \
+	VMULPS     expC1<>(SB), T1, T2; \
+	VSUBPS     T2, X, T2; \
+	VMULPS     expC2<>(SB), T1, T3; \
+	VSUBPS     T3, T2, T2; \
+	VMULPS     T2, T2, T3; \
+	VMULPS     expP0<>(SB), T2, R; \
+	VADDPS     expP1<>(SB), R, R; \
+	VMULPS     T2, R, R; \
+	VADDPS     expP2<>(SB), R, R; \
+	VMULPS     T2, R, R; \
+	VADDPS     expP3<>(SB), R, R; \
+	VMULPS     T2, R, R; \
+	VADDPS     expP4<>(SB), R, R; \
+	VMULPS     T2, R, R; \
+	VADDPS     expP5<>(SB), R, R; \
+	VMULPS     T3, R, R; \
+	VADDPS     T2, R, R; \
+	VADDPS     expOne<>(SB), R, R; \
+	VCVTTPS2DQ T1, T1; \
+	VPSRAD     $1, T1, T2; \
+	VPSUBD     T2, T1, T1; \
+	VPADDD     expBias<>(SB), T2, T2; \
+	VPSLLD     $23, T2, T2; \
+	VPADDD     expBias<>(SB), T1, T1; \
+	VPSLLD     $23, T1, T1; \
+	VMULPS     T2, R, R; \
+	VMULPS     T1, R, R; \
+	VCMPPS     $5, expHi<>(SB), X, T1; \
+	VBLENDVPS  T1, expInf<>(SB), R, R; \
+	VCMPPS     $1, expLo<>(SB), X, T1; \
+	VANDNPS    R, T1, R; \
+	VCMPPS     $3, X, X, T1; \
+	VBLENDVPS  T1, X, R, R
+
+// func expSumAVX2(s *float32, n int, m float32, sums *[4]float64)
 //
-// Prefetches (into L1) the cache lines of rows rows of width floats each,
-// row r starting at p + r*stride floats.
-TEXT ·prefetchRowsAsm(SB), NOSPLIT, $0-32
-	MOVQ p+0(FP), SI
-	MOVQ stride+8(FP), R8
-	SHLQ $2, R8
-	MOVQ rows+16(FP), CX
-	MOVQ width+24(FP), R9
-	SHLQ $2, R9
-	TESTQ CX, CX
-	JLE  pfret
-	TESTQ R9, R9
-	JLE  pfret
+// For i < n (a multiple of 8): s[i] = expf(s[i] - m); sums[l] = the float64
+// sum of s[i] over i = l mod 4, in i order.
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-32
+	MOVQ         s+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS m+16(FP), Y14
+	VXORPD       Y12, Y12, Y12
+	SHLQ         $2, CX
+	ADDQ         SI, CX
+	CMPQ         SI, CX
+	JAE          esdone
 
-pfrow:
-	XORQ DX, DX
+esloop:
+	VMOVUPS      (SI), Y0
+	VSUBPS       Y14, Y0, Y0
+	EXPF(Y0, Y1, Y2, Y3, Y4)
+	VMOVUPS      Y1, (SI)
+	VCVTPS2PD    X1, Y2
+	VADDPD       Y2, Y12, Y12
+	VEXTRACTF128 $1, Y1, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y3, Y12, Y12
+	ADDQ         $32, SI
+	CMPQ         SI, CX
+	JB           esloop
 
-pfline:
-	PREFETCHT0 (SI)(DX*1)
-	ADDQ       $64, DX
-	CMPQ       DX, R9
-	JB         pfline
-	ADDQ       R8, SI
-	DECQ       CX
-	JNZ        pfrow
+esdone:
+	MOVQ    sums+24(FP), DI
+	VMOVUPD Y12, (DI)
+	VZEROUPPER
+	RET
 
-pfret:
+// func scaleMaxAVX2(s *float32, n int, scale float32) float32
+//
+// For i < n (a multiple of 8): s[i] *= scale; returns the maximum of the
+// new values and -Inf (NaNs are ignored, as in the Go loop).
+TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-28
+	MOVQ         s+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS scale+16(FP), Y14
+	VMOVUPS      negInf<>(SB), Y12
+	SHLQ         $2, CX
+	ADDQ         SI, CX
+	CMPQ         SI, CX
+	JAE          smdone
+
+smloop:
+	VMULPS  (SI), Y14, Y0
+	VMOVUPS Y0, (SI)
+	VMAXPS  Y12, Y0, Y12
+	ADDQ    $32, SI
+	CMPQ    SI, CX
+	JB      smloop
+
+smdone:
+	VEXTRACTF128 $1, Y12, X13
+	VMAXPS       X12, X13, X12
+	VMOVHLPS     X12, X12, X13
+	VMAXPS       X12, X13, X12
+	VMOVSHDUP    X12, X13
+	VMAXSS       X12, X13, X12
+	VMOVSS       X12, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAVX2(s *float32, n int, f float32)
+//
+// s[i] *= f for i < n (a multiple of 8).
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-20
+	MOVQ         s+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS f+16(FP), Y14
+	SHLQ         $2, CX
+	ADDQ         SI, CX
+	CMPQ         SI, CX
+	JAE          scdone
+
+scloop:
+	VMULPS  (SI), Y14, Y0
+	VMOVUPS Y0, (SI)
+	ADDQ    $32, SI
+	CMPQ    SI, CX
+	JB      scloop
+
+scdone:
+	VZEROUPPER
+	RET
+
+// func siluAVX2(y, x, u *float32, n int)
+//
+// For i < n (a multiple of 8): y[i] = x[i] / (1 + expf(-x[i])), times u[i]
+// when u is not nil (SwiGLU).
+TEXT ·siluAVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ u+16(FP), DX
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+	SHLQ $2, CX
+	CMPQ AX, CX
+	JAE  sidone
+
+siloop:
+	VMOVUPS (SI)(AX*1), Y5
+	VXORPS  signMask<>(SB), Y5, Y0
+	EXPF(Y0, Y1, Y2, Y3, Y4)
+	VADDPS  expOne<>(SB), Y1, Y1
+	VDIVPS  Y1, Y5, Y1
+	TESTQ   DX, DX
+	JZ      sistore
+	VMULPS  (DX)(AX*1), Y1, Y1
+
+sistore:
+	VMOVUPS Y1, (DI)(AX*1)
+	ADDQ    $32, AX
+	CMPQ    AX, CX
+	JB      siloop
+
+sidone:
+	VZEROUPPER
 	RET

@@ -5,7 +5,13 @@ package kernels
 // useAsm is always false without assembly kernels.
 var useAsm = false
 
+var useAVX512 = false
+
 const haveAsm = false
+
+func gemm6x8(x []float32, ldx int, w []float32, ldw, k, ntiles int, y []float32, ldy int) {
+	panic("kernels: gemm6x8 without AVX-512")
+}
 
 func gemm4x3(x0, x1, x2, x3, w []float32, ldw, k, ntiles int, y0, y1, y2, y3 []float32) {
 	gemm4x3Go(x0, x1, x2, x3, w, ldw, k, ntiles, y0, y1, y2, y3)
@@ -23,4 +29,12 @@ func fmaLoop(iters int) { fmaLoopGo(iters) }
 
 func wsum(out, p, v []float32, ldv, t, d int, acc bool) { wsumGo(out, p, v, ldv, t, d, acc) }
 
-func prefetchRows(p []float32, stride, rows, width int) {}
+func vecPrefix(n int) int { return 0 }
+
+func scaleMaxVec(s []float32, n int, scale float32) float32 { panic("unreachable") }
+
+func expSumVec(s []float32, n int, m float32, sums *[4]float64) { panic("unreachable") }
+
+func scaleVec(s []float32, n int, f float32) { panic("unreachable") }
+
+func siluVec(y, x, u []float32, n int) { panic("unreachable") }

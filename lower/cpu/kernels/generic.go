@@ -1,11 +1,9 @@
 package kernels
 
 // Portable kernels. They follow exactly the lane structure of the assembly
-// (see the package documentation), but Go on amd64 does not fuse a*b+c
-// into an FMA, so each chunk step rounds twice and results may differ from
-// the assembly in the last bits. On architectures where the Go compiler
-// fuses `acc += x*w` (arm64, ppc64le, s390x, riscv64) they follow the same
-// arithmetic as the assembly.
+// (see the package documentation). `acc += x*w` is fused into an FMA only
+// where the Go compiler chooses to (arm64, amd64 with GOAMD64=v3), so the
+// results may differ from the assembly in the last bits.
 
 // dotGo returns dot(x[0:k], w[0:k]) in the canonical order.
 func dotGo(x, w []float32, k int) float32 {

@@ -75,8 +75,8 @@ func TestCanonicalOrderExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := withCtx(t, 2)
 	for _, k := range []int{1, 5, 8, 13, 64, 67} {
-		for _, m := range []int{1, 2, 5} {
-			n := 11
+		for _, m := range []int{1, 2, 5, 7, 13} {
+			n := 19
 			x, w := randSlice(rng, m*k), randSlice(rng, n*k)
 			bias := randSlice(rng, n)
 			y := make([]float32, m*n)
@@ -97,7 +97,7 @@ func TestMatMulTAccuracy(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	c := withCtx(t, 3)
 	for _, useA := range asmModes() {
-		setAsm(t, useA)
+		setMode(t, useA)
 		for _, sz := range [][3]int{{1, 1, 1}, {1, 100, 37}, {3, 65, 19}, {4, 64, 3}, {9, 257, 31}, {70, 130, 301}, {5, 1024, 200}} {
 			m, k, n := sz[0], sz[1], sz[2]
 			x, w, bias := randSlice(rng, m*k), randSlice(rng, n*k), randSlice(rng, n)
@@ -152,7 +152,7 @@ func TestMatMulTBitIdenticalAcrossM(t *testing.T) {
 	ns := []int{1, 2, 3, 4, 5, 7, 8, 9, 10, 17, 31}
 	ms := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 37}
 	for _, useA := range asmModes() {
-		setAsm(t, useA)
+		setMode(t, useA)
 		for _, k := range ks {
 			for _, n := range ns {
 				x, w, bias := randSlice(rng, 37*k), randSlice(rng, n*k), randSlice(rng, n)
@@ -177,8 +177,8 @@ func TestMatMulTBitIdenticalAcrossM(t *testing.T) {
 // Large shapes with several tasks in both dimensions and remainders.
 func TestMatMulTBitIdenticalLarge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	k, n := 1031, 3*96*2+5 // two panels + remainder (merged into the last)
-	m := 2*gemmRowBlock + 7
+	k, n := 1031, 96*2+5    // two panels + remainder (merged into the last)
+	m := 2*gemmRowBlock + 7 // two row blocks + remainder
 	x, w, bias := randSlice(rng, m*k), randSlice(rng, n*k), randSlice(rng, n)
 	var ref []float32
 	for _, nw := range []int{1, 2, 3, 7} {
@@ -188,7 +188,7 @@ func TestMatMulTBitIdenticalLarge(t *testing.T) {
 		if ref == nil {
 			ref = y
 			single := make([]float32, n)
-			for _, i := range []int{0, 5, 63, 64, 130, m - 1} {
+			for _, i := range []int{0, 5, 59, 60, 61, 119, m - 2, m - 1} {
 				c.MatMulT(single, x[i*k:(i+1)*k], w, 1, k, n, bias)
 				if j := bitsEqual(single, ref[i*n:(i+1)*n]); j >= 0 {
 					t.Fatalf("row %d col %d: m=1 gives %v, m=%d gives %v", i, j, single[j], m, ref[i*n+j])
@@ -427,7 +427,7 @@ func TestAttention(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	type cfg struct{ heads, kvHeads, hd int }
 	for _, useA := range asmModes() {
-		setAsm(t, useA)
+		setMode(t, useA)
 		for _, cf := range []cfg{{4, 4, 8}, {8, 2, 16}, {6, 2, 20}, {10, 2, 12}, {16, 8, 128}} {
 			const S, maxT = 3, 70
 			kvW := cf.kvHeads * cf.hd
@@ -530,12 +530,22 @@ func TestNoAllocs(t *testing.T) {
 		"rope":      func() { _ = c.RoPE(rope, q, 2, heads, hd, pos) },
 		"swiglu":    func() { c.SwiGLU(big, big, big) },
 		"kvappend":  func() { _ = c.KVAppend(kc, q, 2, kvHeads*hd, maxT, seq, pos) },
+		"embed":     func() { _ = c.Embed(out[:2*k], w, []int32{3, 1}, k, n) },
+		"silu":      func() { c.SiLU(big, big) },
+		"add":       func() { c.Add(big, big, big) },
+		"mul":       func() { c.Mul(y, y, y) },
 	}
 	for name, f := range cases {
 		f()
 		if a := testing.AllocsPerRun(20, f); a != 0 {
 			t.Errorf("%s: %v allocations per run", name, a)
 		}
+	}
+	// A different batch size after warm-up must not allocate either.
+	if a := testing.AllocsPerRun(5, func() {
+		_ = c.Attention(out, q, kc, vc, 1, heads, kvHeads, hd, maxT, seq, pos, 0.125)
+	}); a != 0 {
+		t.Errorf("attention, one row after two: %v allocations per run", a)
 	}
 }
 
@@ -549,15 +559,98 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
-func asmModes() []bool {
-	if useAsm {
-		return []bool{true, false}
+// kernel modes available on this machine: 0 Go fallback, 1 AVX2, 2 AVX2 +
+// AVX-512 GEMM.
+type mode int
+
+func (m mode) String() string { return [...]string{"go", "avx2", "avx512"}[m] }
+
+var defaultAsm, defaultAVX512 = useAsm, useAVX512
+
+func asmModes() []mode {
+	ms := []mode{0}
+	if defaultAsm {
+		ms = append(ms, 1)
 	}
-	return []bool{false}
+	if defaultAVX512 {
+		ms = append(ms, 2)
+	}
+	return ms
 }
 
+// setMode selects the kernels for the rest of the test.
+func setMode(t testing.TB, m mode) {
+	useAsm, useAVX512 = m >= 1, m >= 2
+	t.Cleanup(func() { useAsm, useAVX512 = defaultAsm, defaultAVX512 })
+}
+
+// setAsm(false) selects the Go fallback.
 func setAsm(t testing.TB, v bool) {
-	old := useAsm
-	useAsm = v
-	t.Cleanup(func() { useAsm = old })
+	if v {
+		setMode(t, asmModes()[len(asmModes())-1])
+	} else {
+		setMode(t, 0)
+	}
+}
+
+// The vector expf/silu/softmax (assembly) must give the same bits as the Go
+// code, including special values.
+func TestVectorExpMatchesGo(t *testing.T) {
+	if !useAsm {
+		t.Skip("no assembly kernels")
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	xs := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 88.72283, 88.7228, 88.3763, 88.38, -87.33654, -87.3365, -87.4, -87.2,
+		89, -104, 1e30, -1e30, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-40, -1e-40, 0.5, -0.5}
+	for len(xs)%8 != 0 || len(xs) < 4096 {
+		switch len(xs) % 3 {
+		case 0:
+			xs = append(xs, float32((rng.Float64()*2-1)*100))
+		case 1:
+			xs = append(xs, float32((rng.Float64()*2-1)*5))
+		default:
+			xs = append(xs, float32(rng.NormFloat64()*1e-3))
+		}
+	}
+	n := len(xs)
+	e := append([]float32(nil), xs...)
+	var sums [4]float64
+	expSumVec(e, n, 0, &sums)
+	var want [4]float64
+	for i, x := range xs {
+		g := expf(x)
+		if math.Float32bits(e[i]) != math.Float32bits(g) && !(g != g && e[i] != e[i]) {
+			t.Fatalf("vector expf(%v) = %v, Go expf = %v", x, e[i], g)
+		}
+		want[i&3] += float64(g)
+	}
+	if sums != want && !math.IsNaN(want[0]+want[1]+want[2]+want[3]) {
+		t.Fatalf("sums %v want %v", sums, want)
+	}
+	y := make([]float32, n)
+	u := randSlice(rng, n)
+	for _, up := range [][]float32{nil, u} {
+		siluVec(y, xs, up, n)
+		for i, x := range xs {
+			g := silu(x)
+			if up != nil {
+				g *= up[i]
+			}
+			if math.Float32bits(y[i]) != math.Float32bits(g) && !(g != g && y[i] != y[i]) {
+				t.Fatalf("vector silu(%v) (u=%v) = %v, Go = %v", x, up != nil, y[i], g)
+			}
+		}
+	}
+	// softmax: vector path vs pure Go path, for several lengths.
+	for _, T := range []int{1, 7, 8, 9, 31, 100, 2048} {
+		s := randSlice(rng, T)
+		a, b := append([]float32(nil), s...), append([]float32(nil), s...)
+		softmaxScaled(a, 0.3)
+		setAsm(t, false)
+		softmaxScaled(b, 0.3)
+		setAsm(t, true)
+		if i := bitsEqual(a, b); i >= 0 {
+			t.Fatalf("softmax T=%d: vector %v, Go %v at %d", T, a[i], b[i], i)
+		}
+	}
 }

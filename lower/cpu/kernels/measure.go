@@ -25,7 +25,7 @@ func (j *measureJob) do(_ *Ctx, task, _ int) {
 // the machine as seen by c's workers: a buffer of bytes bytes (make it
 // larger than the last-level cache; at least 64 MiB is used) is split into
 // one disjoint part per worker, every worker sums its part with the vector
-// kernel, and the best of 5 timed passes (after one warm-up) is reported.
+// kernel, and the best of 8 timed passes (after one warm-up) is reported.
 // It allocates the buffer; it is meant for benchmarks.
 func MeasureReadBandwidth(c *Ctx, bytes int) float64 {
 	n := max(bytes, 64<<20) / 4
@@ -38,7 +38,7 @@ func MeasureReadBandwidth(c *Ctx, bytes int) float64 {
 	j := &c.meas
 	j.buf, j.per, j.flops, j.sums = buf, per, false, make([]float32, w)
 	best := math.Inf(1)
-	for pass := 0; pass < 6; pass++ {
+	for pass := 0; pass < 9; pass++ {
 		t0 := time.Now()
 		c.run(j, w)
 		dt := time.Since(t0).Seconds()
@@ -53,14 +53,14 @@ func MeasureReadBandwidth(c *Ctx, bytes int) float64 {
 // MeasurePeakGFLOPS returns the float32 FMA peak of c's workers in GFLOP/s:
 // every worker runs a register-only loop of 12 independent 8-wide FMA
 // chains (the assembly kernel; the Go fallback where there is none), best of
-// 5 timed passes after a warm-up.
+// 8 timed passes after a warm-up.
 func MeasurePeakGFLOPS(c *Ctx) float64 {
 	const iters = 1 << 20 // 192 flops each
 	w := c.Workers()
 	j := &c.meas
 	j.iters, j.flops = iters, true
 	best := math.Inf(1)
-	for pass := 0; pass < 6; pass++ {
+	for pass := 0; pass < 9; pass++ {
 		t0 := time.Now()
 		c.run(j, w)
 		dt := time.Since(t0).Seconds()

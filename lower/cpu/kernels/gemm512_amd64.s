@@ -1,0 +1,288 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX-512 GEMM micro-kernel with the SAME arithmetic as gemm4x3AVX2: a zmm
+// accumulator holds the 8 canonical lanes of two dot products (lanes 0-7:
+// dot(x_r, w_j), lanes 8-15: dot(x_r, w_j+1)), so every dot is evaluated
+// exactly as in the 8-lane kernels, twice as many at a time.
+
+// Index that puts the 16 sums of HSUM16 in order (see there).
+DATA hsum16Perm<>+0(SB)/4, $0
+DATA hsum16Perm<>+4(SB)/4, $4
+DATA hsum16Perm<>+8(SB)/4, $8
+DATA hsum16Perm<>+12(SB)/4, $12
+DATA hsum16Perm<>+16(SB)/4, $1
+DATA hsum16Perm<>+20(SB)/4, $5
+DATA hsum16Perm<>+24(SB)/4, $9
+DATA hsum16Perm<>+28(SB)/4, $13
+DATA hsum16Perm<>+32(SB)/4, $2
+DATA hsum16Perm<>+36(SB)/4, $6
+DATA hsum16Perm<>+40(SB)/4, $10
+DATA hsum16Perm<>+44(SB)/4, $14
+DATA hsum16Perm<>+48(SB)/4, $3
+DATA hsum16Perm<>+52(SB)/4, $7
+DATA hsum16Perm<>+56(SB)/4, $11
+DATA hsum16Perm<>+60(SB)/4, $15
+GLOBL hsum16Perm<>(SB), RODATA|NOPTR, $64
+
+// HSUM16 reduces the pair accumulators A,B,C,D (row r, columns 0-7) and
+// E,F,G,H (row r+1) with the canonical per-dot order
+// ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), leaving the 8 sums of row r in the
+// low half of Z31 and those of row r+1 in its high half. Clobbers Z24-Z31.
+#define HSUM16(A, B, C, D, E, F, G, H) \
+	VSHUFF32X4 $0x88, B, A, Z24; \
+	VSHUFF32X4 $0xDD, B, A, Z25; \
+	VADDPS     Z25, Z24, Z24;    \
+	VSHUFF32X4 $0x88, D, C, Z26; \
+	VSHUFF32X4 $0xDD, D, C, Z25; \
+	VADDPS     Z25, Z26, Z26;    \
+	VSHUFF32X4 $0x88, F, E, Z27; \
+	VSHUFF32X4 $0xDD, F, E, Z25; \
+	VADDPS     Z25, Z27, Z27;    \
+	VSHUFF32X4 $0x88, H, G, Z28; \
+	VSHUFF32X4 $0xDD, H, G, Z25; \
+	VADDPS     Z25, Z28, Z28;    \
+	VSHUFPS    $0x44, Z26, Z24, Z29; \
+	VSHUFPS    $0xEE, Z26, Z24, Z25; \
+	VADDPS     Z25, Z29, Z29;    \
+	VSHUFPS    $0x44, Z28, Z27, Z30; \
+	VSHUFPS    $0xEE, Z28, Z27, Z25; \
+	VADDPS     Z25, Z30, Z30;    \
+	VSHUFPS    $0x88, Z30, Z29, Z31; \
+	VSHUFPS    $0xDD, Z30, Z29, Z25; \
+	VADDPS     Z25, Z31, Z31;    \
+	VMOVDQU32  hsum16Perm<>(SB), Z24; \
+	VPERMPS    Z31, Z24, Z31
+
+// func gemm6x8AVX512(x *float32, ldx int, w *float32, ldw, k, ntiles int, y *float32, ldy int)
+//
+// For t < ntiles, r < 6, c < 8:
+// y[r*ldy + 8t+c] = dot(x[r*ldx:][0:k], w[(8t+c)*ldw:][0:k]), in the
+// canonical order (as gemm4x3AVX2). k >= 1.
+TEXT ·gemm6x8AVX512(SB), NOSPLIT, $0-64
+	MOVQ  k+32(FP), CX
+	ANDQ  $7, CX
+	MOVQ  $1, R11
+	SHLQ  CX, R11
+	DECQ  R11
+	KMOVW R11, K1              // tail lanes
+	MOVQ  x+0(FP), SI
+	MOVQ  ldx+8(FP), R12
+	SHLQ $2, R12               // ldx bytes
+	LEAQ (R12)(R12*2), R13     // 3*ldx
+	LEAQ (R12)(R12*4), R14     // 5*ldx
+	MOVQ w+16(FP), AX
+	MOVQ ldw+24(FP), BX
+	SHLQ $2, BX                // ldw bytes
+	LEAQ (BX)(BX*2), CX        // 3*ldw
+	LEAQ (BX)(BX*4), DI        // 5*ldw
+	LEAQ (CX)(CX*1), R8        // 6*ldw
+	LEAQ (R8)(BX*1), R9        // 7*ldw
+	MOVQ y+48(FP), DX
+	CMPQ ntiles+40(FP), $0
+	JLE  g68ret
+
+g68tile:
+	MOVQ k+32(FP), R10
+	ANDQ $-8, R10
+	SHLQ $2, R10               // main part in bytes
+	MOVQ k+32(FP), R11
+	ANDQ $7, R11
+	JZ   g68zero
+	ADDQ R10, SI
+	ADDQ R10, AX
+	VMOVUPS.Z     (AX), K1, Y24
+	VMOVUPS.Z     (AX)(BX*1), K1, Y29
+	VINSERTF32X8  $1, Y29, Z24, Z24
+	VMOVUPS.Z     (AX)(BX*2), K1, Y25
+	VMOVUPS.Z     (AX)(CX*1), K1, Y29
+	VINSERTF32X8  $1, Y29, Z25, Z25
+	VMOVUPS.Z     (AX)(BX*4), K1, Y26
+	VMOVUPS.Z     (AX)(DI*1), K1, Y29
+	VINSERTF32X8  $1, Y29, Z26, Z26
+	VMOVUPS.Z     (AX)(R8*1), K1, Y27
+	VMOVUPS.Z     (AX)(R9*1), K1, Y29
+	VINSERTF32X8  $1, Y29, Z27, Z27
+	VMOVUPS.Z     (SI), K1, Y28
+	VSHUFF32X4    $0x44, Z28, Z28, Z28
+	VMULPS        Z24, Z28, Z0
+	VMULPS        Z25, Z28, Z1
+	VMULPS        Z26, Z28, Z2
+	VMULPS        Z27, Z28, Z3
+	VMOVUPS.Z     (SI)(R12*1), K1, Y28
+	VSHUFF32X4    $0x44, Z28, Z28, Z28
+	VMULPS        Z24, Z28, Z4
+	VMULPS        Z25, Z28, Z5
+	VMULPS        Z26, Z28, Z6
+	VMULPS        Z27, Z28, Z7
+	VMOVUPS.Z     (SI)(R12*2), K1, Y28
+	VSHUFF32X4    $0x44, Z28, Z28, Z28
+	VMULPS        Z24, Z28, Z8
+	VMULPS        Z25, Z28, Z9
+	VMULPS        Z26, Z28, Z10
+	VMULPS        Z27, Z28, Z11
+	VMOVUPS.Z     (SI)(R13*1), K1, Y28
+	VSHUFF32X4    $0x44, Z28, Z28, Z28
+	VMULPS        Z24, Z28, Z12
+	VMULPS        Z25, Z28, Z13
+	VMULPS        Z26, Z28, Z14
+	VMULPS        Z27, Z28, Z15
+	VMOVUPS.Z     (SI)(R12*4), K1, Y28
+	VSHUFF32X4    $0x44, Z28, Z28, Z28
+	VMULPS        Z24, Z28, Z16
+	VMULPS        Z25, Z28, Z17
+	VMULPS        Z26, Z28, Z18
+	VMULPS        Z27, Z28, Z19
+	VMOVUPS.Z     (SI)(R14*1), K1, Y28
+	VSHUFF32X4    $0x44, Z28, Z28, Z28
+	VMULPS        Z24, Z28, Z20
+	VMULPS        Z25, Z28, Z21
+	VMULPS        Z26, Z28, Z22
+	VMULPS        Z27, Z28, Z23
+	SUBQ R10, SI
+	SUBQ R10, AX
+	JMP  g68main
+
+g68zero:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+g68main:
+	MOVQ R10, R11
+	SHRQ $5, R11               // chunks
+	JZ   g68done
+
+g68loop:
+	VMOVUPS         (AX), Y24
+	VINSERTF32X8    $1, (AX)(BX*1), Z24, Z24
+	VMOVUPS         (AX)(BX*2), Y25
+	VINSERTF32X8    $1, (AX)(CX*1), Z25, Z25
+	VMOVUPS         (AX)(BX*4), Y26
+	VINSERTF32X8    $1, (AX)(DI*1), Z26, Z26
+	VMOVUPS         (AX)(R8*1), Y27
+	VINSERTF32X8    $1, (AX)(R9*1), Z27, Z27
+	VBROADCASTF32X8 (SI), Z28
+	VFMADD231PS     Z24, Z28, Z0
+	VFMADD231PS     Z25, Z28, Z1
+	VFMADD231PS     Z26, Z28, Z2
+	VFMADD231PS     Z27, Z28, Z3
+	VBROADCASTF32X8 (SI)(R12*1), Z28
+	VFMADD231PS     Z24, Z28, Z4
+	VFMADD231PS     Z25, Z28, Z5
+	VFMADD231PS     Z26, Z28, Z6
+	VFMADD231PS     Z27, Z28, Z7
+	VBROADCASTF32X8 (SI)(R12*2), Z28
+	VFMADD231PS     Z24, Z28, Z8
+	VFMADD231PS     Z25, Z28, Z9
+	VFMADD231PS     Z26, Z28, Z10
+	VFMADD231PS     Z27, Z28, Z11
+	VBROADCASTF32X8 (SI)(R13*1), Z28
+	VFMADD231PS     Z24, Z28, Z12
+	VFMADD231PS     Z25, Z28, Z13
+	VFMADD231PS     Z26, Z28, Z14
+	VFMADD231PS     Z27, Z28, Z15
+	VBROADCASTF32X8 (SI)(R12*4), Z28
+	VFMADD231PS     Z24, Z28, Z16
+	VFMADD231PS     Z25, Z28, Z17
+	VFMADD231PS     Z26, Z28, Z18
+	VFMADD231PS     Z27, Z28, Z19
+	VBROADCASTF32X8 (SI)(R14*1), Z28
+	VFMADD231PS     Z24, Z28, Z20
+	VFMADD231PS     Z25, Z28, Z21
+	VFMADD231PS     Z26, Z28, Z22
+	VFMADD231PS     Z27, Z28, Z23
+	ADDQ            $32, SI
+	ADDQ            $32, AX
+	DECQ            R11
+	JNZ             g68loop
+	SUBQ            R10, SI
+	SUBQ            R10, AX
+
+g68done:
+	MOVQ ldy+56(FP), R11
+	SHLQ $2, R11               // ldy bytes
+	LEAQ (DX)(R11*2), R10      // row 2
+	HSUM16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	VMOVUPS        Y31, (DX)
+	VEXTRACTF32X8  $1, Z31, (DX)(R11*1)
+	HSUM16(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	VMOVUPS        Y31, (R10)
+	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
+	HSUM16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	VMOVUPS        Y31, (R10)(R11*2)
+	LEAQ           (R10)(R11*2), R10
+	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
+
+	ADDQ $32, DX
+	LEAQ (AX)(BX*8), AX
+	DECQ ntiles+40(FP)
+	JNZ  g68tile
+
+g68ret:
+	VZEROUPPER
+	RET
+
+// func fmaLoopAVX512(iters int)
+//
+// 12 independent 16-wide FMA chains per iteration (384 flops).
+TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
+	MOVQ   iters+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	TESTQ  CX, CX
+	JLE    f512ret
+
+f512loop:
+	VFMADD231PS Z12, Z13, Z0
+	VFMADD231PS Z12, Z13, Z1
+	VFMADD231PS Z12, Z13, Z2
+	VFMADD231PS Z12, Z13, Z3
+	VFMADD231PS Z12, Z13, Z4
+	VFMADD231PS Z12, Z13, Z5
+	VFMADD231PS Z12, Z13, Z6
+	VFMADD231PS Z12, Z13, Z7
+	VFMADD231PS Z12, Z13, Z8
+	VFMADD231PS Z12, Z13, Z9
+	VFMADD231PS Z12, Z13, Z10
+	VFMADD231PS Z12, Z13, Z11
+	DECQ        CX
+	JNZ         f512loop
+
+f512ret:
+	VZEROUPPER
+	RET

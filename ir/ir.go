@@ -24,9 +24,31 @@ const (
 	BF16
 	F16
 	I32
+	// Q8_0 and Q4_0 are GGUF block formats: 32 values a block with an f16
+	// scale (34 and 18 bytes a block). Weights of a quantized plan and the
+	// activation rows sent to them (as q8_0) have these types.
+	Q8_0
+	Q4_0
 )
 
-var dtypeNames = [...]string{InvalidDType: "invalid", F32: "f32", BF16: "bf16", F16: "f16", I32: "i32"}
+var dtypeNames = [...]string{InvalidDType: "invalid", F32: "f32", BF16: "bf16", F16: "f16", I32: "i32", Q8_0: "q8_0", Q4_0: "q4_0"}
+
+// IsQuantized reports whether d is a block-quantized format.
+func (d DType) IsQuantized() bool { return d == Q8_0 || d == Q4_0 }
+
+// Bytes returns the storage size of n elements of d (n a multiple of 32
+// for the block formats).
+func (d DType) Bytes(n int) int {
+	switch d {
+	case BF16, F16:
+		return 2 * n
+	case Q8_0:
+		return n / 32 * 34
+	case Q4_0:
+		return n / 32 * 18
+	}
+	return 4 * n
+}
 
 func (d DType) String() string {
 	if int(d) < len(dtypeNames) {

@@ -373,10 +373,22 @@ func init() {
 }
 
 func linearType(n *Node, in []Type) (Type, error) {
-	if err := expect("x", in[0], true, 2); err != nil {
+	x, w := in[0], in[1]
+	if w.DType.IsQuantized() {
+		// A quantized weight multiplies q8_0 activation rows (or f32 rows
+		// the device quantizes itself); both as blocks of 32.
+		w.DType = F32
+		if x.DType == Q8_0 {
+			x.DType = F32
+		}
+		if last := in[1].Shape[in[1].Rank()-1]; last.IsSym() || last.Size%32 != 0 {
+			return Type{}, fmt.Errorf("quantized weight %v: in-features must be a multiple of 32", in[1])
+		}
+	}
+	if err := expect("x", x, true, 2); err != nil {
 		return Type{}, err
 	}
-	if err := expect("w", in[1], true, 2); err != nil {
+	if err := expect("w", w, true, 2); err != nil {
 		return Type{}, err
 	}
 	if err := sameDim("w in-features", in[1].Shape[1], in[0].Shape[1]); err != nil {

@@ -43,6 +43,23 @@ func init() {
 	// ever mixed under one mask.
 	familyAttrs := []AttrSpec{{Name: "family", Kind: AttrString}, {Name: "slot", Kind: AttrInt},
 		{Name: "per_row", Kind: AttrBool, Optional: true}}
+	// quant on mask / to_device: the quantize epilogue, writing the rows
+	// that cross as q8_0 blocks for a quantized device matmul.
+	maskAttrs := append(append([]AttrSpec(nil), familyAttrs...), AttrSpec{Name: "quant", Kind: AttrString, Optional: true})
+	quantOut := func(n *Node, t Type) (Type, error) {
+		q, ok := n.Attrs.Str("quant")
+		if !ok {
+			return t, nil
+		}
+		if q != "q8_0" {
+			return Type{}, fmt.Errorf("quant %q: activations cross as q8_0 only", q)
+		}
+		if last := t.Shape[t.Rank()-1]; last.IsSym() || last.Size%32 != 0 {
+			return Type{}, fmt.Errorf("q8_0 rows of width %v: not a multiple of 32", last)
+		}
+		t.DType = Q8_0
+		return t, nil
+	}
 	same2D := func(n *Node, in []Type) (Type, error) {
 		if err := expect("x", in[0], true, 2); err != nil {
 			return Type{}, err
@@ -77,7 +94,14 @@ func init() {
 				return Type{F32, Shape{rows, in[0].Shape[1]}}, nil
 			}},
 		{Name: "mask", Doc: "A X with a fresh orthogonal A of the pass: the only op that declassifies",
-			MinInputs: 2, MaxInputs: 2, Attrs: familyAttrs, Secrecy: Declassify, Infer: same2D},
+			MinInputs: 2, MaxInputs: 2, Attrs: maskAttrs, Secrecy: Declassify,
+			Infer: func(n *Node, in []Type) (Type, error) {
+				t, err := same2D(n, in)
+				if err != nil {
+					return Type{}, err
+				}
+				return quantOut(n, t)
+			}},
 		{Name: "unmask", Doc: "A^T Y: back from the device into the TEE; the result is secret again",
 			MinInputs: 2, MaxInputs: 2, Attrs: familyAttrs, Secrecy: AlwaysSecret, Infer: same2D},
 		{Name: "shield_strip", Doc: "drop the shield rows, keeping the first rows; with center, add the mean row's product back",
@@ -94,7 +118,14 @@ func init() {
 				return Type{F32, Shape{rows, in[0].Shape[1]}}, nil
 			}},
 		{Name: "to_device", Doc: "send a value to the device as is (mask none: the insecure baseline)",
-			MinInputs: 1, MaxInputs: 1, Infer: same2D},
+			MinInputs: 1, MaxInputs: 1, Attrs: []AttrSpec{{Name: "quant", Kind: AttrString, Optional: true}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				t, err := same2D(n, in)
+				if err != nil {
+					return Type{}, err
+				}
+				return quantOut(n, t)
+			}},
 		{Name: "to_tee", Doc: "bring a device result back as is (mask none)",
 			MinInputs: 1, MaxInputs: 1, Infer: same2D},
 		{Name: "bias_add", Doc: "x + b per row: a projection's bias, added in the TEE after unmasking",

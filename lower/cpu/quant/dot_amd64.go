@@ -1,0 +1,63 @@
+//go:build amd64 && !purego
+
+package quant
+
+import "golang.org/x/sys/cpu"
+
+// useAsm selects the AVX2 assembly kernels (VCVTPH2PS needs F16C). It is
+// decided once at init from CPU feature detection (tests flip it to compare
+// with the portable kernels).
+var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasF16C
+
+// haveAsm reports whether assembly kernels exist for this build at all.
+const haveAsm = true
+
+//go:noescape
+func q8mv8AVX2(x *int8, dx *float32, w *byte, ldw, nb int, y *float32)
+
+//go:noescape
+func q4mv8AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, nb int, y *float32)
+
+//go:noescape
+func q8mm24AVX2(x *int8, dx *float32, w *byte, ldw, nb int, y *float32, ldy int)
+
+//go:noescape
+func q4mm24AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, nb int, y *float32, ldy int)
+
+// The wrappers check every bound the assembly relies on (a panic on an
+// internal indexing bug, never a stray memory access) and dispatch.
+
+// mv8 sets y[r] = dot(x, w[r*ldw:]) for r < 8 (nb >= 1 blocks).
+func mv8(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
+	bb := f.BlockBytes()
+	_, _, _ = x[nb*QK-1], dx[nb-1], sx[nb-1]
+	_ = w[7*ldw+nb*bb-1]
+	_ = y[7]
+	if !useAsm {
+		mv8Go(f, x, dx, w, ldw, nb, y)
+		return
+	}
+	if f == Q8_0 {
+		q8mv8AVX2(&x[0], &dx[0], &w[0], ldw, nb, &y[0])
+	} else {
+		q4mv8AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, &y[0])
+	}
+}
+
+// mm24 sets y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for r < 2, c < 4, with
+// k = 32*nb (activation rows r use dx[r*nb:] and sx[r*nb:]).
+func mm24(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
+	bb := f.BlockBytes()
+	_, _, _ = x[2*nb*QK-1], dx[2*nb-1], sx[2*nb-1]
+	_ = w[3*ldw+nb*bb-1]
+	_ = y[ldy+3]
+	if !useAsm {
+		mm24Go(f, x, dx, w, ldw, nb, y, ldy)
+		return
+	}
+	if f == Q8_0 {
+		q8mm24AVX2(&x[0], &dx[0], &w[0], ldw, nb, &y[0], ldy)
+	} else {
+		q4mm24AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, &y[0], ldy)
+	}
+}

@@ -1,0 +1,16 @@
+//go:build !amd64 || purego
+
+package quant
+
+// useAsm is always false without assembly kernels.
+var useAsm = false
+
+const haveAsm = false
+
+func mv8(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
+	mv8Go(f, x, dx, w, ldw, nb, y)
+}
+
+func mm24(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
+	mm24Go(f, x, dx, w, ldw, nb, y, ldy)
+}

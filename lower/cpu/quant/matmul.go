@@ -1,0 +1,154 @@
+package quant
+
+import "fmt"
+
+// Work split of MatMulQ (depends only on m, n and the row size of w).
+const (
+	// mvTaskBytes: weight bytes per matvec (m = 1) task: big enough to
+	// amortise the task hand-off, small enough to balance the workers.
+	mvTaskBytes = 128 << 10
+	// gemmPanelBytes: weight bytes per GEMM column panel (kept in L2 while
+	// a block of activation rows goes through it).
+	gemmPanelBytes = 192 << 10
+	// gemmRowBlock: activation rows per GEMM task.
+	gemmRowBlock = 64
+)
+
+type matmulJob struct {
+	y, bias  []float32
+	a        *Activations
+	w        *Matrix
+	m, n, nb int
+	ldw      int // bytes per weight row
+	gemm     bool
+	colsPer  int // weight rows (columns of y) per task; the last takes the rest
+	colTasks int
+	rowsPer  int // activation rows per task (GEMM); the last takes the rest
+	rowTasks int
+}
+
+// MatMulQ computes y[m,n] = x[m,k] · w[n,k]^T (+ bias[n] when bias is not
+// nil), where x is the quantized activation xq (m = xq.Rows(), k =
+// xq.Cols() = w.Cols) and n = w.Rows. y is row-major m x n and must not
+// overlap bias. Slices may be longer than needed.
+//
+// Every y[i][j] follows the canonical order of the package documentation
+// whatever m, the tiling, the work split or the number of workers: row i
+// of an m-row product is bit-identical to the m = 1 product of row i alone,
+// and the assembly is bit-identical to the portable code.
+//
+// m = 1 (decode) streams w once, split into ~128 KiB tasks of weight rows,
+// eight rows per kernel call. m >= 2 tiles the product into tasks of (64
+// activation rows) x (a ~192 KiB panel of w) computed with 2x4 micro-tiles.
+// It returns an error (computing nothing) on a shape mismatch.
+func (c *Ctx) MatMulQ(y []float32, xq *Activations, w *Matrix, bias []float32) error {
+	if err := w.Validate(); err != nil {
+		return fmt.Errorf("quant: MatMulQ: %w", err)
+	}
+	if xq == nil || xq.m <= 0 {
+		return fmt.Errorf("quant: MatMulQ: empty activations")
+	}
+	m, k, n := xq.m, xq.k, w.Rows
+	if k != w.Cols {
+		return fmt.Errorf("quant: MatMulQ: activation cols %d != weight cols %d", k, w.Cols)
+	}
+	if len(y) < m*n {
+		return fmt.Errorf("quant: MatMulQ: len(y) = %d < m*n = %d", len(y), m*n)
+	}
+	if bias != nil && len(bias) < n {
+		return fmt.Errorf("quant: MatMulQ: len(bias) = %d < n = %d", len(bias), n)
+	}
+	j := &c.mm
+	j.y, j.bias, j.a, j.w = y, bias, xq, w
+	j.m, j.n, j.nb = m, n, k/QK
+	j.ldw = w.RowBytes()
+	if m == 1 {
+		j.gemm = false
+		per := max(8, (mvTaskBytes/j.ldw)&^7)
+		j.colsPer, j.colTasks = per, max(1, n/per)
+		j.rowsPer, j.rowTasks = 1, 1
+	} else {
+		j.gemm = true
+		per := max(4, (gemmPanelBytes/j.ldw)&^3)
+		j.colsPer, j.colTasks = per, max(1, n/per)
+		j.rowsPer, j.rowTasks = gemmRowBlock, max(1, m/gemmRowBlock)
+	}
+	c.run(j, j.colTasks*j.rowTasks)
+	j.y, j.bias, j.a, j.w = nil, nil, nil, nil
+	return nil
+}
+
+// MatMul quantizes the row-major m x k float32 input x (k = w.Cols) into
+// the Ctx's scratch activations and computes MatMulQ. The scratch grows on
+// demand (allocating only when a larger shape is first seen).
+func (c *Ctx) MatMul(y, x []float32, m int, w *Matrix, bias []float32) error {
+	if err := w.Validate(); err != nil {
+		return fmt.Errorf("quant: MatMul: %w", err)
+	}
+	if err := c.QuantizeActivations(&c.act, x, m, w.Cols); err != nil {
+		return err
+	}
+	return c.MatMulQ(y, &c.act, w, bias)
+}
+
+func (j *matmulJob) do(task int) {
+	ib, jb := task%j.rowTasks, task/j.rowTasks
+	j0 := jb * j.colsPer
+	j1 := j0 + j.colsPer
+	if jb == j.colTasks-1 {
+		j1 = j.n
+	}
+	i0 := ib * j.rowsPer
+	i1 := i0 + j.rowsPer
+	if ib == j.rowTasks-1 {
+		i1 = j.m
+	}
+	f, a, n, nb, ldw := j.w.Format, j.a, j.n, j.nb, j.ldw
+	k := nb * QK
+	wd := j.w.Data
+	if !j.gemm || j1-j0 < 4 {
+		// Matvec rows (m = 1), or a panel narrower than a micro-tile
+		// (n < 4): eight weight rows per call, the tail tile shifted back
+		// to end at j1 (it recomputes some outputs bit-identically).
+		for i := i0; i < i1; i++ {
+			x, dx, sx := a.q[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb], a.s[i*nb:(i+1)*nb]
+			yr := j.y[i*n : (i+1)*n]
+			if j1-j0 < 8 {
+				for jj := j0; jj < j1; jj++ {
+					yr[jj] = dotGo(f, x, dx, wd[jj*ldw:], nb)
+				}
+			} else {
+				for jg := j0; jg < j1; jg += 8 {
+					jc := min(jg, j1-8)
+					mv8(f, x, dx, sx, wd[jc*ldw:], ldw, nb, yr[jc:])
+				}
+			}
+			if j.bias != nil {
+				addBias(yr[j0:j1], j.bias[j0:j1])
+			}
+		}
+		return
+	}
+	// GEMM block: 2x4 micro-tiles, tails shifted back inside the block
+	// (i1-i0 >= 2 since m >= 2; j1-j0 >= 4).
+	for jg := j0; jg < j1; jg += 4 {
+		jc := min(jg, j1-4)
+		wt := wd[jc*ldw:]
+		for ig := i0; ig < i1; ig += 2 {
+			ic := min(ig, i1-2)
+			mm24(f, a.q[ic*k:], a.d[ic*nb:], a.s[ic*nb:], wt, ldw, nb, j.y[ic*n+jc:], n)
+		}
+	}
+	if j.bias != nil {
+		for i := i0; i < i1; i++ {
+			addBias(j.y[i*n+j0:i*n+j1], j.bias[j0:j1])
+		}
+	}
+}
+
+func addBias(y, b []float32) {
+	b = b[:len(y)]
+	for i := range y {
+		y[i] += b[i]
+	}
+}

@@ -1,0 +1,151 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Matrix is a row-major block-quantized weight matrix with the HF Linear
+// layout [out = Rows, in = Cols]: row r holds Cols/32 consecutive blocks of
+// Format, exactly the bytes of a GGUF tensor of shape [Cols, Rows] (ggml
+// lists ne0 = Cols first) and type Format.
+type Matrix struct {
+	Format     Format
+	Rows, Cols int
+	Data       []byte // Rows * RowBytes() bytes
+}
+
+// Quantize quantizes the row-major rows x cols float32 matrix w into a new
+// Matrix of the given format (QuantizeQ8_0 / QuantizeQ4_0 row by row). cols
+// must be a positive multiple of 32; every value must be finite.
+func Quantize(format Format, w []float32, rows, cols int) (*Matrix, error) {
+	if err := checkShape(format, rows, cols); err != nil {
+		return nil, err
+	}
+	if len(w) < rows*cols {
+		return nil, fmt.Errorf("quant: Quantize: len(w) = %d < rows*cols = %d", len(w), rows*cols)
+	}
+	m := &Matrix{Format: format, Rows: rows, Cols: cols}
+	m.Data = make([]byte, rows*m.RowBytes())
+	var err error
+	if format == Q8_0 {
+		err = QuantizeQ8_0(m.Data, w[:rows*cols])
+	} else {
+		err = QuantizeQ4_0(m.Data, w[:rows*cols])
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// NewMatrix wraps existing block data (for instance a GGUF tensor's bytes;
+// it is not copied) as a rows x cols Matrix, after checking the shape and
+// the data length.
+func NewMatrix(format Format, rows, cols int, data []byte) (*Matrix, error) {
+	m := &Matrix{Format: format, Rows: rows, Cols: cols, Data: data}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func checkShape(format Format, rows, cols int) error {
+	if !format.Valid() {
+		return fmt.Errorf("quant: unsupported format %v", format)
+	}
+	if rows <= 0 || cols <= 0 {
+		return fmt.Errorf("quant: bad shape %d x %d", rows, cols)
+	}
+	if cols%QK != 0 {
+		return fmt.Errorf("%w: cols = %d", ErrCols, cols)
+	}
+	if rows > maxElems/cols {
+		return fmt.Errorf("quant: shape %d x %d too large", rows, cols)
+	}
+	return nil
+}
+
+// maxElems bounds rows*cols (and m*k) so that element and byte offsets
+// never overflow an int.
+const maxElems = math.MaxInt / 64
+
+// Validate checks the format, the shape (cols a positive multiple of 32) and
+// that Data holds at least Rows*RowBytes() bytes.
+func (m *Matrix) Validate() error {
+	if m == nil {
+		return fmt.Errorf("quant: nil Matrix")
+	}
+	if err := checkShape(m.Format, m.Rows, m.Cols); err != nil {
+		return err
+	}
+	if need := m.Rows * m.RowBytes(); len(m.Data) < need {
+		return fmt.Errorf("quant: %s matrix %d x %d needs %d bytes, has %d", m.Format, m.Rows, m.Cols, need, len(m.Data))
+	}
+	return nil
+}
+
+// BlocksPerRow returns Cols/32.
+func (m *Matrix) BlocksPerRow() int { return m.Cols / QK }
+
+// RowBytes returns the size of one row of blocks.
+func (m *Matrix) RowBytes() int { return m.Cols / QK * m.Format.BlockBytes() }
+
+// Row returns the blocks of row r (a view of Data), or nil when r is out of
+// range or the matrix is invalid.
+func (m *Matrix) Row(r int) []byte {
+	if m.Validate() != nil || r < 0 || r >= m.Rows {
+		return nil
+	}
+	rb := m.RowBytes()
+	return m.Data[r*rb : (r+1)*rb : (r+1)*rb]
+}
+
+// Block returns block b of row r (a view of Data: the little-endian fp16
+// scale, then the quants), or nil when out of range.
+func (m *Matrix) Block(r, b int) []byte {
+	row := m.Row(r)
+	if row == nil || b < 0 || b >= m.BlocksPerRow() {
+		return nil
+	}
+	bb := m.Format.BlockBytes()
+	return row[b*bb : (b+1)*bb : (b+1)*bb]
+}
+
+// Scale returns the float32 value of the fp16 scale of block b of row r
+// (0 when out of range).
+func (m *Matrix) Scale(r, b int) float32 {
+	blk := m.Block(r, b)
+	if blk == nil {
+		return 0
+	}
+	return f16ToF32(binary.LittleEndian.Uint16(blk))
+}
+
+// DequantizeRow expands row r into dst[0:Cols].
+func (m *Matrix) DequantizeRow(dst []float32, r int) error {
+	row := m.Row(r)
+	if row == nil {
+		return fmt.Errorf("quant: DequantizeRow: row %d out of range (or invalid matrix)", r)
+	}
+	if m.Format == Q8_0 {
+		return DequantizeQ8_0(dst, row)
+	}
+	return DequantizeQ4_0(dst, row)
+}
+
+// Dequantize expands the whole matrix into dst[0:Rows*Cols] (row-major).
+func (m *Matrix) Dequantize(dst []float32) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	if len(dst) < m.Rows*m.Cols {
+		return fmt.Errorf("quant: Dequantize: len(dst) = %d < %d", len(dst), m.Rows*m.Cols)
+	}
+	data := m.Data[:m.Rows*m.RowBytes()]
+	if m.Format == Q8_0 {
+		return DequantizeQ8_0(dst, data)
+	}
+	return DequantizeQ4_0(dst, data)
+}

@@ -12,7 +12,7 @@ func init() {
 			Infer: func(n *Node, in []Type) (Type, error) {
 				var rows int
 				for i, t := range in {
-					if !isFloat(t.DType) || (t.Rank() != 1 && t.Rank() != 2) || t.Rank() != in[0].Rank() {
+					if !(isFloat(t.DType) || t.DType.IsQuantized()) || t.DType != in[0].DType || (t.Rank() != 1 && t.Rank() != 2) || t.Rank() != in[0].Rank() {
 						return Type{}, fmt.Errorf("operand %d: %v cannot be stacked with %v", i, t, in[0])
 					}
 					if t.Shape[0].IsSym() {

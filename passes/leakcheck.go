@@ -96,6 +96,7 @@ func Pipeline(o ProtectOptions, noFuse ...string) *Manager {
 	return &Manager{Passes: []Pass{
 		Place(DefaultPolicy()),
 		Fuse(noFuse),
+		Quantize(o.Weights),
 		Protect(o),
 		Leakcheck(o.Mask == MaskNone),
 	}}

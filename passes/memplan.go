@@ -47,6 +47,9 @@ func InArena(n *ir.Node) bool {
 	if n.Op == "input" && n.Type.Rank() == 3 { // a KV cache: session storage
 		return false
 	}
+	if n.Type.DType.IsQuantized() { // q8_0 rows: the backend's block buffers
+		return false
+	}
 	return true
 }
 

@@ -44,6 +44,9 @@ type ProtectOptions struct {
 	// mask) or shared (the B rows are stacked under one mask with
 	// next_pow2(B + 8) - B shield rows; opt-in, far fewer device rows).
 	Topology string
+	// Weights is the device weight format: f32 (default), q8_0 or q4_0.
+	// It is a compile option like the protection, so it travels with it.
+	Weights string
 }
 
 // Batched decode topologies.
@@ -68,6 +71,11 @@ func (o ProtectOptions) Check() error {
 	case PerForward, PerOffload:
 	default:
 		return fmt.Errorf("--cadence %q: want per-forward or per-offload", o.Cadence)
+	}
+	switch o.Weights {
+	case "", WeightsF32, WeightsQ8_0, WeightsQ4_0:
+	default:
+		return fmt.Errorf("--weights %q: want f32, q8_0 or q4_0", o.Weights)
 	}
 	switch o.Topology {
 	case "", PerSequence, Shared:
@@ -169,8 +177,12 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		slots[dim] = int64(len(slots))
 		return slots[dim]
 	}
-	crossed := map[ir.ValueID]ir.ValueID{} // TEE value -> its device-side copy
-	slotOf := map[ir.ValueID]int64{}       // device-side copy -> mask slot
+	type crossing struct {
+		v     ir.ValueID
+		quant bool
+	}
+	crossed := map[crossing]ir.ValueID{} // TEE value -> its device-side copy
+	slotOf := map[ir.ValueID]int64{}     // device-side copy -> mask slot
 	addParam := func(p string) {
 		for _, q := range r.g.Params {
 			if q == p {
@@ -231,13 +243,18 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 				}
 				in = append(in, dev[v])
 			default:
-				c, ok := crossed[v]
+				q := len(n.Inputs) > 1 && g.Node(n.Inputs[1]).Type.DType.IsQuantized()
+				c, ok := crossed[crossing{v, q}]
 				x := tee[v]
 				xt := r.g.Node(x).Type
 				rows = xt.Shape[0]
 				if !ok {
 					if o.Mask == MaskNone {
-						c = r.emit("to_device", nil, ir.TEE, x)
+						var attrs ir.Attrs
+						if q {
+							attrs = ir.Attrs{"quant": "q8_0"}
+						}
+						c = r.emit("to_device", attrs, ir.TEE, x)
 					} else {
 						dim := ShieldedDim(rows)
 						addParam(dim)
@@ -253,10 +270,13 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 						if perRow(o, rows) {
 							mattrs["per_row"] = true
 						}
+						if q {
+							mattrs["quant"] = "q8_0"
+						}
 						c = r.emit("mask", mattrs, ir.TEE, s, pass)
 						slotOf[c] = slotOf[s]
 					}
-					crossed[v] = c
+					crossed[crossing{v, q}] = c
 				}
 				if s, ok := slotOf[c]; ok {
 					slot = s

@@ -3,6 +3,8 @@ package runtime
 import (
 	"fmt"
 	"sync"
+
+	"gelo/lower/cpu/quant"
 )
 
 // Device is the untrusted side of the boundary: public weights are
@@ -12,6 +14,10 @@ import (
 type Device interface {
 	Upload(name string, w []float32, rows, cols int) error
 	MatMul(op, weight string, x []float32, m int, y []float32) error
+	// UploadQ and MatMulQ are the quantized plan's pair: GGUF block
+	// weights, and q8_0 activation rows as the payload that crosses.
+	UploadQ(name string, w *quant.Matrix) error
+	MatMulQ(op, weight string, x *quant.Activations, y []float32) error
 }
 
 // Direction says which way a payload crossed.
@@ -23,7 +29,9 @@ const (
 )
 
 // Crossing is one payload the spy saw: who sent it, its shape, a copy of
-// its bytes. Weights are public and recorded by name only.
+// its values. Weights are public and recorded by name only. A q8_0
+// payload is recorded as the values it encodes (block scale x quant), so
+// the leak tests compare what the device can read.
 type Crossing struct {
 	Seq    int
 	Dir    Direction
@@ -32,6 +40,7 @@ type Crossing struct {
 	Rows   int
 	Cols   int
 	Data   []float32
+	Q8     bool
 }
 
 // SpyDevice wraps a device and records every payload that crosses the
@@ -81,6 +90,44 @@ func (s *SpyDevice) add(dir Direction, op, weight string, rows, cols int, data [
 	defer s.mu.Unlock()
 	s.record = append(s.record, Crossing{Seq: len(s.record), Dir: dir, Op: op, Weight: weight,
 		Rows: rows, Cols: cols, Data: append([]float32(nil), data...)})
+}
+
+// UploadQ records the quantized weight's name and shape, then forwards it.
+func (s *SpyDevice) UploadQ(name string, w *quant.Matrix) error {
+	s.mu.Lock()
+	s.uploads = append(s.uploads, name)
+	s.shapes[name] = [2]int{w.Rows, w.Cols}
+	s.mu.Unlock()
+	return s.Inner.UploadQ(name, w)
+}
+
+// MatMulQ records the q8_0 rows sent (as the values they encode) and the
+// product returned.
+func (s *SpyDevice) MatMulQ(op, weight string, x *quant.Activations, y []float32) error {
+	s.mu.Lock()
+	shape, ok := s.shapes[weight]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("spy: %s on weight %q that was never uploaded", op, weight)
+	}
+	m, k := x.Rows(), x.Cols()
+	vals := make([]float32, m*k)
+	for i := 0; i < m; i++ {
+		for b := 0; b < k/quant.QK; b++ {
+			q, d := x.Block(i, b)
+			for j, v := range q {
+				vals[i*k+b*quant.QK+j] = float32(v) * d
+			}
+		}
+	}
+	s.mu.Lock()
+	s.record = append(s.record, Crossing{Seq: len(s.record), Dir: ToDevice, Op: op, Weight: weight, Rows: m, Cols: k, Data: vals, Q8: true})
+	s.mu.Unlock()
+	if err := s.Inner.MatMulQ(op, weight, x, y); err != nil {
+		return err
+	}
+	s.add(ToTEE, op, weight, m, shape[0], y)
+	return nil
 }
 
 // Record returns the crossings so far (shared; do not modify).

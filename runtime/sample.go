@@ -73,8 +73,10 @@ func SeedKey(seed uint64) []byte {
 
 // Sampler picks the next token from a logits vector inside the TEE.
 //
-// Processing order (the Hugging Face order; llama.cpp's chain differs
-// only in applying temperature last, which does not change top-k):
+// Processing order (Hugging Face's: processors, then temperature, top-k,
+// top-p, min-p; llama.cpp's default chain applies the same penalties
+// first too but temperature last, so its top-p and min-p see the
+// untempered distribution):
 //
 //  1. repetition penalty over the distinct tokens of the history
 //     (logit > 0: logit / penalty; otherwise: logit * penalty);
@@ -89,7 +91,9 @@ func SeedKey(seed uint64) []byte {
 //     the token by inverting the cumulative distribution of the surviving
 //     tokens taken in a fixed order: logit descending, ties by token id
 //     ascending. Probabilities are exp((z - zmax)/T) in float64 (softmax
-//     with max subtraction; the normalisation is folded into u).
+//     with max subtraction; the normalisation is folded into u), with the
+//     sampler's own exp (sampleExpNeg), which unlike math.Exp gives the same
+//     bits on every CPU.
 //
 // Every non-greedy Sample consumes exactly one 64-bit draw, so the same
 // key, options and inputs give the same tokens, bit for bit.
@@ -97,9 +101,11 @@ func SeedKey(seed uint64) []byte {
 // Speed: the vocabulary is never fully sorted unless the distribution
 // forces it. Top-k selects with a size-k heap (O(V log k)) and sorts the
 // k survivors. Without top-k, tokens are bucketed by log-probability
-// (quarter-nat buckets relative to the max) in one pass that also sums the
+// (1/32-nat buckets relative to the max) in one pass that also sums the
 // bucket masses; top-p and the draw then locate their bucket from those
 // sums and sort only that bucket (at most two sorts of one bucket each).
+// Logits so flat that one bucket holds most of the vocabulary degrade to
+// sorting those candidates (the "sort above a threshold" case).
 //
 // Scratch is sized to the vocabulary on first use and reused, so a warm
 // Sample allocates nothing. A Sampler is not safe for concurrent use.
@@ -108,30 +114,30 @@ type Sampler struct {
 	rng  sampleRNG
 	dead bool
 
-	w    []float64 // per-token weight exp((z - zmax)/T) (bucket path)
-	bk   []uint8   // per-token bucket (bucket path)
-	cand []cand    // heap / gathered candidates
-	cw   []float64 // weights of cand
-	cnt  []int32   // history counts; all zero between calls
+	bk   []uint16     // per-token bucket (bucket path)
+	cand []sampleCand // heap / gathered candidates
+	cw   []float64    // weights of cand
+	cnt  []int32      // history counts; all zero between calls
 
-	mass [numBuckets]float64
-	bcnt [numBuckets]int32
+	mass [sampleBuckets]float64 // bucket masses; zero beyond nb
+	nb   int
 }
 
-// cand is a candidate token: its (penalised) logit and id.
-type cand struct {
+// sampleCand is a candidate token: its (penalised) logit and id.
+type sampleCand struct {
 	z  float32
 	id int32
 }
 
 // Buckets of the no-top-k path: bucket b holds the tokens whose
-// d = (zmax - z)/T lies in [b/4, (b+1)/4); the last regular bucket holds
-// every d >= 63.5 (probability ratio < 3e-28); bucketOut marks tokens
-// with zero weight or cut by min-p.
+// d = (zmax - z)/T lies in [b/32, (b+1)/32); the last regular bucket
+// holds every d >= 63.94 (probability ratio < 2e-28); sampleBucketOut marks
+// tokens with zero weight or cut by min-p. At 1/32 nat a bucket holds
+// about 1% of a Gaussian bulk of logits whose spread is 1 nat.
 const (
-	numBuckets  = 255
-	bucketScale = 4
-	bucketOut   = 255
+	sampleBuckets     = 2047
+	sampleBucketScale = 32
+	sampleBucketOut   = 0xFFFF
 )
 
 // NewSampler validates opt and keys the sampler's stream with key (any
@@ -180,15 +186,19 @@ func (s *Sampler) Zeroise() {
 		return
 	}
 	s.rng.zeroise()
-	clear(s.w[:cap(s.w)])
+	s.wipeScratch()
+	s.dead = true
+}
+
+// wipeScratch clears and drops the logit-derived scratch.
+func (s *Sampler) wipeScratch() {
 	clear(s.bk[:cap(s.bk)])
 	clear(s.cand[:cap(s.cand)])
 	clear(s.cw[:cap(s.cw)])
 	clear(s.cnt[:cap(s.cnt)])
-	s.w, s.bk, s.cand, s.cw, s.cnt = nil, nil, nil, nil, nil
+	s.bk, s.cand, s.cw, s.cnt = nil, nil, nil, nil
 	clear(s.mass[:])
-	clear(s.bcnt[:])
-	s.dead = true
+	s.nb = 0
 }
 
 // Sample returns the next token for logits (one row, the vocabulary
@@ -231,18 +241,18 @@ func (s *Sampler) prepare(logits []float32, history []int) (int, error) {
 	if err := s.penalise(logits, history); err != nil {
 		return 0, err
 	}
-	return checkedArgmax(logits)
+	return sampleArgmax(logits)
 }
 
 func (s *Sampler) grow(n int) {
-	if cap(s.w) < n {
-		s.w = make([]float64, n)
-		s.bk = make([]uint8, n)
-		s.cand = make([]cand, 0, n)
+	if cap(s.bk) < n {
+		s.wipeScratch() // the old scratch holds logit-derived data
+		s.bk = make([]uint16, n)
+		s.cand = make([]sampleCand, 0, n)
 		s.cw = make([]float64, n)
 		s.cnt = make([]int32, n)
 	}
-	s.w, s.bk, s.cw, s.cnt = s.w[:n], s.bk[:n], s.cw[:n], s.cnt[:n]
+	s.bk, s.cw, s.cnt = s.bk[:n], s.cw[:n], s.cnt[:n]
 }
 
 // penalise applies the repetition, frequency and presence penalties in
@@ -256,6 +266,7 @@ func (s *Sampler) penalise(logits []float32, history []int) error {
 		return nil
 	}
 	n := len(logits)
+	s.grow(n)
 	for i, t := range history {
 		if t < 0 || t >= n {
 			return fmt.Errorf("sampler: history token %d at index %d is outside the vocabulary [0, %d)", t, i, n)
@@ -283,22 +294,56 @@ func (s *Sampler) penalise(logits []float32, history []int) error {
 	return nil
 }
 
-// checkedArgmax is Argmax (ties to the lowest index) that also refuses
-// NaN and +Inf logits and an all -Inf row.
-func checkedArgmax(logits []float32) (int, error) {
-	best, bv := 0, logits[0]
-	for i, v := range logits {
-		if v > bv {
-			best, bv = i, v
+// sampleArgmax is Argmax (the first index of the maximum) that also
+// refuses NaN and +Inf logits and an all -Inf row. It finds the maximum
+// over four independent lanes, then its first index.
+func sampleArgmax(z []float32) (int, error) {
+	m0, m1, m2, m3 := z[0], z[0], z[0], z[0]
+	nan := false
+	i := 0
+	for ; i+4 <= len(z); i += 4 {
+		a, b, c, d := z[i], z[i+1], z[i+2], z[i+3]
+		if a > m0 {
+			m0 = a
 		}
-		if !(v <= math.MaxFloat32) {
-			return 0, fmt.Errorf("sampler: logit of token %d is %v (after penalties)", i, v)
+		if b > m1 {
+			m1 = b
+		}
+		if c > m2 {
+			m2 = c
+		}
+		if d > m3 {
+			m3 = d
+		}
+		if a != a || b != b || c != c || d != d {
+			nan = true
 		}
 	}
-	if math.IsInf(float64(bv), -1) {
+	for ; i < len(z); i++ {
+		if z[i] > m0 {
+			m0 = z[i]
+		}
+		if z[i] != z[i] {
+			nan = true
+		}
+	}
+	m := max(m0, m1, m2, m3)
+	if nan || m > math.MaxFloat32 {
+		for i, v := range z {
+			if !(v <= math.MaxFloat32) {
+				return 0, fmt.Errorf("sampler: logit of token %d is %v (after penalties)", i, v)
+			}
+		}
+	}
+	if math.IsInf(float64(m), -1) {
 		return 0, errors.New("sampler: every logit is -Inf")
 	}
-	return best, nil
+	for i, v := range z {
+		if v == m { // -0 == +0: ties, as in Argmax
+			return i, nil
+		}
+	}
+	return 0, nil // unreachable: m is one of z
 }
 
 // pick is the non-greedy selection for a uniform u in [0, 1); best is the
@@ -314,8 +359,8 @@ func (s *Sampler) pick(z []float32, best int, u float64) int {
 	return s.pickBuckets(z, best, invT, u)
 }
 
-// cmpCand orders candidates by logit descending, then id ascending.
-func cmpCand(a, b cand) int {
+// sampleCmp orders candidates by logit descending, then id ascending.
+func sampleCmp(a, b sampleCand) int {
 	if a.z > b.z {
 		return -1
 	}
@@ -325,13 +370,13 @@ func cmpCand(a, b cand) int {
 	return cmp.Compare(a.id, b.id)
 }
 
-// worse reports whether a ranks after b in the sampling order.
-func worse(a, b cand) bool {
+// sampleWorse reports whether a ranks after b in the sampling order.
+func sampleWorse(a, b sampleCand) bool {
 	return a.z < b.z || (a.z == b.z && a.id > b.id)
 }
 
-// siftDown restores the min-heap (worst candidate at the root) below i.
-func siftDown(h []cand, i int) {
+// sampleSiftDown restores the min-heap (worst candidate at the root) below i.
+func sampleSiftDown(h []sampleCand, i int) {
 	n := len(h)
 	for {
 		l := 2*i + 1
@@ -339,10 +384,10 @@ func siftDown(h []cand, i int) {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && worse(h[r], h[l]) {
+		if r := l + 1; r < n && sampleWorse(h[r], h[l]) {
 			m = r
 		}
-		if !worse(h[m], h[i]) {
+		if !sampleWorse(h[m], h[i]) {
 			return
 		}
 		h[i], h[m] = h[m], h[i]
@@ -355,25 +400,25 @@ func siftDown(h []cand, i int) {
 func (s *Sampler) pickTopK(z []float32, k int, invT, u float64) int {
 	h := s.cand[:k]
 	for i := range k {
-		h[i] = cand{z[i], int32(i)}
+		h[i] = sampleCand{z[i], int32(i)}
 	}
 	for i := k/2 - 1; i >= 0; i-- {
-		siftDown(h, i)
+		sampleSiftDown(h, i)
 	}
 	for i := k; i < len(z); i++ {
 		// A later token with an equal logit has a larger id, so it never
 		// beats the root: a strict comparison suffices.
 		if v := z[i]; v > h[0].z {
-			h[0] = cand{v, int32(i)}
-			siftDown(h, 0)
+			h[0] = sampleCand{v, int32(i)}
+			sampleSiftDown(h, 0)
 		}
 	}
-	slices.SortFunc(h, cmpCand)
+	slices.SortFunc(h, sampleCmp)
 	cw := s.cw[:k]
 	zm := float64(h[0].z)
 	W := 0.0
 	for j, c := range h {
-		cw[j] = math.Exp(-((zm - float64(c.z)) * invT))
+		cw[j] = sampleExpNeg(sampleDist(zm, c.z, invT))
 		W += cw[j]
 	}
 	n := k
@@ -399,13 +444,13 @@ func (s *Sampler) pickTopK(z []float32, k int, invT, u float64) int {
 	for _, w := range cw[:n] {
 		S += w
 	}
-	return walk(h[:n], cw[:n], 0, u*S)
+	return sampleWalk(h[:n], cw[:n], 0, u*S)
 }
 
-// walk returns the first candidate at which cum plus the running weight
+// sampleWalk returns the first candidate at which cum plus the running weight
 // exceeds target; rounding past the end gives the last candidate of
 // positive weight.
-func walk(c []cand, cw []float64, cum, target float64) int {
+func sampleWalk(c []sampleCand, cw []float64, cum, target float64) int {
 	last := 0
 	for j, w := range cw {
 		if w == 0 {
@@ -420,58 +465,64 @@ func walk(c []cand, cw []float64, cum, target float64) int {
 	return int(c[last].id)
 }
 
+// sampleDist is the log-probability gap (zmax - z)/T of a logit; the bucket
+// pass and gather compute it, and so its weight sampleExpNeg(dist), alike.
+func sampleDist(zm float64, z float32, invT float64) float64 {
+	return (zm - float64(z)) * invT
+}
+
 // pickBuckets samples without top-k: one pass computes every weight and
 // bucket mass, then top-p and the draw each locate their bucket from the
-// masses and sort only that bucket.
+// masses and sort only that bucket. A bucket is non-empty iff its mass is
+// positive (only tokens of positive weight are bucketed).
 func (s *Sampler) pickBuckets(z []float32, best int, invT, u float64) int {
 	zm := float64(z[best])
 	mp := s.opt.MinP
-	clear(s.mass[:])
-	clear(s.bcnt[:])
-	w, bk := s.w[:len(z)], s.bk[:len(z)]
+	clear(s.mass[:s.nb]) // only the buckets the last call used are dirty
+	mass, bk := s.mass[:], s.bk[:len(z)]
+	nb := 0    // 1 + the highest bucket used
 	out := 0.0 // mass cut by min-p (still counted by top-p, which precedes it)
+	const maxD = float64(sampleBuckets-1) / sampleBucketScale
 	for i, v := range z {
-		d := (zm - float64(v)) * invT
-		e := math.Exp(-d)
-		w[i] = e
+		d := sampleDist(zm, v, invT)
+		e := sampleExpNeg(d)
 		if e < mp || e == 0 {
-			bk[i] = bucketOut
+			bk[i] = sampleBucketOut
 			out += e
 			continue
 		}
-		b := numBuckets - 1
-		if d < float64(numBuckets-1)/bucketScale {
-			b = int(d * bucketScale)
+		b := sampleBuckets - 1
+		if d < maxD {
+			b = int(d * sampleBucketScale)
 		}
-		bk[i] = uint8(b)
-		s.mass[b] += e
-		s.bcnt[b]++
+		bk[i] = uint16(b)
+		mass[b] += e
+		nb = max(nb, b+1)
 	}
+	s.nb = nb
+	mass = mass[:nb]
 
 	// Top-p: the bucket bp where the cumulative mass reaches p*W, and the
 	// cut inside it (c[:cut] survives).
-	var c []cand
+	var c []sampleCand
 	var cw []float64
-	bp, cut, S := numBuckets, 0, 0.0
+	bp, cut, S := nb, 0, 0.0
 	if p := s.opt.TopP; p > 0 && p < 1 {
 		W := 0.0
-		for _, m := range s.mass {
+		for _, m := range mass {
 			W += m
 		}
 		W += out
 		need, cum := p*W, 0.0
-		for b, m := range s.mass {
-			if s.bcnt[b] == 0 {
-				continue
-			}
-			if cum+m >= need {
+		for b, m := range mass {
+			if m > 0 && cum+m >= need {
 				bp = b
 				break
 			}
 			cum += m
 		}
-		if bp < numBuckets {
-			c, cw = s.gather(z, bp)
+		if bp < nb {
+			c, cw = s.gather(z, bp, zm, invT)
 			part := 0.0
 			cut = len(c)
 			for j, x := range cw {
@@ -484,49 +535,41 @@ func (s *Sampler) pickBuckets(z []float32, best int, invT, u float64) int {
 			S = cum + part
 		}
 	}
-	if bp == numBuckets { // no cut inside the min-p survivors
-		for _, m := range s.mass {
+	if bp == nb { // no cut inside the min-p survivors
+		for _, m := range mass {
 			S += m
 		}
 	}
 
 	target, cum := u*S, 0.0
-	for b := 0; b < bp; b++ {
-		if s.bcnt[b] == 0 {
-			continue
+	for b, m := range mass[:bp] {
+		if m > 0 && cum+m > target {
+			c, cw = s.gather(z, b, zm, invT)
+			return sampleWalk(c, cw, cum, target)
 		}
-		if cum+s.mass[b] > target {
-			c, cw = s.gather(z, b)
-			return walk(c, cw, cum, target)
-		}
-		cum += s.mass[b]
+		cum += m
 	}
-	if bp < numBuckets {
-		return walk(c[:cut], cw[:cut], cum, target)
+	if bp < nb {
+		return sampleWalk(c[:cut], cw[:cut], cum, target)
 	}
-	// u*S rounded onto S: the last survivor.
-	for b := numBuckets - 1; b >= 0; b-- {
-		if s.bcnt[b] > 0 {
-			c, _ = s.gather(z, b)
-			return int(c[len(c)-1].id)
-		}
-	}
-	return best // unreachable: the argmax always survives in bucket 0
+	// u*S rounded onto S: the last survivor, in the last bucket used.
+	c, _ = s.gather(z, nb-1, zm, invT)
+	return int(c[len(c)-1].id)
 }
 
 // gather collects the tokens of bucket b, sorted, with their weights.
-func (s *Sampler) gather(z []float32, b int) ([]cand, []float64) {
+func (s *Sampler) gather(z []float32, b int, zm, invT float64) ([]sampleCand, []float64) {
 	c := s.cand[:0]
-	want := uint8(b)
+	want := uint16(b)
 	for i, x := range s.bk[:len(z)] {
 		if x == want {
-			c = append(c, cand{z[i], int32(i)})
+			c = append(c, sampleCand{z[i], int32(i)})
 		}
 	}
-	slices.SortFunc(c, cmpCand)
+	slices.SortFunc(c, sampleCmp)
 	cw := s.cw[:len(c)]
 	for j, x := range c {
-		cw[j] = s.w[x.id]
+		cw[j] = sampleExpNeg(sampleDist(zm, x.z, invT))
 	}
 	return c, cw
 }

@@ -15,6 +15,7 @@ import (
 	"gelo/ir"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/cpu/mask"
+	"gelo/lower/cpu/quant"
 	"gelo/models"
 	"gelo/passes"
 )
@@ -29,6 +30,11 @@ type Device interface {
 	// MatMul computes y[m, rows] = x[m, cols] W^T for a resident weight;
 	// op is the IR op that sends it.
 	MatMul(op, weight string, x []float32, m int, y []float32) error
+	// UploadQ makes a block-quantized public weight resident.
+	UploadQ(name string, w *quant.Matrix) error
+	// MatMulQ multiplies q8_0 activation rows (what crosses in a quantized
+	// plan) by a resident quantized weight.
+	MatMulQ(op, weight string, x *quant.Activations, y []float32) error
 }
 
 // Options configure a backend.
@@ -57,7 +63,9 @@ type Backend struct {
 	ropes    map[ropeKey]*kernels.Rope
 	uploaded map[string]bool
 	stacks   map[string][]float32 // stacked weights by joined name
-	pass     uint64               // highest pass number run so far
+	qmats    map[string]*quant.Matrix
+	qctx     *quant.Ctx
+	pass     uint64 // highest pass number run so far
 	passSeen bool
 	rng      *mask.RNG
 	ws       [][]*mask.Workspace // [colour][group]
@@ -128,9 +136,10 @@ type ropeKey struct {
 func New(w *models.Weights, opt Options) *Backend {
 	b := &Backend{weights: w, ctx: kernels.NewCtx(opt.Workers), dev: opt.Device,
 		key: append([]byte(nil), opt.SessionKey...), ropes: map[ropeKey]*kernels.Rope{}, uploaded: map[string]bool{},
-		stacks: map[string][]float32{}}
+		stacks: map[string][]float32{}, qmats: map[string]*quant.Matrix{}}
+	b.qctx = quant.NewCtx(opt.Workers)
 	if b.dev == nil {
-		b.dev = NewLocalDevice(b.ctx)
+		b.dev = newLocalDevice(b.ctx, b.qctx)
 	}
 	return b
 }
@@ -141,6 +150,7 @@ func (b *Backend) Name() string { return "cpu" }
 // Close stops the worker pools and wipes the session key.
 func (b *Backend) Close() {
 	b.ctx.Close()
+	b.qctx.Close()
 	for _, set := range b.ws {
 		for _, ws := range set {
 			ws.Zeroise()
@@ -193,6 +203,8 @@ type Program struct {
 	bound   map[ir.ValueID]bool
 
 	b     *Backend
+	q     []*quant.Matrix      // quantized weights by value
+	qa    []*quant.Activations // q8_0 rows by value
 	bind  map[string]int
 	plan  *passes.MemPlan
 	arena []float32
@@ -220,6 +232,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		g: g, f32: make([][]float32, len(g.Nodes)), i32: make([][]int32, len(g.Nodes)),
 		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
 		b: b, slots: map[int64]*slot{},
+		q: make([]*quant.Matrix, len(g.Nodes)), qa: make([]*quant.Activations, len(g.Nodes)),
 	}
 	bind, err := BindShieldDims(g, bind)
 	if err != nil {
@@ -263,6 +276,17 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			size *= d
 		}
 		switch slot, inArena := plan.Slots[n.ID]; {
+		case n.Type.DType.IsQuantized() && (n.Op == "weight" || n.Op == "concat_weights"):
+			qm, err := b.quantized(p, n)
+			if err != nil {
+				return nil, fmt.Errorf("compile %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
+			}
+			p.q[i] = qm
+		case n.Type.DType.IsQuantized():
+			// q8_0 rows: the f32 rows are masked in scratch, then written
+			// as blocks; only the blocks cross.
+			p.f32[i] = make([]float32, size)
+			p.qa[i] = quant.NewActivations(p.dims[i][0], p.dims[i][1])
 		case n.Op == "weight":
 			name, _ := n.Attrs.Str("name")
 			data, shape, err := b.weights.Get(name)
@@ -294,6 +318,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			p.f32[i] = p.arena[slot.Offset : slot.Offset+slot.Size : slot.Offset+slot.Size]
 		}
 		if n.Op != "weight" && n.Op != "input" && n.Op != "concat_weights" && n.Op != "take" {
+			// (quantized weights are prepared above; nothing runs for them)
 			instr, err := b.lower(p, n)
 			if err != nil {
 				return nil, fmt.Errorf("compile %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
@@ -319,6 +344,19 @@ func (b *Backend) upload(name string, data []float32, shape []int) error {
 		return fmt.Errorf("device weights are matrices, got shape %v", shape)
 	}
 	if err := b.dev.Upload(name, data, shape[0], shape[1]); err != nil {
+		return err
+	}
+	b.uploaded[name] = true
+	return nil
+}
+
+func (b *Backend) uploadQ(name string, w *quant.Matrix) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.uploaded[name] {
+		return nil
+	}
+	if err := b.dev.UploadQ(name, w); err != nil {
 		return err
 	}
 	b.uploaded[name] = true
@@ -513,6 +551,57 @@ func WeightName(g *ir.Graph, v ir.ValueID) (string, bool) {
 		return strings.Join(names, "|"), true
 	}
 	return "", false
+}
+
+// quantized returns (building once per backend) the block-quantized
+// form of a weight or of stacked weights.
+func (b *Backend) quantized(p *Program, n *ir.Node) (*quant.Matrix, error) {
+	name, ok := WeightName(p.g, n.ID)
+	if !ok {
+		return nil, fmt.Errorf("not a named weight")
+	}
+	key := n.Type.DType.String() + ":" + name
+	b.mu.Lock()
+	qm, ok := b.qmats[key]
+	b.mu.Unlock()
+	if ok {
+		return qm, nil
+	}
+	format := quant.Q8_0
+	if n.Type.DType == ir.Q4_0 {
+		format = quant.Q4_0
+	}
+	rows, cols := p.dims[n.ID][0], p.dims[n.ID][1]
+	if n.Op == "weight" {
+		data, shape, err := b.weights.Get(name)
+		if err != nil {
+			return nil, err
+		}
+		if !sameShape(shape, p.dims[n.ID]) {
+			return nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, p.dims[n.ID])
+		}
+		if qm, err = quant.Quantize(format, data, rows, cols); err != nil {
+			return nil, fmt.Errorf("quantize %q: %w", name, err)
+		}
+	} else {
+		// Stacking rows of blocks is stacking the block bytes.
+		var data []byte
+		for _, in := range n.Inputs {
+			part, err := b.quantized(p, p.g.Node(in))
+			if err != nil {
+				return nil, err
+			}
+			data = append(data, part.Data...)
+		}
+		var err error
+		if qm, err = quant.NewMatrix(format, rows, cols, data); err != nil {
+			return nil, err
+		}
+	}
+	b.mu.Lock()
+	b.qmats[key] = qm
+	b.mu.Unlock()
+	return qm, nil
 }
 
 // stacked returns (building once per backend) the rows of n's weights

@@ -5,14 +5,17 @@ import (
 	"sync"
 
 	"gelo/lower/cpu/kernels"
+	"gelo/lower/cpu/quant"
 )
 
 // LocalDevice runs the device side in this process on the same kernels:
 // the reference device, and what the spy wraps in the leak tests.
 type LocalDevice struct {
-	ctx *kernels.Ctx
-	mu  sync.RWMutex
-	w   map[string]localWeight
+	ctx  *kernels.Ctx
+	qctx *quant.Ctx
+	mu   sync.RWMutex
+	w    map[string]localWeight
+	q    map[string]*quant.Matrix
 }
 
 type localWeight struct {
@@ -20,9 +23,40 @@ type localWeight struct {
 	rows, cols int
 }
 
-// NewLocalDevice returns a device computing with ctx.
-func NewLocalDevice(ctx *kernels.Ctx) *LocalDevice {
-	return &LocalDevice{ctx: ctx, w: map[string]localWeight{}}
+// NewLocalDevice returns a device computing with ctx; its quantized
+// kernels get a pool of their own, started on first use.
+func NewLocalDevice(ctx *kernels.Ctx) *LocalDevice { return newLocalDevice(ctx, nil) }
+
+func newLocalDevice(ctx *kernels.Ctx, qctx *quant.Ctx) *LocalDevice {
+	return &LocalDevice{ctx: ctx, qctx: qctx, w: map[string]localWeight{}, q: map[string]*quant.Matrix{}}
+}
+
+// UploadQ keeps a block-quantized weight.
+func (d *LocalDevice) UploadQ(name string, w *quant.Matrix) error {
+	if err := w.Validate(); err != nil {
+		return fmt.Errorf("device upload %q: %w", name, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.q[name] = w
+	return nil
+}
+
+// MatMulQ multiplies q8_0 rows by a resident quantized weight.
+func (d *LocalDevice) MatMulQ(op, weight string, x *quant.Activations, y []float32) error {
+	d.mu.RLock()
+	w, ok := d.q[weight]
+	d.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("device %s: quantized weight %q was never uploaded", op, weight)
+	}
+	d.mu.Lock()
+	if d.qctx == nil {
+		d.qctx = quant.NewCtx(d.ctx.Workers())
+	}
+	q := d.qctx
+	d.mu.Unlock()
+	return q.MatMulQ(y, x, w, nil)
 }
 
 // Upload keeps a reference to the public weight; it is never written.

@@ -69,23 +69,13 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		d := dims(out)[1]
 		apply := n.Op == "mask"
 		blk := sl.size * d
+		qa := p.qa[out] // the quantize epilogue: masked rows leave as q8_0
 		return func() error {
-			y := f(out)
-			copy(y, f(in[0]))
-			for g := 0; g < sl.groups; g++ {
-				m, err := p.maskOf(sl, g)
-				if err != nil {
-					return err
-				}
-				part := y[g*blk : (g+1)*blk]
-				if apply {
-					err = m.Apply(part, d)
-				} else {
-					err = m.Unapply(part, d)
-				}
-				if err != nil {
-					return err
-				}
+			if err := p.maskGroups(f(out), f(in[0]), sl, blk, d, apply); err != nil {
+				return err
+			}
+			if qa != nil {
+				return p.b.qctx.QuantizeActivations(qa, f(out), rows, d)
 			}
 			return nil
 		}, nil
@@ -155,7 +145,13 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		return func() error {
 			return ctx.NormRopeAppend(f(in[0]), f(in[1]), f(in[2]), rope, xr, heads, hd, maxT, i32(in[3]), i32(in[4]), float32(eps))
 		}, nil
-	case "to_device", "to_tee":
+	case "to_device":
+		if qa := p.qa[out]; qa != nil {
+			d := dims(out)[1]
+			return func() error { return p.b.qctx.QuantizeActivations(qa, f(in[0]), rows, d) }, nil
+		}
+		return func() error { copy(f(out), f(in[0])); return nil }, nil
+	case "to_tee":
 		return func() error { copy(f(out), f(in[0])); return nil }, nil
 	case "bias_add":
 		cols := dims(out)[1]
@@ -249,6 +245,17 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 		return nil, fmt.Errorf("device %s: operand 2 is not a named weight", n.Op)
 	}
 	w := n.Inputs[1]
+	if qm := p.q[w]; qm != nil {
+		name = p.g.Node(w).Type.DType.String() + ":" + name
+		if err := b.uploadQ(name, qm); err != nil {
+			return nil, fmt.Errorf("upload %q: %w", name, err)
+		}
+		x, out, dev := n.Inputs[0], n.ID, b.dev
+		if p.qa[x] == nil {
+			return nil, fmt.Errorf("device %s on quantized weights reads %v, which is not q8_0 rows", n.Op, x)
+		}
+		return func() error { return dev.MatMulQ(n.Op, name, p.qa[x], p.f32[out]) }, nil
+	}
 	if err := b.upload(name, p.f32[w], p.dims[w]); err != nil {
 		return nil, fmt.Errorf("upload %q: %w", name, err)
 	}
@@ -310,4 +317,26 @@ func centerRows(y, x []float32, r, d int) {
 			y[i*d+j] = x[i*d+j] - mean[j]
 		}
 	}
+}
+
+// maskGroups copies x into y and applies (or unapplies) each group's mask
+// to its block of rows.
+func (p *Program) maskGroups(y, x []float32, sl *slot, blk, d int, apply bool) error {
+	copy(y, x)
+	for g := 0; g < sl.groups; g++ {
+		m, err := p.maskOf(sl, g)
+		if err != nil {
+			return err
+		}
+		part := y[g*blk : (g+1)*blk]
+		if apply {
+			err = m.Apply(part, d)
+		} else {
+			err = m.Unapply(part, d)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,111 @@
+package passes
+
+import (
+	"fmt"
+
+	"gelo/ir"
+)
+
+// Weight formats of a plan.
+const (
+	WeightsF32  = "f32"
+	WeightsQ8_0 = "q8_0"
+	WeightsQ4_0 = "q4_0"
+)
+
+// Quantize gives every device matmul (the LM head included) weights in a
+// GGUF block format. The TEE keeps its f32 copies where it reads them (a
+// tied embedding table is gathered in f32 and multiplied as q8_0/q4_0 by
+// the device). Runs after fuse (stacked weights are quantized as one
+// matrix) and before protect, which then makes the mask emit the rows
+// that cross as q8_0 blocks: the quantize epilogue.
+func Quantize(format string) Pass {
+	return Pass{Name: "quantize", Doc: "device matmul weights in f32, q8_0 or q4_0",
+		Run: func(m *ir.Module) error {
+			var dt ir.DType
+			switch format {
+			case "", WeightsF32:
+				m.Meta["weights"] = WeightsF32
+				return nil
+			case WeightsQ8_0:
+				dt = ir.Q8_0
+			case WeightsQ4_0:
+				dt = ir.Q4_0
+			default:
+				return fmt.Errorf("--weights %q: want f32, q8_0 or q4_0", format)
+			}
+			for i, g := range m.Graphs {
+				ng, err := quantizeGraph(g, dt)
+				if err != nil {
+					return fmt.Errorf("graph %s: %w", g.Name, err)
+				}
+				m.Graphs[i] = ng
+			}
+			m.Meta["weights"] = format
+			return nil
+		}}
+}
+
+func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
+	ng := &ir.Graph{Name: g.Name, Params: g.Params}
+	remap := make([]ir.ValueID, len(g.Nodes))
+	quantized := map[ir.ValueID]ir.ValueID{} // f32 weight operand -> its quantized copy
+	var quant func(v ir.ValueID) (ir.ValueID, error)
+	quant = func(v ir.ValueID) (ir.ValueID, error) {
+		if q, ok := quantized[v]; ok {
+			return q, nil
+		}
+		n := g.Nodes[v]
+		var q ir.ValueID
+		var err error
+		switch n.Op {
+		case "weight":
+			q, err = ng.AddDeclared("weight", n.Attrs, ir.Type{DType: dt, Shape: n.Type.Shape})
+		case "concat_weights":
+			ins := make([]ir.ValueID, len(n.Inputs))
+			for i, in := range n.Inputs {
+				if ins[i], err = quant(in); err != nil {
+					return -1, err
+				}
+			}
+			q, err = ng.Add("concat_weights", n.Attrs, ins...)
+		default:
+			return -1, fmt.Errorf("%v = %s is not a weight", v, n.Op)
+		}
+		if err != nil {
+			return -1, fmt.Errorf("quantize %v: %w", v, err)
+		}
+		ng.Nodes[q].Place = ir.Device
+		quantized[v] = q
+		return q, nil
+	}
+	for _, n := range g.Nodes {
+		in := make([]ir.ValueID, len(n.Inputs))
+		for i, v := range n.Inputs {
+			in[i] = remap[v]
+		}
+		if n.Place == ir.Device && (n.Op == "matmul" || n.Op == "lm_head") {
+			q, err := quant(n.Inputs[1])
+			if err != nil {
+				return nil, err
+			}
+			in[1] = q
+		}
+		var v ir.ValueID
+		var err error
+		if info := ir.Op(n.Op); info != nil && info.Declared {
+			v, err = ng.AddDeclared(n.Op, n.Attrs, n.Type)
+		} else {
+			v, err = ng.Add(n.Op, n.Attrs, in...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
+		}
+		ng.Nodes[v].Place = n.Place
+		remap[n.ID] = v
+	}
+	for _, o := range g.Outputs {
+		ng.Outputs = append(ng.Outputs, ir.Output{Name: o.Name, Value: remap[o.Value]})
+	}
+	return deadCode(ng)
+}

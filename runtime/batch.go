@@ -152,7 +152,8 @@ func (bt *Batch) Decode(tokens []int32) ([]float32, error) {
 }
 
 // Generate prefills every prompt into its slot and decodes greedily in
-// lockstep until each sequence has hit an EOS id or MaxTokens; a finished
+// lockstep (one sampler shared in sequence order, so a seed reproduces the
+// batch) until each sequence has hit an EOS id or MaxTokens; a finished
 // sequence keeps stepping on its last token (its output is ignored) so the
 // batch shape never changes. Emit, if set, receives (sequence, token).
 func (bt *Batch) Generate(prompts [][]int32, opt GenerateOptions, emit func(seq, tok int) error) ([][]int, error) {
@@ -165,12 +166,21 @@ func (bt *Batch) Generate(prompts [][]int32, opt GenerateOptions, emit func(seq,
 	out := make([][]int, bt.b)
 	next := make([]int32, bt.b)
 	done := make([]bool, bt.b)
+	history := make([][]int, bt.b)
 	for i, p := range prompts {
 		logits, err := bt.Prefill(i, p)
 		if err != nil {
 			return out, err
 		}
-		next[i] = int32(Argmax(logits))
+		for _, t := range p {
+			history[i] = append(history[i], int(t))
+		}
+		tok, err := opt.pick(logits, history[i])
+		if err != nil {
+			return out, fmt.Errorf("batch generate: %w", err)
+		}
+		next[i] = int32(tok)
+		history[i] = append(history[i], tok)
 	}
 	for {
 		finished := true
@@ -200,7 +210,12 @@ func (bt *Batch) Generate(prompts [][]int32, opt GenerateOptions, emit func(seq,
 		}
 		for i := range next {
 			if !done[i] {
-				next[i] = int32(Argmax(logits[i*bt.vocab : (i+1)*bt.vocab]))
+				tok, err := opt.pick(logits[i*bt.vocab:(i+1)*bt.vocab], history[i])
+				if err != nil {
+					return out, fmt.Errorf("batch generate: %w", err)
+				}
+				next[i] = int32(tok)
+				history[i] = append(history[i], tok)
 			}
 		}
 	}

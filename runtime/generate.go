@@ -26,9 +26,22 @@ type GenerateOptions struct {
 	// Emit receives each token as it is sampled (streaming); an error
 	// stops generation.
 	Emit func(token int) error
+	// Sampler picks each token in the TEE (nil: greedy argmax). It sees
+	// the prompt and the tokens generated so far as its penalty history,
+	// and zeroises the logits it consumes.
+	Sampler *Sampler
 }
 
-// Generate prefills the prompt and decodes greedily until an EOS token,
+// pick chooses the next token.
+func (opt *GenerateOptions) pick(logits []float32, history []int) (int, error) {
+	if opt.Sampler == nil {
+		return Argmax(logits), nil
+	}
+	return opt.Sampler.Sample(logits, history)
+}
+
+// Generate prefills the prompt and decodes (greedily, or with the
+// options' sampler) until an EOS token,
 // MaxTokens new tokens, or the context is full. It returns the new tokens.
 func (s *Session) Generate(prompt []int32, opt GenerateOptions) ([]int, error) {
 	if opt.MaxTokens <= 0 {
@@ -42,8 +55,16 @@ func (s *Session) Generate(prompt []int32, opt GenerateOptions) ([]int, error) {
 		return nil, errors.New("generate: prefill returns logits for every row; trace without AllLogits")
 	}
 	var out []int
+	history := make([]int, 0, len(prompt)+opt.MaxTokens)
+	for _, t := range prompt {
+		history = append(history, int(t))
+	}
 	for {
-		tok := Argmax(logits)
+		tok, err := opt.pick(logits, history)
+		if err != nil {
+			return out, fmt.Errorf("generate: %w", err)
+		}
+		history = append(history, tok)
 		out = append(out, tok)
 		if opt.Emit != nil {
 			if err := opt.Emit(tok); err != nil {

@@ -112,8 +112,22 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	prefillList := fs.String("prefill", "128", "comma-separated prompt lengths for TTFT")
 	decodeSteps := fs.Int("decode", 16, "decode steps measured for TPOT (B = 1)")
 	reps := fs.Int("reps", 1, "prefill repetitions per length (the median is reported)")
+	suite := fs.String("suite", "masks", "comma-separated suites: masks (TTFT/TPOT per family, per-bucket split), fusion, weights, replay, batch, or all")
+	batch := fs.Int("batch", 8, "B of the batch suite")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
+	}
+	suites := splitList(*suite)
+	if len(suites) == 1 && suites[0] == "all" {
+		suites = []string{"masks", "fusion", "weights", "replay", "batch"}
+	}
+	for _, s := range suites {
+		if !slices.Contains([]string{"masks", "fusion", "weights", "replay", "batch"}, s) {
+			return fmt.Errorf("%w: --suite %q: want masks, fusion, weights, replay, batch or all", errUsage, s)
+		}
+	}
+	if *batch <= 0 {
+		return fmt.Errorf("%w: --batch must be positive", errUsage)
 	}
 	var lengths []int
 	for _, f := range splitList(*prefillList) {
@@ -130,8 +144,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(families) == 0 {
 		families = []string{mf.mask}
 	}
-	maxN := slices.Max(lengths)
-	mf.maxContext = max(mf.maxContext, maxN+*decodeSteps+2)
+	mf.maxContext = max(mf.maxContext, slices.Max(lengths)+*decodeSteps+2)
 	l, err := mf.load(stderr)
 	if err != nil {
 		return err
@@ -156,6 +169,32 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "decode bound (B=1, plain) %.2f tok/s = %.1f GB/s / %s of f32 weights per token\n\n",
 		bound, bw, passes.HumanBytes(bytesPerTok))
 
+	env := &benchEnv{l: l, key: key, workers: mf.workers, bw: bw, steps: *decodeSteps, maxCtx: mf.maxContext, out: stdout}
+	for _, suite := range suites {
+		var err error
+		switch suite {
+		case "masks":
+			err = benchMasks(mf, l, key, cfg, families, lengths, *reps, *decodeSteps, peak, bound, stdout, stderr)
+		case "fusion":
+			err = env.benchFusion(families)
+		case "weights":
+			err = env.benchWeights(families)
+		case "replay":
+			err = env.benchReplay(families)
+		case "batch":
+			err = env.benchBatch(families, *batch)
+		}
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", suite, err)
+		}
+	}
+	return nil
+}
+
+// benchMasks: TTFT and TPOT per mask family, with the per-bucket split.
+func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, families []string, lengths []int,
+	reps, decodeSteps int, peak, bound float64, stdout, stderr io.Writer) error {
+	maxN := slices.Max(lengths)
 	type result struct {
 		family string
 		ttft   []time.Duration
@@ -189,7 +228,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				prompt[i] = int32((i*7919 + 13) % cfg.VocabSize)
 			}
 			var times []time.Duration
-			for rep := 0; rep <= *reps; rep++ { // the first run compiles and warms up
+			for rep := 0; rep <= reps; rep++ { // the first run compiles and warms up
 				s.Reset()
 				be.SetProfiling(rep > 0 && n == maxN)
 				t0 := time.Now()
@@ -203,7 +242,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			}
 			be.SetProfiling(false)
 			if n == maxN {
-				r.prefBk = scaleProfile(be.TakeProfile(), *reps)
+				r.prefBk = scaleProfile(be.TakeProfile(), reps)
 				r.devGFp = deviceFlops(cfg, po, n, 1) / r.prefBk[cpu.BucketDevice].Seconds() / 1e9
 			}
 			r.ttft = append(r.ttft, median(times))
@@ -213,7 +252,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			be.Close()
 			return err
 		}
-		steps := make([]time.Duration, *decodeSteps)
+		steps := make([]time.Duration, decodeSteps)
 		be.SetProfiling(true)
 		for i := range steps {
 			t0 := time.Now()
@@ -226,7 +265,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			tok = int32(runtime.Argmax(logits))
 		}
 		be.SetProfiling(false)
-		r.decBk = scaleProfile(be.TakeProfile(), *decodeSteps)
+		r.decBk = scaleProfile(be.TakeProfile(), decodeSteps)
 		r.tpot = median(steps)
 		r.devGF = deviceFlops(cfg, po, 1, 1) / r.decBk[cpu.BucketDevice].Seconds() / 1e9
 		be.Close()

@@ -159,3 +159,60 @@ func BenchmarkHaarOverHD3(b *testing.B) {
 	b.ReportMetric(tSampleD/n*1e3, "hd3-sample-ms")
 	b.ReportMetric(tSampleH/tSampleD, "sample-haar/hd3")
 }
+
+// BenchmarkFillShield times one shield fill of k = 15 rows of width d
+// (the protected decode shape: one data row plus 15 shield rows makes
+// s = 16) and reports ns per normal for the previous Marsaglia-polar path
+// over the ChaCha20 stream ("polar-ref"), the serial FillShield
+// ("serial") and the workspace's parallel FillShield on GOMAXPROCS workers
+// ("workspace"). The "ratio" sub-benchmark interleaves the three, so they
+// see the same machine load, and reports each cost and the speed-ups.
+func BenchmarkFillShield(b *testing.B) {
+	const k, n = 15, 1
+	for _, d := range []int{1024, 3072} {
+		h := randMatrix(2, n, d)
+		dst := make([]float32, k*d)
+		ws := NewWorkspace(0)
+		fills := []struct {
+			name string
+			fill func(rng *RNG) error
+		}{
+			{"polar-ref", func(rng *RNG) error { return fillShieldPolarRef(dst, k, d, h, n, DefaultEnergy, rng) }},
+			{"serial", func(rng *RNG) error { return FillShield(dst, k, d, h, n, DefaultEnergy, rng) }},
+			{"workspace", func(rng *RNG) error { return ws.FillShield(dst, k, d, h, n, DefaultEnergy, rng) }},
+		}
+		for _, f := range fills {
+			b.Run(fmt.Sprintf("%s/k=%d/d=%d", f.name, k, d), func(b *testing.B) {
+				rng := newRNG(b, 1)
+				if err := f.fill(rng); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := f.fill(rng); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/float64(k*d), "ns/normal")
+			})
+		}
+		b.Run(fmt.Sprintf("ratio/k=%d/d=%d", k, d), func(b *testing.B) {
+			rng := newRNG(b, 1)
+			var sec [3]float64
+			for i := 0; i < b.N; i++ {
+				for j, f := range fills {
+					t0 := time.Now()
+					_ = f.fill(rng)
+					sec[j] += time.Since(t0).Seconds()
+				}
+			}
+			per := 1e9 / float64(b.N) / float64(k*d)
+			b.ReportMetric(sec[0]*per, "old-ns/normal")
+			b.ReportMetric(sec[1]*per, "serial-ns/normal")
+			b.ReportMetric(sec[2]*per, "ws-ns/normal")
+			b.ReportMetric(sec[0]/sec[1], "old/serial")
+			b.ReportMetric(sec[0]/sec[2], "old/ws")
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Mask is one sampled orthogonal mask A (s x s) of a forward pass.
@@ -50,10 +51,13 @@ type blockTask interface {
 	runBlock(worker, block int)
 }
 
-// team runs blockTasks on a fixed number of goroutines. Block b always
-// goes to worker b mod active, and a block's arithmetic never depends on
-// which worker runs it, so results do not depend on the worker count.
-// Goroutine closures are built once, so run allocates nothing.
+// team runs blockTasks on a fixed number of goroutines. With run, block b
+// always goes to worker b mod active; with runDynamic, workers claim the
+// next unclaimed block until none is left (for tasks whose worker-private
+// scratch carries nothing from block to block). Either way a block's
+// arithmetic never depends on which worker runs it, so results do not
+// depend on the worker count or the schedule. Goroutine closures are
+// built once, so run and runDynamic allocate nothing.
 type team struct {
 	workers int
 	fns     []func()
@@ -61,6 +65,8 @@ type team struct {
 	task    blockTask
 	nblocks int
 	active  int
+	dynamic bool
+	next    atomic.Int64 // runDynamic: next unclaimed block
 }
 
 func newTeam(workers int) *team {
@@ -78,14 +84,38 @@ func newTeam(workers int) *team {
 }
 
 func (t *team) work(w int) {
+	if t.dynamic {
+		for {
+			b := int(t.next.Add(1) - 1)
+			if b >= t.nblocks {
+				return
+			}
+			t.task.runBlock(w, b)
+		}
+	}
 	for b := w; b < t.nblocks; b += t.active {
 		t.task.runBlock(w, b)
 	}
 }
 
 // run executes task over nblocks blocks on up to maxActive workers
-// (maxActive < 1 means all).
+// (maxActive < 1 means all), block b on worker b mod active.
 func (t *team) run(task blockTask, nblocks, maxActive int) {
+	t.dynamic = false
+	t.start(task, nblocks, maxActive)
+}
+
+// runDynamic is run with blocks handed out on demand: a worker that starts
+// late or is descheduled (a busy machine) holds up only the block it has
+// claimed, not a fixed share of the blocks.
+func (t *team) runDynamic(task blockTask, nblocks, maxActive int) {
+	t.dynamic = true
+	t.next.Store(0)
+	t.start(task, nblocks, maxActive)
+	t.dynamic = false
+}
+
+func (t *team) start(task blockTask, nblocks, maxActive int) {
 	if nblocks <= 0 {
 		return
 	}
@@ -118,9 +148,10 @@ func (t *team) run(task blockTask, nblocks, maxActive int) {
 //
 // A Workspace (and its masks) must be used from one goroutine at a time.
 type Workspace struct {
-	team *team
-	haar Haar
-	hd3  HD3
+	team   *team
+	haar   Haar
+	hd3    HD3
+	shield shieldTask
 }
 
 // NewWorkspace returns a workspace whose masks run on `workers`
@@ -175,10 +206,12 @@ func (w *Workspace) Sample(family string, s int, rng *RNG) (Mask, error) {
 	return m, err // a nil interface on error, never a typed nil
 }
 
-// Zeroise wipes both masks and every scratch buffer of the workspace.
+// Zeroise wipes both masks and every scratch buffer of the workspace,
+// including FillShield's seeds, generator states and data-row norms.
 func (w *Workspace) Zeroise() {
 	w.haar.Zeroise()
 	w.hd3.Zeroise()
+	w.shield.zeroise()
 }
 
 var errNoRNG = errors.New("mask: RNG is nil or zeroised")

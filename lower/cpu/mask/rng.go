@@ -53,6 +53,13 @@ type RNG struct {
 	signWord uint64
 	signBits int
 
+	// Scratch of the package-level FillShield: the ChaCha8 expanding one
+	// shield block and its seed. Wiped after every fill and by Zeroise.
+	// (Held here so FillShield allocates nothing and the state stays in
+	// memory this package owns.)
+	shieldGen  cc8
+	shieldSeed [32]byte
+
 	info [12]byte
 	live bool
 }
@@ -225,8 +232,9 @@ func (r *RNG) FillNormal64(dst []float64) {
 	}
 }
 
-// Zeroise wipes the key schedule, buffered keystream, cached Gaussian and
-// cached sign bits. Afterwards r yields zeros until Reset.
+// Zeroise wipes the key schedule, buffered keystream, cached Gaussian,
+// cached sign bits and FillShield's scratch generator. Afterwards r yields
+// zeros until Reset.
 func (r *RNG) Zeroise() {
 	if r == nil {
 		return
@@ -237,6 +245,7 @@ func (r *RNG) Zeroise() {
 	r.drawn = 0
 	r.spare, r.hasSpare = 0, false
 	r.signWord, r.signBits = 0, 0
+	wipeShieldGen(&r.shieldGen, &r.shieldSeed)
 	clear(r.info[:])
 	r.live = false
 }

@@ -158,6 +158,7 @@ func (b *Backend) Close() {
 	}
 	if b.rng != nil {
 		b.rng.Zeroise()
+		b.rng.Forget()
 	}
 	clear(b.key)
 }

@@ -1,9 +1,11 @@
 package mask
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"hash"
 	"math"
 
 	"golang.org/x/crypto/chacha20"
@@ -62,6 +64,20 @@ type RNG struct {
 
 	info [12]byte
 	live bool
+
+	kdf kdfCache
+}
+
+// kdfCache keeps what HKDF derives from the session key alone (the PRK
+// and the HMAC keyed with it), so re-keying for each pass allocates
+// nothing. It lives as long as the session key: Zeroise (end of a pass)
+// keeps it, Forget (end of the session) wipes it.
+type kdfCache struct {
+	key []byte // copy of the session key the cache is for
+	prk [sha256.Size]byte
+	mac hash.Hash
+	t   [2 * sha256.Size]byte
+	ctr [1]byte
 }
 
 // NewPassRNG returns the mask-material generator for forward pass `pass`
@@ -86,17 +102,46 @@ func (r *RNG) Reset(sessionKey []byte, pass uint64) error {
 	}
 	copy(r.info[:4], "pass")
 	binary.BigEndian.PutUint64(r.info[4:], pass)
-	prk := hkdf.Extract(sha256.New, sessionKey, []byte(KDFSalt))
-	var okm [chacha20.KeySize + chacha20.NonceSize]byte
-	_, err := hkdf.Expand(sha256.New, prk, r.info[:]).Read(okm[:])
-	clear(prk)
-	if err != nil {
-		clear(okm[:])
-		return err
+	k := &r.kdf
+	if k.mac == nil || !hmac.Equal(k.key, sessionKey) {
+		r.Forget()
+		prk := hkdf.Extract(sha256.New, sessionKey, []byte(KDFSalt))
+		copy(k.prk[:], prk)
+		clear(prk)
+		k.key = append(k.key[:0], sessionKey...)
+		k.mac = hmac.New(sha256.New, k.prk[:])
 	}
-	err = r.key(okm[:chacha20.KeySize], okm[chacha20.KeySize:])
-	clear(okm[:])
+	// HKDF-Expand (RFC 5869) for 44 bytes: T1 = HMAC(PRK, info | 1),
+	// T2 = HMAC(PRK, T1 | info | 2); the same bytes hkdf.Expand gives.
+	okm := k.t[:0]
+	for i := byte(1); i <= 2; i++ {
+		k.mac.Reset()
+		if i == 2 {
+			k.mac.Write(k.t[:sha256.Size])
+		}
+		k.mac.Write(r.info[:])
+		k.ctr[0] = i
+		k.mac.Write(k.ctr[:])
+		okm = k.mac.Sum(okm)
+	}
+	err := r.key(k.t[:chacha20.KeySize], k.t[chacha20.KeySize:chacha20.KeySize+chacha20.NonceSize])
+	clear(k.t[:])
 	return err
+}
+
+// Forget wipes what the RNG keeps of the session key (Zeroise keeps it
+// between passes so re-keying allocates nothing). Call it when the
+// session ends. The HMAC's internal pads cannot be wiped through its API;
+// they are dropped for the collector.
+func (r *RNG) Forget() {
+	if r == nil {
+		return
+	}
+	clear(r.kdf.key)
+	r.kdf.key = r.kdf.key[:0]
+	clear(r.kdf.prk[:])
+	clear(r.kdf.t[:])
+	r.kdf.mac = nil
 }
 
 func (r *RNG) key(key, nonce []byte) error {

@@ -15,6 +15,7 @@ import (
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
+	"gelo/runtime/planfile"
 )
 
 // configOf reads only the config of a model: compile needs no weights.
@@ -35,9 +36,16 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	mf.register(fs)
 	mf.registerProtect(fs)
 	mf.registerDump(fs)
-	out := fs.String("out", "", "write the compiled artifact here (default: stdout)")
+	out := fs.String("out", "", "write the compiled artifact here (default: stdout); a name ending in "+planfile.Ext+" gets a sealed plan file")
+	tok := fs.String("tokenizer", "", "tokenizer.json, or a directory holding one, to bind into a plan's model identity (default: the model directory's, if any)")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
+	}
+	if isPlanName(*out) {
+		return compilePlan(&mf, *out, *tok, stderr)
+	}
+	if *tok != "" {
+		return fmt.Errorf("%w: --tokenizer applies only to a plan file (--out NAME%s)", errUsage, planfile.Ext)
 	}
 	cfg, err := mf.configOf()
 	if err != nil {
@@ -101,7 +109,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	mf.registerDump(fs)
 	summaryOnly := fs.Bool("summary", false, "print only the summary, not the IR")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: gelo inspect [flags] [ARTIFACT]   (no artifact: compile --model and inspect that)")
+		fmt.Fprintln(stderr, "usage: gelo inspect [flags] [ARTIFACT]   (IR text or a .gelo plan; no artifact: compile --model and inspect that)")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args, stderr); err != nil {
@@ -119,8 +127,14 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	case 1:
-		if m, err = readArtifact(fs.Arg(0)); err != nil {
+		var p *planfile.Plan
+		if m, p, err = readArtifactOrPlan(fs.Arg(0)); err != nil {
 			return err
+		}
+		if p != nil {
+			if err := printPlanHeader(stdout, fs.Arg(0), p); err != nil {
+				return err
+			}
 		}
 	default:
 		return fmt.Errorf("%w: inspect takes at most one artifact, got %d", errUsage, fs.NArg())
@@ -167,19 +181,24 @@ func commentLines(s string) string {
 
 func runDiff(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: gelo diff A B   (two compiled artifacts)") }
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: gelo diff A B   (two compiled artifacts: IR text or .gelo plans)")
+	}
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {
 		return fmt.Errorf("%w: diff takes two artifacts, got %d", errUsage, fs.NArg())
 	}
-	a, err := readArtifact(fs.Arg(0))
+	a, pa, err := readArtifactOrPlan(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	b, err := readArtifact(fs.Arg(1))
+	b, pb, err := readArtifactOrPlan(fs.Arg(1))
 	if err != nil {
+		return err
+	}
+	if err := writePlanDiff(stdout, fs.Arg(0), pa, fs.Arg(1), pb); err != nil {
 		return err
 	}
 	changes := ir.Diff(a, b)
@@ -216,7 +235,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	mf.register(fs)
 	mf.registerProtect(fs)
 	mf.registerDump(fs)
-	plan := fs.String("plan", "", "a compiled artifact to run (default: compile --model on the fly)")
+	plan := fs.String("plan", "", "a compiled artifact to run: IR text, or a sealed .gelo plan whose model identity is checked first (default: compile --model on the fly)")
+	tok := fs.String("tokenizer", "", "with a sealed plan: the tokenizer file (or directory) to check against it (default: the one the plan names)")
 	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids (default "+defaultPrompt+")")
 	maxTokens := fs.Int("max-tokens", 32, "maximum number of new tokens")
 	eos := fs.String("eos", "", "comma-separated EOS ids (default: the config's eos_token_id)")
@@ -235,18 +255,27 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	l, err := mf.load(stderr)
+	var m *ir.Module
+	var sealed *planfile.Plan
+	if *plan != "" {
+		if m, sealed, err = readArtifactOrPlan(*plan); err != nil {
+			return err
+		}
+	}
+	var l *loaded
+	if sealed != nil {
+		l, err = loadSealed(fs, &mf, *plan, sealed, *tok, stderr)
+	} else {
+		l, err = mf.load(stderr)
+	}
 	if err != nil {
 		return err
 	}
 	defer l.weights.Close()
-	var m *ir.Module
-	if *plan != "" {
-		if m, err = readArtifact(*plan); err != nil {
+	if m == nil {
+		if m, err = mf.compile(l.cfg, stderr); err != nil {
 			return err
 		}
-	} else if m, err = mf.compile(l.cfg, stderr); err != nil {
-		return err
 	}
 	eosIDs := []int(l.cfg.EOSTokenIDs)
 	if *eos != "" {

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gelo/attest"
+	"gelo/models"
+	"gelo/runtime/planfile"
+)
+
+const (
+	testNonce  = "00112233445566778899aabbccddeeff"
+	staleNonce = "ffeeddccbbaa99887766554433221100"
+	genArgs    = "5,6,7"
+)
+
+// must runs gelo and fails the test unless it exits 0.
+func must(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	out, errs, code := gelo(t, args...)
+	if code != 0 {
+		t.Fatalf("gelo %s: exit %d\n%s", strings.Join(args, " "), code, errs)
+	}
+	return out, errs
+}
+
+// refused runs gelo, expects exit 1 and a stderr naming every want.
+func refused(t *testing.T, wants []string, args ...string) string {
+	t.Helper()
+	_, errs, code := gelo(t, args...)
+	if code != 1 {
+		t.Fatalf("gelo %s: exit %d, want 1 (refused)\n%s", strings.Join(args, " "), code, errs)
+	}
+	for _, w := range wants {
+		if !strings.Contains(errs, w) {
+			t.Fatalf("gelo %s: stderr %q does not say %q", strings.Join(args, " "), errs, w)
+		}
+	}
+	return errs
+}
+
+func generateArgs(extra ...string) []string {
+	return append([]string{"generate", "--prompt-ids", genArgs, "--max-tokens", "6"}, extra...)
+}
+
+// sealed compiles qwen3-tiny (extra compile args allowed) into dir/name.gelo and attests it
+// with the simulated device.
+func sealed(t *testing.T, dir, name string, compileArgs ...string) (plan, ev string) {
+	t.Helper()
+	plan = filepath.Join(dir, name+".gelo")
+	ev = filepath.Join(dir, name+".ev")
+	must(t, append([]string{"compile", "--out", plan}, compileArgs...)...)
+	out, _ := must(t, "attest", plan, "--nonce", testNonce, "--out", ev, "--simulated")
+	if !strings.Contains(out, "SIMULATED") || !strings.Contains(out, "simulated") {
+		t.Fatalf("attest --simulated does not say simulated on stdout:\n%s", out)
+	}
+	return plan, ev
+}
+
+func TestSealedRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	plan, ev := sealed(t, dir, "tiny")
+
+	// Same compile twice: byte-identical plan files.
+	again := filepath.Join(dir, "again.gelo")
+	must(t, "compile", "--out", again)
+	a, _ := os.ReadFile(plan)
+	b, _ := os.ReadFile(again)
+	if !bytes.Equal(a, b) {
+		t.Fatal("two compiles of the same model give different plan files")
+	}
+
+	evData, _ := os.ReadFile(ev)
+	if !strings.Contains(string(evData), `"kind": "simulated"`) || !strings.Contains(string(evData), "SIMULATED") {
+		t.Fatalf("the evidence file does not say simulated:\n%s", evData)
+	}
+	out, _ := must(t, "verify", plan, "--evidence", ev, "--nonce", testNonce, "--allow-simulated")
+	for _, w := range []string{"attestation: SIMULATED", "verified (SIMULATED", "measurement:", "TCB:", "policy:", "model identity:"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("verify output lacks %q:\n%s", w, out)
+		}
+	}
+	// Flags before the plan work too.
+	must(t, "verify", "--evidence", ev, "--nonce", testNonce, "--allow-simulated",
+		"--measurement", fmt.Sprintf("%x", attest.SimulatedMeasurement()), "--min-tcb", attest.SimulatedTCB.String(), plan)
+
+	unsealed, _ := must(t, generateArgs()...)
+	got, errs := must(t, generateArgs("--plan", plan)...)
+	if got != unsealed || len(strings.Fields(got)) != 6 {
+		t.Fatalf("sealed plan generates %q, the unsealed path %q", got, unsealed)
+	}
+	if !strings.Contains(errs, "model identity") || !strings.Contains(errs, "verified") {
+		t.Errorf("generate --plan does not report the identity check: %q", errs)
+	}
+
+	insp, _ := must(t, "inspect", plan)
+	for _, w := range []string{"plan file " + plan, "GELOPLAN version 1", "plan digest:", "model identity:", "weights:", "tokenizer:",
+		"flags:", "qk_norm=true", "mask hd3", "backend:        cpu", "prefill:", "decode:", "graph prefill(", "placement table"} {
+		if !strings.Contains(insp, w) {
+			t.Errorf("inspect of a plan lacks %q", w)
+		}
+	}
+	// The IR part is the same as inspecting a fresh compile.
+	direct, _ := must(t, "inspect")
+	if !strings.HasSuffix(insp, direct) {
+		t.Error("inspect of a plan does not end with the same IR and summary as inspect of a fresh compile")
+	}
+}
+
+// TestSealedDirectoryModel: a plan compiled from a model directory runs from it, and is
+// refused once the weight file is swapped for another seed's, the config changes, or the
+// tokenizer changes.
+func TestSealedDirectoryModel(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := models.Variant("qwen3-tiny")
+	m1, m2 := filepath.Join(dir, "m1"), filepath.Join(dir, "m2")
+	if err := models.WriteSynthetic(m1, cfg, 1, "bf16", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := models.WriteSynthetic(m2, cfg, 2, "bf16", nil); err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(dir, "tokenizer.json")
+	if err := os.WriteFile(tok, []byte(`{"model":{"type":"BPE"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "m1.gelo")
+	must(t, "compile", "--model", m1, "--tokenizer", tok, "--out", plan)
+	insp, _ := must(t, "inspect", "--summary", plan)
+	if !strings.Contains(insp, "directory "+m1+"; tokenizer "+tok) {
+		t.Errorf("inspect does not show the model source and tokenizer:\n%s", insp)
+	}
+
+	unsealed, _ := must(t, generateArgs("--model", m1)...)
+	got, _ := must(t, generateArgs("--plan", plan)...)
+	if got != unsealed {
+		t.Fatalf("sealed %q vs unsealed %q", got, unsealed)
+	}
+
+	// Another seed's weights, through --model.
+	refused(t, []string{"refusing to run sealed plan " + plan, "weights differ: tensor model.embed_tokens.weight: data differs",
+		filepath.Join(m2, "model.safetensors")}, generateArgs("--plan", plan, "--model", m2, "--tokenizer", tok)...)
+
+	// The weight file swapped in place.
+	st := filepath.Join(m1, "model.safetensors")
+	orig, _ := os.ReadFile(st)
+	other, _ := os.ReadFile(filepath.Join(m2, "model.safetensors"))
+	os.WriteFile(st, other, 0o644)
+	refused(t, []string{"weights: " + st, "weights differ: tensor model.embed_tokens.weight: data differs"}, generateArgs("--plan", plan)...)
+	os.WriteFile(st, orig, 0o644)
+
+	// One config value changed (same shapes, so the weights still load).
+	cfgPath := filepath.Join(m1, "config.json")
+	origCfg, _ := os.ReadFile(cfgPath)
+	changed := *cfg
+	changed.RMSNormEps = 1e-5
+	os.WriteFile(cfgPath, changed.JSON(), 0o644)
+	errs := refused(t, []string{"config: " + cfgPath, "config.json differs"}, generateArgs("--plan", plan)...)
+	if strings.Contains(errs, "weights differ") {
+		t.Errorf("a config change is reported as a weights change: %s", errs)
+	}
+	os.WriteFile(cfgPath, origCfg, 0o644)
+
+	// The tokenizer changed, or missing.
+	os.WriteFile(tok, []byte(`{"model":{"type":"WordPiece"}}`), 0o644)
+	refused(t, []string{"tokenizer: " + tok, "tokenizer differs"}, generateArgs("--plan", plan)...)
+	os.Remove(tok)
+	refused(t, []string{"refusing to run sealed plan", tok}, generateArgs("--plan", plan)...)
+
+	// Restored: runs again.
+	os.WriteFile(tok, []byte(`{"model":{"type":"BPE"}}`), 0o644)
+	must(t, generateArgs("--plan", plan)...)
+}
+
+func TestVerifyRefusals(t *testing.T) {
+	dir := t.TempDir()
+	plan, ev := sealed(t, dir, "a")
+	haar, haarEv := sealed(t, dir, "haar", "--mask", "haar")
+	irText := filepath.Join(dir, "a.ir")
+	must(t, "compile", "--out", irText)
+	badEv := filepath.Join(dir, "bad.ev")
+	os.WriteFile(badEv, []byte(`{"format":"nope"}`), 0o644)
+
+	v := func(extra ...string) []string {
+		return append([]string{"verify", plan, "--evidence", ev, "--nonce", testNonce, "--allow-simulated"}, extra...)
+	}
+	cases := []struct {
+		name  string
+		args  []string
+		wants []string
+	}{
+		{"stale nonce", []string{"verify", plan, "--evidence", ev, "--nonce", staleNonce, "--allow-simulated"},
+			[]string{"REPORT_DATA mismatch", "nonce differs", "stale or replayed"}},
+		{"simulated not allowed", []string{"verify", plan, "--evidence", ev, "--nonce", testNonce},
+			[]string{"evidence is simulated", "--allow-simulated"}},
+		{"evidence of another plan", []string{"verify", plan, "--evidence", haarEv, "--nonce", testNonce, "--allow-simulated"},
+			[]string{"plan digest differs", "model identity differs"}},
+		{"plan of other evidence", []string{"verify", haar, "--evidence", ev, "--nonce", testNonce, "--allow-simulated"},
+			[]string{"plan digest differs"}},
+		{"measurement", v("--measurement", strings.Repeat("00", 48)), []string{"does not meet the policy", "MEASUREMENT"}},
+		{"min tcb", v("--min-tcb", "bl=3,tee=0,snp=99,ucode=209"), []string{"does not meet the policy"}},
+		{"IR text", []string{"verify", irText, "--evidence", ev, "--nonce", testNonce, "--allow-simulated"},
+			[]string{"is IR text, not a sealed plan file"}},
+		{"bad evidence", []string{"verify", plan, "--evidence", badEv, "--nonce", testNonce, "--allow-simulated"},
+			[]string{badEv, "format"}},
+		{"missing evidence", []string{"verify", plan, "--evidence", filepath.Join(dir, "none.ev"), "--nonce", testNonce},
+			[]string{"none.ev"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { refused(t, tc.wants, tc.args...) })
+	}
+	// Usage errors exit 2.
+	for _, args := range [][]string{
+		{"verify", plan, "--nonce", testNonce},
+		{"verify", plan, "--evidence", ev},
+		{"verify", plan, "--evidence", ev, "--nonce", "abc"},
+		{"verify", plan, "--evidence", ev, "--nonce", "00"},
+		{"verify", plan, "--evidence", ev, "--nonce", testNonce, "--min-tcb", "snp"},
+		{"attest", plan, "--nonce", testNonce},
+		{"attest", "--nonce", testNonce, "--out", ev},
+	} {
+		if _, errs, code := gelo(t, args...); code != 2 {
+			t.Errorf("gelo %v: exit %d, want 2 (usage)\n%s", args, code, errs)
+		}
+	}
+	// No silent fallback to the simulated device.
+	if _, err := attest.NewAttester(); err != nil {
+		refused(t, []string{"no SEV-SNP guest interface", "pass --simulated"},
+			"attest", plan, "--nonce", testNonce, "--out", filepath.Join(dir, "hw.ev"))
+		if _, err := os.Stat(filepath.Join(dir, "hw.ev")); err == nil {
+			t.Error("a refused attest left an evidence file behind")
+		}
+	}
+}
+
+// TestResealedPlanRefused: a plan changed consistently (every digest recomputed) is a
+// different plan: its evidence no longer verifies, and generate refuses what it cannot run.
+func TestResealedPlanRefused(t *testing.T) {
+	dir := t.TempDir()
+	plan, ev := sealed(t, dir, "a")
+	p, err := planfile.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Backend = "gomlx"
+	forged := filepath.Join(dir, "forged.gelo")
+	os.WriteFile(forged, planfile.Encode(p), 0o644)
+	refused(t, []string{"section identity", `numerics flag "backend"`},
+		"verify", forged, "--evidence", ev, "--nonce", testNonce, "--allow-simulated")
+
+	// A self-consistent change outside the identity (the dtype the synthetic weights are
+	// rounded through): the plan decodes, but it is another plan, so its evidence does not
+	// verify; and its weights are not the sealed ones.
+	p, _ = planfile.ReadFile(plan)
+	p.Source.SynthDType = "f32"
+	os.WriteFile(forged, planfile.Encode(p), 0o644)
+	if _, err := planfile.ReadFile(forged); err != nil {
+		t.Fatal(err)
+	}
+	errs := refused(t, []string{"plan digest differs: evidence was sealed for plan"},
+		"verify", forged, "--evidence", ev, "--nonce", testNonce, "--allow-simulated")
+	if strings.Contains(errs, "model identity differs") || strings.Contains(errs, "nonce differs") {
+		t.Errorf("verify blames more than the plan digest: %s", errs)
+	}
+	refused(t, []string{"weights differ", "seed 1 (f32)"}, generateArgs("--plan", forged)...)
+
+	// An inconsistent one is refused when read.
+	p, _ = planfile.ReadFile(plan)
+	p.Passes.WeightFormat = "q8_0"
+	os.WriteFile(forged, planfile.Encode(p), 0o644)
+	refused(t, []string{"plan file " + forged + `: section ir: meta weights is "f32", the meta section says "q8_0"`}, generateArgs("--plan", forged)...)
+}
+
+// TestPlanByteFlips flips one byte at a time at sampled positions covering every part of a
+// plan file: verify, inspect and (for some) generate refuse each with a message saying what
+// did not match.
+func TestPlanByteFlips(t *testing.T) {
+	dir := t.TempDir()
+	plan, ev := sealed(t, dir, "a")
+	good, _ := os.ReadFile(plan)
+	infos, trailer, err := planfile.Layout(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type probe struct {
+		pos  int
+		want string
+	}
+	probes := []probe{{0, "header: wrong magic"}, {7, "header: wrong magic"}, {9, "header: format version"},
+		{11, "header: format version"}, {15, "header: section count"}}
+	for i, s := range infos {
+		probes = append(probes,
+			probe{s.Entry, fmt.Sprintf("header: section table entry %d", i)},
+			probe{s.Entry + 8, "truncated"}, // the length's top byte
+			probe{s.Entry + 16, "section " + s.Name + ": digest mismatch: header says"},
+			probe{s.Entry + 47, "section " + s.Name + ": digest mismatch: header says"},
+		)
+		for _, off := range []int{0, s.Length / 3, s.Length / 2, s.Length - 1} {
+			probes = append(probes, probe{s.Offset + off, "section " + s.Name + ": digest mismatch: header says sha256:"})
+		}
+	}
+	probes = append(probes, probe{trailer, "trailer: plan digest mismatch"}, probe{len(good) - 1, "trailer: plan digest mismatch"})
+
+	flipped := filepath.Join(dir, "flipped.gelo")
+	for i, pr := range probes {
+		buf := bytes.Clone(good)
+		buf[pr.pos] ^= 0x01
+		if err := os.WriteFile(flipped, buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"plan file " + flipped + ": ", pr.want}
+		refused(t, want, "verify", flipped, "--evidence", ev, "--nonce", testNonce, "--allow-simulated")
+		refused(t, want, "inspect", flipped)
+		if i%8 == 0 {
+			refused(t, want, generateArgs("--plan", flipped)...)
+		}
+	}
+	// Truncated and extended files.
+	for _, buf := range [][]byte{good[:len(good)-1], good[:infos[3].Offset+5], good[:20], append(bytes.Clone(good), '\n')} {
+		os.WriteFile(flipped, buf, 0o644)
+		refused(t, []string{"plan file " + flipped + ": "}, "verify", flipped, "--evidence", ev, "--nonce", testNonce, "--allow-simulated")
+	}
+}
+
+func TestDiffPlans(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.gelo")
+	h := filepath.Join(dir, "h.gelo")
+	ir := filepath.Join(dir, "a.ir")
+	must(t, "compile", "--out", a)
+	must(t, "compile", "--out", h, "--mask", "haar")
+	must(t, "compile", "--out", ir)
+	out, _ := must(t, "diff", a, h)
+	for _, w := range []string{"plan header differences", "plan digest:", `numerics flag "mask": want "hd3", got "haar"`,
+		"mask hd3", "IR digest:", `meta mask: "hd3" -> "haar"`} {
+		if !strings.Contains(out, w) {
+			t.Errorf("diff of two plans lacks %q:\n%s", w, out)
+		}
+	}
+	out, _ = must(t, "diff", a, a)
+	if !strings.Contains(out, "plan headers: identical") || !strings.Contains(out, "no structural differences") {
+		t.Errorf("diff of a plan with itself:\n%s", out)
+	}
+	out, _ = must(t, "diff", a, ir)
+	if !strings.Contains(out, "is a plan file") || !strings.Contains(out, "no structural differences") {
+		t.Errorf("diff of a plan with its IR text:\n%s", out)
+	}
+}

@@ -185,3 +185,52 @@ func TestDumpAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestGenerateBatchAndSampling(t *testing.T) {
+	out, errs, code := gelo(t, "generate", "--prompt-ids", "1,2,3;4,5", "--max-tokens", "4")
+	if code != 0 || !strings.Contains(out, "[0]") || !strings.Contains(out, "[1]") {
+		t.Fatalf("batch generate: exit %d, %q, %s", code, out, errs)
+	}
+	a, _, _ := gelo(t, "generate", "--temperature", "0.9", "--sample-seed", "4", "--max-tokens", "8")
+	b, _, _ := gelo(t, "generate", "--temperature", "0.9", "--sample-seed", "4", "--max-tokens", "8")
+	if a != b {
+		t.Errorf("same --sample-seed, different tokens: %q vs %q", a, b)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"generate", "--temperature", "-1"}, "temperature -1 must be >= 0"},
+		{[]string{"generate", "--top-p", "1.5"}, "top-p 1.5 must be in (0, 1]"},
+		{[]string{"generate", "--prompt", "hi"}, "need a tokenizer"},
+		{[]string{"generate", "--prompt", "hi", "--prompt-ids", "1"}, "give one of"},
+		{[]string{"compile", "--weights", "q3_k"}, `--weights "q3_k"`},
+		{[]string{"compile", "--no-fuse", "bogus"}, "--no-fuse=bogus: no such fusion"},
+		{[]string{"compile", "--topology", "mesh"}, `--topology "mesh"`},
+	} {
+		_, errs, code := gelo(t, tc.args...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("gelo %v: exit %d, %q; want %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// TestGenerateText runs text in, text out with the real Qwen3 tokenizer
+// on a 2-layer model of the 0.6B widths (whose vocabulary covers it).
+func TestGenerateText(t *testing.T) {
+	tokDir := filepath.Join("..", "..", "..", "shared", "tokenizers", "qwen3")
+	if _, err := os.Stat(filepath.Join(tokDir, "tokenizer.json")); err != nil {
+		t.Skipf("Qwen3 tokenizer files not found at %s: skipping the text round trip", tokDir)
+	}
+	dir := t.TempDir()
+	if _, errs, code := gelo(t, "synth", "--variant", "qwen3-0.6b", "--layers", "1", "--out", dir); code != 0 {
+		t.Fatal(errs)
+	}
+	out, errs, code := gelo(t, "generate", "--model", dir, "--tokenizer", tokDir, "--chat", "Hello", "--max-tokens", "5", "--show-ids")
+	if code != 0 || !strings.Contains(out, "ids: [") {
+		t.Fatalf("chat generate: exit %d, %q, %s", code, out, errs)
+	}
+	if !strings.Contains(errs, "prompt tokens") {
+		t.Errorf("stderr: %q", errs)
+	}
+}

@@ -31,6 +31,10 @@ type modelFlags struct {
 	cadence    string
 	shield     string
 	sessionKey string
+	weights    string
+	topology   string
+	noFuse     string
+	center     bool
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
@@ -49,6 +53,10 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	fs.StringVar(&mf.cadence, "cadence", d.Cadence, "mask cadence: per-forward or per-offload")
 	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
 	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")
+	fs.StringVar(&mf.weights, "weights", "f32", "device weight format: f32, q8_0 or q4_0 (GGUF blocks)")
+	fs.StringVar(&mf.topology, "topology", d.Topology, "batched decode: per-sequence masks, or shared (one mask over the batch)")
+	fs.BoolVar(&mf.center, "center", d.Center, "send multi-row crossings centred (mean row apart)")
+	fs.StringVar(&mf.noFuse, "no-fuse", "", "fusions to switch off, comma-separated ("+strings.Join(passes.FusionNames(), ", ")+", or all)")
 }
 
 // protectOptions parses the protection flags.
@@ -66,10 +74,27 @@ func (mf *modelFlags) protectOptions() (passes.ProtectOptions, error) {
 		}
 		o.ShieldK, o.ShieldEnergy = kv, ev
 	}
+	if mf.weights != "" {
+		o.Weights = mf.weights
+	}
+	if mf.topology != "" {
+		o.Topology = mf.topology
+	}
+	if mf.mask != "" {
+		o.Center = mf.center
+	}
 	if err := o.Check(); err != nil {
 		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return o, nil
+}
+
+// fusionsOff lists the fusions --no-fuse switches off.
+func (mf *modelFlags) fusionsOff() []string {
+	if mf.noFuse == "all" {
+		return passes.Unfused()
+	}
+	return splitList(mf.noFuse)
 }
 
 // key returns the session key: the flag's, or 32 fresh random bytes.
@@ -133,7 +158,7 @@ func (mf *modelFlags) compile(cfg *models.Config, stderr io.Writer) (*ir.Module,
 	if err != nil {
 		return nil, err
 	}
-	pm := passes.Pipeline(po)
+	pm := passes.Pipeline(po, mf.fusionsOff()...)
 	pm.DumpAll = mf.dumpAll
 	pm.DumpAfter = map[string]bool{}
 	for _, name := range splitList(mf.dumpAfter) {

@@ -8,13 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"gelo/ir"
 	"gelo/lower/cpu"
 	"gelo/models"
 	"gelo/passes"
-	"gelo/runtime"
 	"gelo/runtime/planfile"
 )
 
@@ -228,90 +226,3 @@ func parseIDs(s string) ([]int32, error) {
 // defaultPrompt is used when generate gets no prompt, so the README's
 // main command runs with no input at all.
 const defaultPrompt = "1,2,3,4,5,6,7,8"
-
-func runGenerate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	var mf modelFlags
-	mf.register(fs)
-	mf.registerProtect(fs)
-	mf.registerDump(fs)
-	plan := fs.String("plan", "", "a compiled artifact to run: IR text, or a sealed .gelo plan whose model identity is checked first (default: compile --model on the fly)")
-	tok := fs.String("tokenizer", "", "with a sealed plan: the tokenizer file (or directory) to check against it (default: the one the plan names)")
-	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids (default "+defaultPrompt+")")
-	maxTokens := fs.Int("max-tokens", 32, "maximum number of new tokens")
-	eos := fs.String("eos", "", "comma-separated EOS ids (default: the config's eos_token_id)")
-	if err := parse(fs, args, stderr); err != nil {
-		return err
-	}
-	if *maxTokens <= 0 {
-		return fmt.Errorf("%w: --max-tokens must be positive, got %d", errUsage, *maxTokens)
-	}
-	ids := *promptIDs
-	if ids == "" {
-		ids = defaultPrompt
-		fmt.Fprintf(stderr, "no --prompt-ids given: using %s (the built-in model has no tokenizer: ids in, ids out)\n", ids)
-	}
-	prompt, err := parseIDs(ids)
-	if err != nil {
-		return err
-	}
-	var m *ir.Module
-	var sealed *planfile.Plan
-	if *plan != "" {
-		if m, sealed, err = readArtifactOrPlan(*plan); err != nil {
-			return err
-		}
-	}
-	var l *loaded
-	if sealed != nil {
-		l, err = loadSealed(fs, &mf, *plan, sealed, *tok, stderr)
-	} else {
-		l, err = mf.load(stderr)
-	}
-	if err != nil {
-		return err
-	}
-	defer l.weights.Close()
-	if m == nil {
-		if m, err = mf.compile(l.cfg, stderr); err != nil {
-			return err
-		}
-	}
-	eosIDs := []int(l.cfg.EOSTokenIDs)
-	if *eos != "" {
-		eosIDs = nil
-		e, err := parseIDs(*eos)
-		if err != nil {
-			return err
-		}
-		for _, v := range e {
-			eosIDs = append(eosIDs, int(v))
-		}
-	}
-	s, done, err := mf.session(m, l)
-	if err != nil {
-		return err
-	}
-	defer done()
-	start := time.Now()
-	var first time.Duration
-	out, err := s.Generate(prompt, runtime.GenerateOptions{MaxTokens: *maxTokens, EOS: eosIDs, Emit: func(tok int) error {
-		if first == 0 {
-			first = time.Since(start)
-		}
-		_, err := fmt.Fprintf(stdout, "%d ", tok)
-		return err
-	}})
-	fmt.Fprintln(stdout)
-	if err != nil {
-		return err
-	}
-	total := time.Since(start)
-	tpot := time.Duration(0)
-	if len(out) > 1 {
-		tpot = (total - first) / time.Duration(len(out)-1)
-	}
-	fmt.Fprintf(stderr, "model %s: %d prompt tokens, %d generated; TTFT %v, TPOT %v\n",
-		l.source, len(prompt), len(out), first.Round(time.Microsecond), tpot.Round(time.Microsecond))
-	return nil
-}

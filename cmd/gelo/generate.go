@@ -1,0 +1,276 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gelo/ir"
+	"gelo/lower/cpu"
+	"gelo/runtime"
+	"gelo/runtime/planfile"
+	"gelo/tokenizer"
+)
+
+// samplerFlags are generate's TEE sampling options.
+type samplerFlags struct {
+	opt  runtime.SamplerOptions
+	seed uint64
+}
+
+func (sf *samplerFlags) register(fs *flag.FlagSet) {
+	fs.Float64Var(&sf.opt.Temperature, "temperature", 0, "sampling temperature (0: greedy)")
+	fs.IntVar(&sf.opt.TopK, "top-k", 0, "keep the k most likely tokens (0: off)")
+	fs.Float64Var(&sf.opt.TopP, "top-p", 0, "nucleus: keep the smallest set with this much probability, in (0, 1] (0: off)")
+	fs.Float64Var(&sf.opt.MinP, "min-p", 0, "keep tokens with p >= min-p x p_max, in [0, 1) (0: off)")
+	fs.Float64Var(&sf.opt.RepetitionPenalty, "repetition-penalty", 1, "HF repetition penalty over prompt and output (> 0; 1: off)")
+	fs.Float64Var(&sf.opt.FrequencyPenalty, "frequency-penalty", 0, "subtract this x count of each token so far")
+	fs.Float64Var(&sf.opt.PresencePenalty, "presence-penalty", 0, "subtract this from every token seen so far")
+	fs.Uint64Var(&sf.seed, "sample-seed", 0, "seed of the sampling stream (ChaCha20 keyed from it): the same seed repeats a run")
+}
+
+func (sf *samplerFlags) sampler() (*runtime.Sampler, error) {
+	if err := sf.opt.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return runtime.NewSampler(sf.opt, runtime.SeedKey(sf.seed))
+}
+
+// textIO is the tokenizer side of generate: text in, text out.
+type textIO struct {
+	tok *tokenizer.Tokenizer
+}
+
+// loadTokenizer finds tokenizer.json: --tokenizer (a file or directory),
+// else the model directory's.
+func loadTokenizer(flagValue, modelDir string) (*tokenizer.Tokenizer, error) {
+	dir := flagValue
+	if dir != "" {
+		if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+			dir = filepath.Dir(dir)
+		}
+	} else if modelDir != "" {
+		if _, err := os.Stat(filepath.Join(modelDir, "tokenizer.json")); err == nil {
+			dir = modelDir
+		}
+	}
+	if dir == "" {
+		return nil, nil
+	}
+	t, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return t, nil
+}
+
+func runGenerate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	var mf modelFlags
+	var sf samplerFlags
+	mf.register(fs)
+	mf.registerProtect(fs)
+	mf.registerDump(fs)
+	sf.register(fs)
+	plan := fs.String("plan", "", "a compiled artifact to run: IR text, or a sealed .gelo plan whose model identity is checked first (default: compile --model on the fly)")
+	tok := fs.String("tokenizer", "", "tokenizer.json (or its directory) for --prompt/--chat, and to check against a sealed plan (default: the model directory's)")
+	promptIDs := fs.String("prompt-ids", "", "prompt token ids, comma-separated; several prompts separated by ';' decode as one batch (default "+defaultPrompt+")")
+	prompt := fs.String("prompt", "", "prompt text (needs a tokenizer)")
+	chat := fs.String("chat", "", "a user message, formatted with the model's chat template (needs a tokenizer)")
+	system := fs.String("system", "", "system message for --chat")
+	think := fs.Bool("think", false, "with --chat: let the model open a thinking block (Qwen3 enable_thinking)")
+	showIDs := fs.Bool("show-ids", false, "with text output, also print the token ids")
+	maxTokens := fs.Int("max-tokens", 32, "maximum number of new tokens per sequence")
+	eos := fs.String("eos", "", "comma-separated EOS ids (default: the config's eos_token_id and the tokenizer's)")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if *maxTokens <= 0 {
+		return fmt.Errorf("%w: --max-tokens must be positive, got %d", errUsage, *maxTokens)
+	}
+	if n := btoi(*promptIDs != "") + btoi(*prompt != "") + btoi(*chat != ""); n > 1 {
+		return fmt.Errorf("%w: give one of --prompt-ids, --prompt and --chat", errUsage)
+	}
+	sampler, err := sf.sampler()
+	if err != nil {
+		return err
+	}
+	defer sampler.Zeroise()
+
+	var m *ir.Module
+	var sealed *planfile.Plan
+	if *plan != "" {
+		if m, sealed, err = readArtifactOrPlan(*plan); err != nil {
+			return err
+		}
+	}
+	var l *loaded
+	if sealed != nil {
+		l, err = loadSealed(fs, &mf, *plan, sealed, *tok, stderr)
+	} else {
+		l, err = mf.load(stderr)
+	}
+	if err != nil {
+		return err
+	}
+	defer l.weights.Close()
+
+	modelDir := ""
+	if st, err := os.Stat(l.source); err == nil && st.IsDir() {
+		modelDir = l.source
+	}
+	var tk *tokenizer.Tokenizer
+	if *prompt != "" || *chat != "" || *tok != "" {
+		if tk, err = loadTokenizer(*tok, modelDir); err != nil {
+			return err
+		}
+		if tk == nil {
+			return fmt.Errorf("%w: --prompt and --chat need a tokenizer: pass --tokenizer DIR (the built-in %s has none: use --prompt-ids)", errUsage, l.source)
+		}
+	}
+	var prompts [][]int32
+	switch {
+	case *prompt != "":
+		prompts = [][]int32{toI32(tk.Encode(*prompt))}
+	case *chat != "":
+		var msgs []tokenizer.Message
+		if *system != "" {
+			msgs = append(msgs, tokenizer.Message{Role: "system", Content: *system})
+		}
+		msgs = append(msgs, tokenizer.Message{Role: "user", Content: *chat})
+		prompts = [][]int32{toI32(tk.EncodeChat(msgs, true, *think))}
+	default:
+		ids := *promptIDs
+		if ids == "" {
+			ids = defaultPrompt
+			fmt.Fprintf(stderr, "no prompt given: using ids %s (the built-in model has no tokenizer: ids in, ids out)\n", ids)
+		}
+		for _, part := range strings.Split(ids, ";") {
+			p, err := parseIDs(part)
+			if err != nil {
+				return err
+			}
+			prompts = append(prompts, p)
+		}
+	}
+	if m == nil {
+		if m, err = mf.compile(l.cfg, stderr); err != nil {
+			return err
+		}
+	}
+	eosIDs := []int(l.cfg.EOSTokenIDs)
+	if tk != nil {
+		if id, ok := tk.EOSTokenID(); ok && !slices.Contains(eosIDs, id) {
+			eosIDs = append(eosIDs, id)
+		}
+	}
+	if *eos != "" {
+		eosIDs = nil
+		e, err := parseIDs(*eos)
+		if err != nil {
+			return err
+		}
+		for _, v := range e {
+			eosIDs = append(eosIDs, int(v))
+		}
+	}
+	if len(prompts) > 1 {
+		return generateBatch(&mf, m, l, prompts, runtime.GenerateOptions{MaxTokens: *maxTokens, EOS: eosIDs, Sampler: sampler}, stdout, stderr)
+	}
+	s, done, err := mf.session(m, l)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var stream *tokenizer.StreamDecoder
+	if tk != nil {
+		stream = tk.NewStreamDecoder()
+	}
+	var ids []int
+	start := time.Now()
+	var first time.Duration
+	out, err := s.Generate(prompts[0], runtime.GenerateOptions{MaxTokens: *maxTokens, EOS: eosIDs, Sampler: sampler,
+		Emit: func(t int) error {
+			if first == 0 {
+				first = time.Since(start)
+			}
+			if stream != nil {
+				ids = append(ids, t)
+				_, err := io.WriteString(stdout, stream.Push(t))
+				return err
+			}
+			_, err := fmt.Fprintf(stdout, "%d ", t)
+			return err
+		}})
+	if stream != nil {
+		io.WriteString(stdout, stream.Flush())
+	}
+	fmt.Fprintln(stdout)
+	if *showIDs && stream != nil {
+		fmt.Fprintf(stdout, "ids: %v\n", ids)
+	}
+	if err != nil {
+		return err
+	}
+	total := time.Since(start)
+	tpot := time.Duration(0)
+	if len(out) > 1 {
+		tpot = (total - first) / time.Duration(len(out)-1)
+	}
+	fmt.Fprintf(stderr, "model %s, mask %s: %d prompt tokens, %d generated; TTFT %v, TPOT %v\n",
+		l.source, m.Meta["mask"], len(prompts[0]), len(out), first.Round(time.Microsecond), tpot.Round(time.Microsecond))
+	return nil
+}
+
+// generateBatch decodes several prompts together, one sequence each.
+func generateBatch(mf *modelFlags, m *ir.Module, l *loaded, prompts [][]int32, opt runtime.GenerateOptions, stdout, stderr io.Writer) error {
+	key, err := mf.key()
+	if err != nil {
+		return err
+	}
+	be := cpu.New(l.weights, cpu.Options{Workers: mf.workers, SessionKey: key})
+	defer be.Close()
+	bt, err := runtime.NewBatch(m, runtime.Adapt(be.Name(), be.Compile), len(prompts), runtime.Options{MaxContext: mf.maxContext})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	out, err := bt.Generate(prompts, opt, nil)
+	for i, seq := range out {
+		fmt.Fprintf(stdout, "[%d]", i)
+		for _, t := range seq {
+			fmt.Fprintf(stdout, " %d", t)
+		}
+		fmt.Fprintln(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	var n int
+	for _, seq := range out {
+		n += len(seq)
+	}
+	fmt.Fprintf(stderr, "model %s, mask %s (%s): batch of %d, %d tokens in %v\n", l.source, m.Meta["mask"], m.Meta["topology"],
+		len(prompts), n, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func toI32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, v := range ids {
+		out[i] = int32(v)
+	}
+	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

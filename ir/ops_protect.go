@@ -73,7 +73,10 @@ func init() {
 	}
 	for _, info := range []*OpInfo{
 		{Name: "shield_stack", Doc: "append shield rows (Gaussian, energy x mean row norm) below the data rows; with center, send the rows minus their mean and the mean as one more row",
-			MinInputs: 2, MaxInputs: 2,
+			// Operands: the rows, the pass counter, and optionally the rows
+			// the shield energy is measured against (the uncentred rows when
+			// the stacked ones were centred).
+			MinInputs: 2, MaxInputs: 3,
 			Attrs: []AttrSpec{{Name: "family", Kind: AttrString}, {Name: "k_min", Kind: AttrInt},
 				{Name: "energy", Kind: AttrFloat}, {Name: "rows", Kind: AttrString},
 				{Name: "center", Kind: AttrBool, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true}},
@@ -83,6 +86,9 @@ func init() {
 				}
 				if err := passCounter(in[1]); err != nil {
 					return Type{}, err
+				}
+				if len(in) == 3 && !in[2].Equal(Type{F32, in[0].Shape}) {
+					return Type{}, fmt.Errorf("energy reference %v does not match rows %v", in[2], in[0])
 				}
 				rows, err := DimAttr(n.Attrs, "rows")
 				if err != nil {
@@ -128,6 +134,16 @@ func init() {
 			}},
 		{Name: "to_tee", Doc: "bring a device result back as is (mask none)",
 			MinInputs: 1, MaxInputs: 1, Infer: same2D},
+		{Name: "mean_rows", Doc: "the mean of the rows (float64 sums in row order): what centring takes out",
+			MinInputs: 1, MaxInputs: 1,
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := expect("x", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				return Type{F32, Shape{D(1), in[0].Shape[1]}}, nil
+			}},
+		{Name: "sub_row", Doc: "x - m for every row", MinInputs: 2, MaxInputs: 2, Infer: rowOp},
+		{Name: "add_row", Doc: "x + m for every row", MinInputs: 2, MaxInputs: 2, Infer: rowOp},
 		{Name: "bias_add", Doc: "x + b per row: a projection's bias, added in the TEE after unmasking",
 			MinInputs: 2, MaxInputs: 2,
 			Infer: func(n *Node, in []Type) (Type, error) {
@@ -145,4 +161,18 @@ func init() {
 	} {
 		Register(info)
 	}
+}
+
+// rowOp types x [rows, d] op m [1, d].
+func rowOp(n *Node, in []Type) (Type, error) {
+	if err := expect("x", in[0], true, 2); err != nil {
+		return Type{}, err
+	}
+	if err := expect("m", in[1], true, 2); err != nil {
+		return Type{}, err
+	}
+	if in[1].Shape[0] != D(1) || in[1].Shape[1] != in[0].Shape[1] {
+		return Type{}, fmt.Errorf("row %v does not fit rows %v", in[1], in[0])
+	}
+	return Type{F32, in[0].Shape}, nil
 }

@@ -39,7 +39,8 @@ func DefaultPolicy() Policy {
 	set(ir.TEE, "cheap elementwise/row op on secret activations",
 		"rms_norm", "qk_norm", "rope", "silu", "mul", "add", "last_row", "bias_add")
 	set(ir.TEE, "boundary op: runs in the TEE on its side of the crossing",
-		"shield_stack", "mask", "unmask", "shield_strip", "to_device", "to_tee")
+		"shield_stack", "mask", "unmask", "shield_strip", "to_device", "to_tee",
+		"mean_rows", "sub_row", "add_row")
 	return p
 }
 

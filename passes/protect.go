@@ -181,8 +181,10 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		v     ir.ValueID
 		quant bool
 	}
-	crossed := map[crossing]ir.ValueID{} // TEE value -> its device-side copy
-	slotOf := map[ir.ValueID]int64{}     // device-side copy -> mask slot
+	crossed := map[crossing]ir.ValueID{}  // TEE value -> its device-side copy
+	slotOf := map[ir.ValueID]int64{}      // device-side copy -> mask slot
+	meanOf := map[ir.ValueID]ir.ValueID{} // device-side copy -> the mean row kept in the TEE
+	f32w := map[ir.ValueID]ir.ValueID{}   // device weight -> its f32 copy for TEE products
 	addParam := func(p string) {
 		for _, q := range r.g.Params {
 			if q == p {
@@ -231,6 +233,7 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		var in []ir.ValueID
 		var bias ir.ValueID = -1
 		var slot int64 = -1
+		var mean ir.ValueID = -1
 		var rows ir.Dim
 		for i, v := range n.Inputs {
 			src := g.Nodes[v]
@@ -259,12 +262,24 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 						dim := ShieldedDim(rows)
 						addParam(dim)
 						attrs := ir.Attrs{"family": o.Mask, "k_min": int64(o.ShieldK), "energy": o.ShieldEnergy, "rows": dim}
-						if perRow(o, rows) {
+						var mu ir.ValueID = -1
+						ref := x
+						switch {
+						case perRow(o, rows):
 							attrs["per_row"] = true
-						} else if center(o, rows) {
+						case centerInTEE(o, rows):
+							// The mean stays in the TEE (its product is
+							// computed there), so centring costs no row.
+							mu = r.emit("mean_rows", nil, ir.TEE, x)
+							x = r.emit("sub_row", nil, ir.TEE, x, mu)
+						case center(o, rows):
 							attrs["center"] = true
 						}
-						s := r.emit("shield_stack", attrs, ir.TEE, x, pass)
+						ops := []ir.ValueID{x, pass}
+						if ref != x {
+							ops = append(ops, ref) // shield energy against the uncentred rows
+						}
+						s := r.emit("shield_stack", attrs, ir.TEE, ops...)
 						slotOf[s] = slotFor(dim)
 						mattrs := ir.Attrs{"family": o.Mask, "slot": slotOf[s]}
 						if perRow(o, rows) {
@@ -275,11 +290,17 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 						}
 						c = r.emit("mask", mattrs, ir.TEE, s, pass)
 						slotOf[c] = slotOf[s]
+						if mu >= 0 {
+							meanOf[c] = mu
+						}
 					}
 					crossed[crossing{v, q}] = c
 				}
 				if s, ok := slotOf[c]; ok {
 					slot = s
+				}
+				if m, ok := meanOf[c]; ok {
+					mean = m
 				}
 				in = append(in, c)
 			}
@@ -303,11 +324,18 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 			attrs := ir.Attrs{"rows": rows.String()}
 			if perRow(o, rows) {
 				uattrs["per_row"], attrs["per_row"] = true, true
-			} else if center(o, rows) {
+			} else if center(o, rows) && mean < 0 {
 				attrs["center"] = true
 			}
 			u := r.emit("unmask", uattrs, ir.TEE, d, pass)
 			back = r.emit("shield_strip", attrs, ir.TEE, u)
+			if mean >= 0 {
+				w, err := f32Weight(r, g, n.Inputs[1], f32w)
+				if err != nil {
+					return nil, err
+				}
+				back = r.emit("add_row", nil, ir.TEE, back, r.emit("matmul", nil, ir.TEE, mean, w))
+			}
 		}
 		if bias >= 0 {
 			back = r.emit("bias_add", nil, ir.TEE, back, bias)
@@ -321,6 +349,48 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		r.g.Outputs = append(r.g.Outputs, ir.Output{Name: out.Name, Value: tee[out.Value]})
 	}
 	return r.g, nil
+}
+
+// centerInTEE: prefill crossings are centred with the mean row kept in
+// the TEE and its product computed there (one matvec over the public
+// weight), so the stack stays n + k rows: HD3 at n = 2040 keeps s = 2048.
+// Decode batches under the shared topology send the mean as one more row
+// instead, which is cheaper than a TEE matvec per step.
+func centerInTEE(o ProtectOptions, rows ir.Dim) bool {
+	return o.Center && rows.IsSym() && rows.Sym == "n"
+}
+
+// f32Weight returns (emitting once) an f32 copy in the TEE of a device
+// weight operand (a weight, or stacked weights, possibly quantized).
+func f32Weight(r *rebuilder, g *ir.Graph, v ir.ValueID, memo map[ir.ValueID]ir.ValueID) (ir.ValueID, error) {
+	if w, ok := memo[v]; ok {
+		return w, nil
+	}
+	n := g.Node(v)
+	var w ir.ValueID
+	switch n.Op {
+	case "weight":
+		var err error
+		w, err = r.g.AddDeclared("weight", n.Attrs, ir.Type{DType: ir.F32, Shape: n.Type.Shape})
+		if err != nil {
+			return -1, err
+		}
+		r.g.Nodes[w].Place = ir.TEE
+	case "concat_weights":
+		var ins []ir.ValueID
+		for _, in := range n.Inputs {
+			c, err := f32Weight(r, g, in, memo)
+			if err != nil {
+				return -1, err
+			}
+			ins = append(ins, c)
+		}
+		w = r.emit("concat_weights", nil, ir.TEE, ins...)
+	default:
+		return -1, fmt.Errorf("%v = %s is not a weight", v, n.Op)
+	}
+	memo[v] = w
+	return w, nil
 }
 
 // center reports whether a crossing of the given rows is centred: only

@@ -68,6 +68,9 @@ func TestFusedPlanShape(t *testing.T) {
 	for _, g := range m.Graphs {
 		ops := map[string]int{}
 		for _, n := range g.Nodes {
+			if n.Op == "matmul" && n.Place != ir.Device {
+				continue // the TEE's product of a centred crossing's mean row
+			}
 			ops[n.Op]++
 		}
 		for _, gone := range []string{"qk_norm", "rope", "silu", "mul"} {

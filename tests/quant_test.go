@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
@@ -110,7 +111,7 @@ func TestQuantizedPlanShape(t *testing.T) {
 	m := compileModule(t, cfg, models.TraceOptions{}, po)
 	for _, g := range m.Graphs {
 		for _, n := range g.Nodes {
-			if n.Op != "matmul" && n.Op != "lm_head" {
+			if n.Op != "matmul" && n.Op != "lm_head" || n.Place != ir.Device {
 				continue
 			}
 			if w := g.Node(n.Inputs[1]); w.Type.DType.String() != "q8_0" {

@@ -56,7 +56,11 @@ func TestCompileInspectRoundTrip(t *testing.T) {
 // gate, up and down weights, the stacked gate|up weights and their
 // matmul with its unmask and shield_strip, the fused swiglu, and the
 // shield_stack and mask that send its product to the down projection
-// (whose own output keeps its type).
+// (whose own output keeps its type). Prefill also centres its crossings
+// with the mean row's product computed in the TEE, which adds per layer
+// the TEE's f32 copies of the three weights, their stack, the gate|up
+// mean product and its add_row, and the mean and centring of the
+// product sent to down.
 func TestDiffReportsChangedDimension(t *testing.T) {
 	dir := t.TempDir()
 	cfg, _ := models.Variant("qwen3-tiny")
@@ -101,10 +105,11 @@ func TestDiffReportsChangedDimension(t *testing.T) {
 		}
 	}
 	// 2 layers x 2 phases.
-	want := map[string]int{"gate_proj.weight": 4, "up_proj.weight": 4, "down_proj.weight": 4, "concat_weights": 4,
-		"matmul": 4, "unmask": 4, "shield_strip": 4, "swiglu": 4, "shield_stack": 4, "mask": 4}
-	if nodes != 40 || other != 0 || len(perOp) != len(want) {
-		t.Errorf("diff reports %d changed nodes %v (want 40: %v)\n%s", nodes, perOp, want, out)
+	want := map[string]int{"gate_proj.weight": 6, "up_proj.weight": 6, "down_proj.weight": 6, "concat_weights": 6,
+		"matmul": 6, "unmask": 4, "shield_strip": 4, "swiglu": 4, "shield_stack": 4, "mask": 4,
+		"add_row": 2, "mean_rows": 2, "sub_row": 2}
+	if nodes != 56 || other != 0 || len(perOp) != len(want) {
+		t.Errorf("diff reports %d changed nodes %v (want 56: %v)\n%s", nodes, perOp, want, out)
 	}
 	for op, n := range want {
 		if perOp[op] != n {

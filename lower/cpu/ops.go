@@ -52,6 +52,10 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 			data++
 		}
 		k := rows - data
+		ref := in[0] // the rows the shield energy is measured against
+		if len(in) == 3 {
+			ref = in[2]
+		}
 		return func() error {
 			y, x := f(out), f(in[0])
 			if centered {
@@ -59,7 +63,7 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 			} else {
 				copy(y, x)
 			}
-			return mask.FillShield(y[data*d:], k, d, x, r, energy, p.b.rng)
+			return mask.FillShield(y[data*d:], k, d, f(ref), r, energy, p.b.rng)
 		}, nil
 	case "mask", "unmask":
 		sl, err := p.useSlot(n)
@@ -153,6 +157,36 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		return func() error { copy(f(out), f(in[0])); return nil }, nil
 	case "to_tee":
 		return func() error { copy(f(out), f(in[0])); return nil }, nil
+	case "mean_rows":
+		r, d := dims(in[0])[0], dims(in[0])[1]
+		return func() error {
+			y, x := f(out), f(in[0])
+			for j := 0; j < d; j++ {
+				var s float64
+				for i := 0; i < r; i++ {
+					s += float64(x[i*d+j])
+				}
+				y[j] = float32(s / float64(r))
+			}
+			return nil
+		}, nil
+	case "sub_row", "add_row":
+		cols := dims(out)[1]
+		sub := n.Op == "sub_row"
+		return func() error {
+			y, x, m := f(out), f(in[0]), f(in[1])
+			for r := 0; r < rows; r++ {
+				yr, xr := y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols]
+				for j, v := range m[:cols] {
+					if sub {
+						yr[j] = xr[j] - v
+					} else {
+						yr[j] = xr[j] + v
+					}
+				}
+			}
+			return nil
+		}, nil
 	case "bias_add":
 		cols := dims(out)[1]
 		return func() error {

@@ -216,7 +216,7 @@ func TestEveryByteFlip(t *testing.T) {
 	}
 	step := 1
 	if testing.Short() {
-		step = 7
+		step = 3 // still lands in every region: the smallest (version, count) are 4 bytes
 	}
 	buf := bytes.Clone(b)
 	seen := map[string]int{}

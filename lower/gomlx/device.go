@@ -1,0 +1,353 @@
+// Package gomlx is a Device (see runtime.Device and cpu.Device) that runs
+// the device side of gelo on a GoMLX backend: the pure-Go "simplego"
+// engine everywhere, or XLA through a PJRT plugin where the binary is
+// built with the xla tag and a plugin is installed.
+//
+// # What crosses and what stays
+//
+// Upload copies a public weight once into a backend buffer (simplego: a
+// buffer owned by the engine; XLA: a PJRT device buffer) in the HF Linear
+// layout [rows, cols] = [out, in], the layout both engines contract
+// without a per-call transpose. The caller's slice is not retained.
+//
+// Each MatMul then moves only the operand and the product:
+//
+//   - in: x[m, cols] is copied into one fresh backend buffer (a host to
+//     device transfer under XLA, a pooled-buffer copy under simplego);
+//   - run: one executable, compiled once per (m, rows, cols) and cached, so
+//     weights of the same shape share it and nothing is recompiled per call
+//     (each distinct row count m compiles once: under HD3 m is a power of
+//     two, so a session sees a handful);
+//   - out: the product y[m, rows] is copied straight into the caller's y
+//     (a device to host transfer under XLA), with no intermediate slice;
+//     the input and output buffers are released back to the engine.
+//
+// UploadQ and MatMulQ (the quantized plan's pair) expand the blocks to
+// float32 on the way in (see quant.go): the weight once, at upload; the
+// q8_0 rows per call, on the caller's side, before x is copied in.
+//
+// The weight never moves again after Upload, and nothing else is kept
+// between calls: no operand, no product. On simplego the resident copy is
+// a second copy of the weights in host memory (the local device shares
+// the caller's slices instead).
+//
+// On simplego each weight is cut, at upload, into row blocks that the
+// executable treats as a batch axis (see splitFor): simplego only spreads
+// a DotGeneral over cores along batch axes. The blocks are views of the
+// one resident buffer; the engine broadcasts x over them and transposes
+// the product back inside the executable, so what crosses is unchanged.
+//
+// # Backends
+//
+// New takes "go" (simplego, optionally "go:<simplego options>", for
+// example "go:parallelism=4"), "xla:cpu", "xla:cuda" or "xla:<plugin>",
+// or "" to read $GOMLX_BACKEND (default "go"). The constructors are called
+// directly rather than through gomlx's registry, whose NewWithConfig
+// panics on an unknown name.
+//
+// XLA needs cgo and a PJRT plugin binary, so its backend is only linked
+// into binaries built with -tags xla (and cgo enabled); elsewhere
+// New("xla:...") returns ErrNoXLA. Plugins are never auto-downloaded:
+// gomlx's auto-install is switched off, and New("xla:cpu") with no plugin
+// installed returns an error wrapping ErrNoPlugin that lists the
+// directories searched.
+package gomlx
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// ErrNoPlugin is wrapped by New when an XLA backend is asked for and no
+// matching PJRT plugin is installed.
+var ErrNoPlugin = errors.New("no PJRT plugin found")
+
+// ErrNoXLA is returned by New for an XLA backend in a binary built
+// without XLA support (no -tags xla, or cgo disabled).
+var ErrNoXLA = errors.New("gelo was built without XLA support: rebuild with -tags xla and cgo enabled")
+
+// Unavailable reports whether err says the requested backend is not
+// available on this machine or in this build (as opposed to a failure).
+func Unavailable(err error) bool {
+	return errors.Is(err, ErrNoPlugin) || errors.Is(err, ErrNoXLA)
+}
+
+// Device runs device-placed matmuls on a GoMLX backend. It is safe for
+// concurrent use.
+type Device struct {
+	name string
+	be   backends.Backend
+	// split cuts each weight's rows into row blocks laid out as a batch
+	// axis (simplego only; see splitFor).
+	split bool
+
+	mu      sync.RWMutex // guards weights and closed; held shared by MatMul
+	weights map[string]*weight
+	closed  bool
+
+	execMu sync.Mutex
+	execs  map[execKey]backends.Executable
+}
+
+type weight struct {
+	buf        backends.Buffer
+	rows, cols int
+	blocks     int // row blocks: the buffer is [rows, cols] or [blocks, rows/blocks, cols]
+}
+
+type execKey struct{ m, rows, cols, blocks int }
+
+// New opens the named backend: "go" (or "go:<options>"), "xla:cpu",
+// "xla:cuda", "xla:<plugin>", or "" for $GOMLX_BACKEND (default "go").
+func New(backendName string) (*Device, error) {
+	if backendName == "" {
+		backendName = os.Getenv(backends.ConfigEnvVar)
+		if backendName == "" {
+			backendName = "go"
+		}
+	}
+	kind, config, _ := strings.Cut(backendName, ":")
+	var be backends.Backend
+	var err error
+	switch kind {
+	case simplego.BackendName:
+		err = guard("open simplego", func() (err error) {
+			be, err = simplego.New(config)
+			return err
+		})
+	case "xla":
+		be, err = newXLA(config)
+	default:
+		return nil, fmt.Errorf("gomlx: unknown backend %q: want \"go\", \"xla:cpu\" or \"xla:cuda\"", backendName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gomlx backend %q: %w", backendName, err)
+	}
+	return &Device{name: backendName, be: be, split: kind == simplego.BackendName,
+		weights: map[string]*weight{}, execs: map[execKey]backends.Executable{}}, nil
+}
+
+// Name is the backend name New was given (after $GOMLX_BACKEND).
+func (d *Device) Name() string { return d.name }
+
+// Description is the engine's own description of itself and its device.
+func (d *Device) Description() string {
+	var s string
+	_ = guard("describe", func() error {
+		s = d.be.Description() + ", " + d.be.DeviceDescription(0)
+		return nil
+	})
+	return s
+}
+
+// Upload copies the public weight w [rows, cols] into a backend buffer,
+// once; uploading a name again replaces it. w is not retained.
+func (d *Device) Upload(name string, w []float32, rows, cols int) error {
+	if rows <= 0 || cols <= 0 || rows > len(w) || len(w)/rows != cols || len(w)%rows != 0 {
+		return fmt.Errorf("gomlx upload %q: %d values for shape [%d, %d]", name, len(w), rows, cols)
+	}
+	blocks := 1
+	if d.split {
+		blocks = splitFor(rows)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("gomlx upload %q: device is closed", name)
+	}
+	var buf backends.Buffer
+	err := guard("upload", func() (err error) {
+		buf, err = d.be.BufferFromFlatData(0, w, weightShape(rows, cols, blocks))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("gomlx upload %q [%d, %d]: %w", name, rows, cols, err)
+	}
+	if old := d.weights[name]; old != nil {
+		_ = guard("free", func() error { return d.be.BufferFinalize(old.buf) })
+	}
+	d.weights[name] = &weight{buf: buf, rows: rows, cols: cols, blocks: blocks}
+	return nil
+}
+
+// MatMul computes y[m, rows] = x[m, cols] W^T with the resident weight:
+// x goes in, y comes back into the caller's slice, nothing else moves.
+func (d *Device) MatMul(op, weightName string, x []float32, m int, y []float32) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return fmt.Errorf("gomlx %s %q: device is closed", op, weightName)
+	}
+	w, ok := d.weights[weightName]
+	if !ok {
+		return fmt.Errorf("gomlx %s: weight %q was never uploaded", op, weightName)
+	}
+	if m <= 0 || len(x)%w.cols != 0 || len(x)/w.cols != m || len(y)%w.rows != 0 || len(y)/w.rows != m {
+		return fmt.Errorf("gomlx %s %q: x holds %d values and y %d, want %d x %d and %d x %d",
+			op, weightName, len(x), len(y), m, w.cols, m, w.rows)
+	}
+	exe, err := d.executable(execKey{m: m, rows: w.rows, cols: w.cols, blocks: w.blocks})
+	if err != nil {
+		return fmt.Errorf("gomlx %s %q: %w", op, weightName, err)
+	}
+	err = guard("matmul", func() error {
+		xb, err := d.be.BufferFromFlatData(0, x, shapes.Make(dtypes.Float32, m, w.cols))
+		if err != nil {
+			return err
+		}
+		out, err := exe.Execute([]backends.Buffer{xb, w.buf}, nil, 0)
+		ferr := d.be.BufferFinalize(xb)
+		if err != nil {
+			return err
+		}
+		if len(out) != 1 {
+			for _, o := range out {
+				_ = d.be.BufferFinalize(o)
+			}
+			return fmt.Errorf("executable returned %d outputs, want 1", len(out))
+		}
+		err = d.be.BufferToFlatData(out[0], y)
+		if ferr2 := d.be.BufferFinalize(out[0]); ferr == nil {
+			ferr = ferr2
+		}
+		if err != nil {
+			return err
+		}
+		return ferr
+	})
+	if err != nil {
+		return fmt.Errorf("gomlx %s %q (m=%d): %w", op, weightName, m, err)
+	}
+	return nil
+}
+
+// executable returns the compiled y = x W^T for k, compiling it once.
+func (d *Device) executable(k execKey) (backends.Executable, error) {
+	d.execMu.Lock()
+	defer d.execMu.Unlock()
+	if exe, ok := d.execs[k]; ok {
+		return exe, nil
+	}
+	var exe backends.Executable
+	err := guard("compile", func() (err error) {
+		exe, err = compileMatMul(d.be, k)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compile matmul m=%d [%d, %d]: %w", k.m, k.rows, k.cols, err)
+	}
+	d.execs[k] = exe
+	return exe, nil
+}
+
+// compileMatMul builds x[m, cols], W[blocks, rows/blocks, cols] ->
+// y[m, rows] = x W^T. With one block it is a single DotGeneral contracting
+// the last axis of both operands. With more, x is broadcast over the
+// block axis, which becomes a batch axis of the DotGeneral (simplego
+// parallelises over batch), and the [blocks, m, rows/blocks] product is
+// transposed back to [m, rows]; each output element is the same dot
+// product either way.
+func compileMatMul(be backends.Backend, k execKey) (backends.Executable, error) {
+	b := be.Builder(fmt.Sprintf("gelo_matmul_m%d_%dx%d_b%d", k.m, k.rows, k.cols, k.blocks))
+	x, err := b.Parameter("x", shapes.Make(dtypes.Float32, k.m, k.cols), nil)
+	if err != nil {
+		return nil, err
+	}
+	w, err := b.Parameter("w", weightShape(k.rows, k.cols, k.blocks), nil)
+	if err != nil {
+		return nil, err
+	}
+	var y backends.Op
+	if k.blocks == 1 {
+		if y, err = b.DotGeneral(x, []int{1}, nil, w, []int{1}, nil); err != nil {
+			return nil, err
+		}
+	} else {
+		xb, err := b.BroadcastInDim(x, shapes.Make(dtypes.Float32, k.blocks, k.m, k.cols), []int{1, 2})
+		if err != nil {
+			return nil, err
+		}
+		p, err := b.DotGeneral(xb, []int{2}, []int{0}, w, []int{2}, []int{0})
+		if err != nil {
+			return nil, err
+		}
+		if p, err = b.Transpose(p, 1, 0, 2); err != nil {
+			return nil, err
+		}
+		if y, err = b.Reshape(p, k.m, k.rows); err != nil {
+			return nil, err
+		}
+	}
+	return b.Compile([]backends.Op{y}, nil)
+}
+
+// weightShape is the resident weight's buffer shape. It is fixed at
+// upload: reshaping a parameter inside the graph would copy it per call.
+func weightShape(rows, cols, blocks int) shapes.Shape {
+	if blocks == 1 {
+		return shapes.Make(dtypes.Float32, rows, cols)
+	}
+	return shapes.Make(dtypes.Float32, blocks, rows/blocks, cols)
+}
+
+// splitFor is the number of row blocks a weight of rows rows is cut into
+// on simplego. simplego parallelises a DotGeneral only over its batch
+// axis (and, past 16K output elements per batch item, re-packs both
+// operands into blocks on every call). Cutting W's rows into blocks that
+// are a batch axis gives every core work at decode's small m and keeps the
+// per-item problem small, without ever moving the weight: the blocks are
+// contiguous row ranges of the same buffer.
+func splitFor(rows int) int {
+	want := max(1, splitBlocks)
+	for b := want; b > 1; b-- {
+		if rows%b == 0 && rows/b >= 8 {
+			return b
+		}
+	}
+	return 1
+}
+
+var splitBlocks = 4 * runtime.NumCPU()
+
+// Close releases the resident weights, the compiled executables and the
+// backend. The device is unusable afterwards; Close is idempotent.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	for name, w := range d.weights {
+		errs = append(errs, guard("free "+name, func() error { return d.be.BufferFinalize(w.buf) }))
+	}
+	d.weights = nil
+	d.execMu.Lock()
+	for _, exe := range d.execs {
+		errs = append(errs, guard("free executable", func() error { exe.Finalize(); return nil }))
+	}
+	d.execs = nil
+	d.execMu.Unlock()
+	errs = append(errs, guard("finalize backend", func() error { d.be.Finalize(); return nil }))
+	return errors.Join(errs...)
+}
+
+// guard runs f, turning a panic inside gomlx into an error.
+func guard(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: gomlx panicked: %v", what, r)
+		}
+	}()
+	return f()
+}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"gelo/ir"
-	"gelo/lower/cpu"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
@@ -15,6 +14,7 @@ import (
 // benchEnv is what every bench suite shares: the model, the key, and the
 // machine's measured figures.
 type benchEnv struct {
+	mf      *modelFlags
 	l       *loaded
 	key     []byte
 	workers int
@@ -39,8 +39,11 @@ func (e *benchEnv) module(po passes.ProtectOptions, noFuse []string) (*ir.Module
 // a short prompt per sequence (B = 1 uses a Session; eager lowers every
 // step anew).
 func (e *benchEnv) decodeTPOT(m *ir.Module, b int, eager bool) (time.Duration, error) {
-	be := cpu.New(e.l.weights, cpu.Options{Workers: e.workers, SessionKey: e.key})
-	defer be.Close()
+	be, done, err := e.mf.backend(e.l.weights, e.key)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
 	backend := runtime.Adapt(be.Name(), be.Compile)
 	opt := runtime.Options{MaxContext: e.maxCtx, Eager: eager}
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}

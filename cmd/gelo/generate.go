@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"gelo/ir"
-	"gelo/lower/cpu"
 	"gelo/runtime"
 	"gelo/runtime/planfile"
 	"gelo/tokenizer"
@@ -233,8 +232,11 @@ func generateBatch(mf *modelFlags, m *ir.Module, l *loaded, prompts [][]int32, o
 	if err != nil {
 		return err
 	}
-	be := cpu.New(l.weights, cpu.Options{Workers: mf.workers, SessionKey: key})
-	defer be.Close()
+	be, done, err := mf.backend(l.weights, key)
+	if err != nil {
+		return err
+	}
+	defer done()
 	bt, err := runtime.NewBatch(m, runtime.Adapt(be.Name(), be.Compile), len(prompts), runtime.Options{MaxContext: mf.maxContext})
 	if err != nil {
 		return err

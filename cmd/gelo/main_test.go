@@ -239,3 +239,20 @@ func TestGenerateText(t *testing.T) {
 		t.Errorf("stderr: %q", errs)
 	}
 }
+
+// TestDeviceFlag: the gomlx device gives the local device's tokens, and
+// an XLA device without XLA support is a clear error.
+func TestDeviceFlag(t *testing.T) {
+	local, _, _ := gelo(t, "generate", "--max-tokens", "6", "--session-key", "000102030405060708090a0b0c0d0e0f")
+	g, errs, code := gelo(t, "generate", "--max-tokens", "6", "--device", "gomlx:go", "--session-key", "000102030405060708090a0b0c0d0e0f")
+	if code != 0 || g != local {
+		t.Errorf("gomlx:go device: %q (%s), local %q", g, errs, local)
+	}
+	_, errs, code = gelo(t, "generate", "--device", "gomlx:xla:cpu")
+	if code == 0 || !(strings.Contains(errs, "XLA") || strings.Contains(errs, "PJRT")) {
+		t.Errorf("xla device: exit %d, %q", code, errs)
+	}
+	if _, errs, code = gelo(t, "generate", "--device", "tpu"); code != 2 || !strings.Contains(errs, `--device "tpu"`) {
+		t.Errorf("bad device: exit %d, %q", code, errs)
+	}
+}

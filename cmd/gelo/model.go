@@ -12,6 +12,7 @@ import (
 
 	"gelo/ir"
 	"gelo/lower/cpu"
+	"gelo/lower/gomlx"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
@@ -32,6 +33,7 @@ type modelFlags struct {
 	shield     string
 	sessionKey string
 	weights    string
+	device     string
 	topology   string
 	noFuse     string
 	center     bool
@@ -43,6 +45,27 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&mf.seed, "seed", 1, "seed of the synthetic weights of a built-in variant")
 	fs.IntVar(&mf.maxContext, "max-context", 1024, "KV-cache capacity in tokens")
 	fs.IntVar(&mf.workers, "workers", 0, "kernel worker goroutines (0: GOMAXPROCS); results do not depend on it")
+	fs.StringVar(&mf.device, "device", "local", "the untrusted side: local (the cpu kernels), gomlx:go (gomlx's pure-Go backend), gomlx:xla:cpu or gomlx:xla:cuda (XLA through PJRT; needs -tags xla and a plugin)")
+}
+
+// backend builds the cpu backend with the device --device names. The
+// returned close releases both.
+func (mf *modelFlags) backend(w *models.Weights, key []byte) (*cpu.Backend, func(), error) {
+	opt := cpu.Options{Workers: mf.workers, SessionKey: key}
+	closeDev := func() {}
+	switch {
+	case mf.device == "" || mf.device == "local":
+	case strings.HasPrefix(mf.device, "gomlx:"):
+		d, err := gomlx.New(strings.TrimPrefix(mf.device, "gomlx:"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("--device %s: %w", mf.device, err)
+		}
+		opt.Device, closeDev = d, func() { d.Close() }
+	default:
+		return nil, nil, fmt.Errorf("%w: --device %q: want local, gomlx:go, gomlx:xla:cpu or gomlx:xla:cuda", errUsage, mf.device)
+	}
+	be := cpu.New(w, opt)
+	return be, func() { be.Close(); closeDev() }, nil
 }
 
 // registerProtect adds the protection flags of compile and of every verb
@@ -180,13 +203,16 @@ func (mf *modelFlags) session(m *ir.Module, l *loaded) (*runtime.Session, func()
 	if err != nil {
 		return nil, nil, err
 	}
-	be := cpu.New(l.weights, cpu.Options{Workers: mf.workers, SessionKey: key})
-	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext})
+	be, done, err := mf.backend(l.weights, key)
 	if err != nil {
-		be.Close()
 		return nil, nil, err
 	}
-	return s, be.Close, nil
+	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext})
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	return s, done, nil
 }
 
 func splitList(s string) []string {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	"gelo/lower/cpu"
 	"gelo/runtime"
 )
 
@@ -47,13 +46,16 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	open := func(eager bool) (*runtime.Session, func(), error) {
-		be := cpu.New(l.weights, cpu.Options{Workers: mf.workers, SessionKey: key})
-		s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext, Eager: eager})
+		be, done, err := mf.backend(l.weights, key)
 		if err != nil {
-			be.Close()
 			return nil, nil, err
 		}
-		return s, be.Close, nil
+		s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext, Eager: eager})
+		if err != nil {
+			done()
+			return nil, nil, err
+		}
+		return s, done, nil
 	}
 	eager, closeE, err := open(true)
 	if err != nil {

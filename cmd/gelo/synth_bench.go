@@ -164,12 +164,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "model      %s (%s, %d layers, hidden %d, intermediate %d, vocab %d)\n", l.source, cfg.ModelType,
 		cfg.NumHiddenLayers, cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize)
 	fmt.Fprintf(stdout, "machine    %d workers; read bandwidth %.1f GB/s, FMA peak %.1f GFLOP/s (measured)\n", workers, bw, peak)
+	fmt.Fprintf(stdout, "device     %s (the untrusted side; the TEE side runs on the cpu kernels)\n", mf.device)
 	bytesPerTok := decodeWeightBytes(cfg)
 	bound := bw * 1e9 / float64(bytesPerTok)
 	fmt.Fprintf(stdout, "decode bound (B=1, plain) %.2f tok/s = %.1f GB/s / %s of f32 weights per token\n\n",
 		bound, bw, passes.HumanBytes(bytesPerTok))
 
-	env := &benchEnv{l: l, key: key, workers: mf.workers, bw: bw, steps: *decodeSteps, maxCtx: mf.maxContext, out: stdout}
+	env := &benchEnv{mf: &mf, l: l, key: key, workers: mf.workers, bw: bw, steps: *decodeSteps, maxCtx: mf.maxContext, out: stdout}
 	for _, suite := range suites {
 		var err error
 		switch suite {
@@ -215,10 +216,13 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 		if err != nil {
 			return err
 		}
-		be := cpu.New(l.weights, cpu.Options{Workers: mf.workers, SessionKey: key})
+		be, done, err := mf.backend(l.weights, key)
+		if err != nil {
+			return err
+		}
 		s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext})
 		if err != nil {
-			be.Close()
+			done()
 			return err
 		}
 		r := result{family: fam}
@@ -233,7 +237,7 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 				be.SetProfiling(rep > 0 && n == maxN)
 				t0 := time.Now()
 				if _, err := s.Prefill(prompt); err != nil {
-					be.Close()
+					done()
 					return err
 				}
 				if rep > 0 {
@@ -249,7 +253,7 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 		}
 		tok := int32(1)
 		if _, err := s.Decode(tok); err != nil { // warm-up step
-			be.Close()
+			done()
 			return err
 		}
 		steps := make([]time.Duration, decodeSteps)
@@ -258,7 +262,7 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 			t0 := time.Now()
 			logits, err := s.Decode(tok)
 			if err != nil {
-				be.Close()
+				done()
 				return err
 			}
 			steps[i] = time.Since(t0)
@@ -268,7 +272,7 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 		r.decBk = scaleProfile(be.TakeProfile(), decodeSteps)
 		r.tpot = median(steps)
 		r.devGF = deviceFlops(cfg, po, 1, 1) / r.decBk[cpu.BucketDevice].Seconds() / 1e9
-		be.Close()
+		done()
 		results = append(results, r)
 	}
 

@@ -203,13 +203,14 @@ type Program struct {
 	named   map[string]ir.ValueID
 	bound   map[ir.ValueID]bool
 
-	b     *Backend
-	q     []*quant.Matrix      // quantized weights by value
-	qa    []*quant.Activations // q8_0 rows by value
-	bind  map[string]int
-	plan  *passes.MemPlan
-	arena []float32
-	slots map[int64]*slot
+	b        *Backend
+	external []ir.ValueID         // inputs the caller must bind (KV caches)
+	q        []*quant.Matrix      // quantized weights by value
+	qa       []*quant.Activations // q8_0 rows by value
+	bind     map[string]int
+	plan     *passes.MemPlan
+	arena    []float32
+	slots    map[int64]*slot
 	// live lists the slots sampled in the current pass.
 	live []*slot
 }
@@ -312,6 +313,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			// The cache is updated in place: the output is the input's storage.
 		case !inArena:
 			// A KV cache: session storage, bound before the first run.
+			p.external = append(p.external, n.ID)
 		case n.Type.DType == ir.I32:
 			region := p.arena[slot.Offset : slot.Offset+slot.Size]
 			p.i32[i] = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(region))), len(region))
@@ -683,9 +685,9 @@ func (p *Program) BindFloat32(name string, buf []float32) error {
 // Run executes every instruction in order: one forward pass. A protected
 // program draws its mask material at the start and wipes it at the end.
 func (p *Program) Run() error {
-	for i, n := range p.g.Nodes {
-		if n.Op == "input" && n.Type.DType == ir.F32 && p.f32[i] == nil {
-			name, _ := n.Attrs.Str("name")
+	for _, v := range p.external {
+		if p.f32[v] == nil {
+			name, _ := p.g.Nodes[v].Attrs.Str("name")
 			return fmt.Errorf("run %s: input %q is not bound", p.g.Name, name)
 		}
 	}

@@ -52,6 +52,7 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 			data++
 		}
 		k := rows - data
+		acc := make([]float64, d)
 		ref := in[0] // the rows the shield energy is measured against
 		if len(in) == 3 {
 			ref = in[2]
@@ -59,7 +60,7 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		return func() error {
 			y, x := f(out), f(in[0])
 			if centered {
-				centerRows(y[:data*d], x, r, d)
+				centerRows(y[:data*d], x, acc, r, d)
 			} else {
 				copy(y, x)
 			}
@@ -159,15 +160,9 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		return func() error { copy(f(out), f(in[0])); return nil }, nil
 	case "mean_rows":
 		r, d := dims(in[0])[0], dims(in[0])[1]
+		acc := make([]float64, d)
 		return func() error {
-			y, x := f(out), f(in[0])
-			for j := 0; j < d; j++ {
-				var s float64
-				for i := 0; i < r; i++ {
-					s += float64(x[i*d+j])
-				}
-				y[j] = float32(s / float64(r))
-			}
+			meanRows(f(out), f(in[0]), acc, r, d)
 			return nil
 		}, nil
 	case "sub_row", "add_row":
@@ -334,18 +329,27 @@ func maxPositions(p *Program) int {
 	return 1 << 16
 }
 
+// meanRows writes the mean of the r rows of x into y: each column summed
+// in float64 in row order (acc is d float64 of scratch), streaming the
+// rows once.
+func meanRows(y, x []float32, acc []float64, r, d int) {
+	clear(acc)
+	for i := 0; i < r; i++ {
+		for j, v := range x[i*d : (i+1)*d] {
+			acc[j] += float64(v)
+		}
+	}
+	for j := range acc {
+		y[j] = float32(acc[j] / float64(r))
+	}
+}
+
 // centerRows writes the r rows of x minus their mean, then the mean row,
 // into y (r+1 rows of d). The mean is summed in float64 in row order, so
 // the result does not depend on the worker count.
-func centerRows(y, x []float32, r, d int) {
+func centerRows(y, x []float32, acc []float64, r, d int) {
 	mean := y[r*d : (r+1)*d]
-	for j := 0; j < d; j++ {
-		var s float64
-		for i := 0; i < r; i++ {
-			s += float64(x[i*d+j])
-		}
-		mean[j] = float32(s / float64(r))
-	}
+	meanRows(mean, x, acc, r, d)
 	for i := 0; i < r; i++ {
 		for j := 0; j < d; j++ {
 			y[i*d+j] = x[i*d+j] - mean[j]

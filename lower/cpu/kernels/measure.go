@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -25,7 +26,8 @@ func (j *measureJob) do(_ *Ctx, task, _ int) {
 // the machine as seen by c's workers: a buffer of bytes bytes (make it
 // larger than the last-level cache; at least 64 MiB is used) is split into
 // one disjoint part per worker, every worker sums its part with the vector
-// kernel, and the best of 8 timed passes (after one warm-up) is reported.
+// kernel, and the median of 8 timed passes (after one warm-up) is reported:
+// on a shared machine the best pass is an outlier that no decode step sees.
 // It allocates the buffer; it is meant for benchmarks.
 func MeasureReadBandwidth(c *Ctx, bytes int) float64 {
 	n := max(bytes, 64<<20) / 4
@@ -37,17 +39,17 @@ func MeasureReadBandwidth(c *Ctx, bytes int) float64 {
 	}
 	j := &c.meas
 	j.buf, j.per, j.flops, j.sums = buf, per, false, make([]float32, w)
-	best := math.Inf(1)
+	var times []float64
 	for pass := 0; pass < 9; pass++ {
 		t0 := time.Now()
 		c.run(j, w)
-		dt := time.Since(t0).Seconds()
-		if pass > 0 && dt < best {
-			best = dt
+		if pass > 0 {
+			times = append(times, time.Since(t0).Seconds())
 		}
 	}
 	j.buf, j.sums = nil, nil
-	return float64(per*w*4) / best / 1e9
+	slices.Sort(times)
+	return float64(per*w*4) / times[len(times)/2] / 1e9
 }
 
 // MeasurePeakGFLOPS returns the float32 FMA peak of c's workers in GFLOP/s:

@@ -365,10 +365,9 @@ func deviceFlops(cfg *models.Config, po passes.ProtectOptions, rows, headRows in
 		if po.Mask == passes.MaskNone {
 			return float64(n)
 		}
+		// Prefill centres in the TEE (no extra row); decode at B = 1 is
+		// one row: either way the data rows are n.
 		data := n
-		if po.Center && n > 1 {
-			data++
-		}
 		k, err := mask.ShieldRows(po.Mask, data, po.ShieldK)
 		if err != nil {
 			return float64(n)

@@ -29,6 +29,7 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		energy, _ := n.Attrs.Float("energy")
 		r, d := dims(in[0])[0], dims(in[0])[1]
 		centered, _ := n.Attrs.Bool("center")
+		fillSlot := p.slotOfStack(n)
 		if family != mask.FamilyHD3 && family != mask.FamilyHaar {
 			return nil, fmt.Errorf("unknown mask family %q", family)
 		}
@@ -40,7 +41,7 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 				for g := 0; g < r; g++ {
 					blk := y[g*s1*d : (g+1)*s1*d]
 					copy(blk[:d], x[g*d:(g+1)*d])
-					if err := mask.FillShield(blk[d:], s1-1, d, x[g*d:(g+1)*d], 1, energy, p.b.rng); err != nil {
+					if err := p.fillShield(fillSlot, blk[d:], s1-1, d, x[g*d:(g+1)*d], 1, energy); err != nil {
 						return err
 					}
 				}
@@ -64,7 +65,7 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 			} else {
 				copy(y, x)
 			}
-			return mask.FillShield(y[data*d:], k, d, f(ref), r, energy, p.b.rng)
+			return p.fillShield(fillSlot, y[data*d:], k, d, f(ref), r, energy)
 		}, nil
 	case "mask", "unmask":
 		sl, err := p.useSlot(n)
@@ -377,4 +378,27 @@ func (p *Program) maskGroups(y, x []float32, sl *slot, blk, d int, apply bool) e
 		}
 	}
 	return nil
+}
+
+// slotOfStack finds the mask slot the stacked rows go to (the mask that
+// reads them), so the shield fill can run on that slot's workspace team;
+// -1 when there is none (the fill then runs serially).
+func (p *Program) slotOfStack(n *ir.Node) int64 {
+	for _, m := range p.g.Nodes[n.ID+1:] {
+		if m.Op == "mask" && len(m.Inputs) > 0 && m.Inputs[0] == n.ID {
+			id, _ := m.Attrs.Int("slot")
+			return id
+		}
+	}
+	return -1
+}
+
+// fillShield fills shield rows from the pass stream, in parallel on the
+// workspace of the slot the rows are masked with. The rows are the same
+// bits as the serial fill's, whatever the worker count.
+func (p *Program) fillShield(slot int64, dst []float32, k, d int, data []float32, n int, energy float64) error {
+	if sl := p.slots[slot]; sl != nil && len(sl.ws) > 0 {
+		return sl.ws[0].FillShield(dst, k, d, data, n, energy, p.b.rng)
+	}
+	return mask.FillShield(dst, k, d, data, n, energy, p.b.rng)
 }

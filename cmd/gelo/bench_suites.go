@@ -39,12 +39,12 @@ func (e *benchEnv) module(po passes.ProtectOptions, noFuse []string) (*ir.Module
 // a short prompt per sequence (B = 1 uses a Session; eager lowers every
 // step anew).
 func (e *benchEnv) decodeTPOT(m *ir.Module, b int, eager bool) (time.Duration, error) {
-	be, done, err := e.mf.backend(e.l.weights, e.key)
+	eng, err := e.mf.engine(e.l.weights, e.key, m)
 	if err != nil {
 		return 0, err
 	}
-	defer done()
-	backend := runtime.Adapt(be.Name(), be.Compile)
+	defer eng.close()
+	backend := eng.rt
 	opt := runtime.Options{MaxContext: e.maxCtx, Eager: eager}
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
 	times := make([]time.Duration, e.steps)

@@ -232,12 +232,12 @@ func generateBatch(mf *modelFlags, m *ir.Module, l *loaded, prompts [][]int32, o
 	if err != nil {
 		return err
 	}
-	be, done, err := mf.backend(l.weights, key)
+	eng, err := mf.engine(l.weights, key, m)
 	if err != nil {
 		return err
 	}
-	defer done()
-	bt, err := runtime.NewBatch(m, runtime.Adapt(be.Name(), be.Compile), len(prompts), runtime.Options{MaxContext: mf.maxContext})
+	defer eng.close()
+	bt, err := runtime.NewBatch(m, eng.rt, len(prompts), runtime.Options{MaxContext: mf.maxContext})
 	if err != nil {
 		return err
 	}

@@ -256,3 +256,20 @@ func TestDeviceFlag(t *testing.T) {
 		t.Errorf("bad device: exit %d, %q", code, errs)
 	}
 }
+
+// TestBackendGomlx: the whole unprotected forward on gomlx gives the cpu
+// backend's tokens; a protected plan on --backend gomlx keeps its TEE side
+// on the cpu kernels and its device side on gomlx, with the same tokens.
+func TestBackendGomlx(t *testing.T) {
+	for _, mask := range []string{"none", "hd3"} {
+		args := []string{"generate", "--mask", mask, "--max-tokens", "6", "--session-key", "000102030405060708090a0b0c0d0e0f"}
+		want, _, _ := gelo(t, args...)
+		got, errs, code := gelo(t, append(args, "--backend", "gomlx")...)
+		if code != 0 || got != want {
+			t.Errorf("mask %s: gomlx %q (%s), cpu %q", mask, got, errs, want)
+		}
+	}
+	if _, errs, code := gelo(t, "generate", "--backend", "tpu"); code != 2 || !strings.Contains(errs, `--backend "tpu"`) {
+		t.Errorf("bad backend: exit %d, %q", code, errs)
+	}
+}

@@ -28,15 +28,17 @@ type modelFlags struct {
 	dumpAfter  string
 	dumpAll    bool
 
-	mask       string
-	cadence    string
-	shield     string
-	sessionKey string
-	weights    string
-	device     string
-	topology   string
-	noFuse     string
-	center     bool
+	mask         string
+	cadence      string
+	shield       string
+	sessionKey   string
+	weights      string
+	device       string
+	backendName  string
+	gomlxBackend string
+	topology     string
+	noFuse       string
+	center       bool
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
@@ -45,7 +47,59 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&mf.seed, "seed", 1, "seed of the synthetic weights of a built-in variant")
 	fs.IntVar(&mf.maxContext, "max-context", 1024, "KV-cache capacity in tokens")
 	fs.IntVar(&mf.workers, "workers", 0, "kernel worker goroutines (0: GOMAXPROCS); results do not depend on it")
+	fs.StringVar(&mf.backendName, "backend", "cpu", "cpu (TEE kernels in Go, device per --device) or gomlx (mask none: the whole forward as one gomlx graph; protected: the device side on gomlx)")
+	fs.StringVar(&mf.gomlxBackend, "gomlx-backend", "go", "gomlx engine for --backend gomlx: go (pure Go), xla:cpu or xla:cuda (needs -tags xla and a PJRT plugin)")
 	fs.StringVar(&mf.device, "device", "local", "the untrusted side: local (the cpu kernels), gomlx:go (gomlx's pure-Go backend), gomlx:xla:cpu or gomlx:xla:cuda (XLA through PJRT; needs -tags xla and a plugin)")
+}
+
+// engine is what runs a compiled module: the runtime backend, and the cpu
+// backend behind it when there is one (it profiles; the whole-forward
+// gomlx engine does not).
+type engine struct {
+	rt    runtime.Backend
+	cpu   *cpu.Backend
+	close func()
+}
+
+func (e *engine) setProfiling(on bool) {
+	if e.cpu != nil {
+		e.cpu.SetProfiling(on)
+	}
+}
+
+func (e *engine) takeProfile() cpu.Profile {
+	if e.cpu != nil {
+		return e.cpu.TakeProfile()
+	}
+	return cpu.Profile{}
+}
+
+// engine builds what --backend, --gomlx-backend and --device ask for m:
+// with --backend gomlx an unprotected module runs as one gomlx graph per
+// phase, a protected one keeps its TEE side on the cpu kernels and sends
+// the device side to gomlx.
+func (mf *modelFlags) engine(w *models.Weights, key []byte, m *ir.Module) (*engine, error) {
+	switch mf.backendName {
+	case "", "cpu":
+	case "gomlx":
+		if m.Meta["mask"] == passes.MaskNone {
+			fw, err := gomlx.NewForward(mf.gomlxBackend, w)
+			if err != nil {
+				return nil, fmt.Errorf("--backend gomlx: %w", err)
+			}
+			return &engine{rt: runtime.Adapt(fw.Name(), fw.Compile), close: func() { fw.Close() }}, nil
+		}
+		dev := mf.device
+		mf.device = "gomlx:" + mf.gomlxBackend
+		defer func() { mf.device = dev }()
+	default:
+		return nil, fmt.Errorf("%w: --backend %q: want cpu or gomlx", errUsage, mf.backendName)
+	}
+	be, done, err := mf.backend(w, key)
+	if err != nil {
+		return nil, err
+	}
+	return &engine{rt: runtime.Adapt(be.Name(), be.Compile), cpu: be, close: done}, nil
 }
 
 // backend builds the cpu backend with the device --device names. The
@@ -203,16 +257,16 @@ func (mf *modelFlags) session(m *ir.Module, l *loaded) (*runtime.Session, func()
 	if err != nil {
 		return nil, nil, err
 	}
-	be, done, err := mf.backend(l.weights, key)
+	eng, err := mf.engine(l.weights, key, m)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext})
+	s, err := runtime.NewSession(m, eng.rt, runtime.Options{MaxContext: mf.maxContext})
 	if err != nil {
-		done()
+		eng.close()
 		return nil, nil, err
 	}
-	return s, done, nil
+	return s, eng.close, nil
 }
 
 func splitList(s string) []string {

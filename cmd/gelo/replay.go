@@ -46,16 +46,16 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	open := func(eager bool) (*runtime.Session, func(), error) {
-		be, done, err := mf.backend(l.weights, key)
+		eng, err := mf.engine(l.weights, key, m)
 		if err != nil {
 			return nil, nil, err
 		}
-		s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext, Eager: eager})
+		s, err := runtime.NewSession(m, eng.rt, runtime.Options{MaxContext: mf.maxContext, Eager: eager})
 		if err != nil {
-			done()
+			eng.close()
 			return nil, nil, err
 		}
-		return s, done, nil
+		return s, eng.close, nil
 	}
 	eager, closeE, err := open(true)
 	if err != nil {

@@ -164,7 +164,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "model      %s (%s, %d layers, hidden %d, intermediate %d, vocab %d)\n", l.source, cfg.ModelType,
 		cfg.NumHiddenLayers, cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize)
 	fmt.Fprintf(stdout, "machine    %d workers; read bandwidth %.1f GB/s, FMA peak %.1f GFLOP/s (measured)\n", workers, bw, peak)
-	fmt.Fprintf(stdout, "device     %s (the untrusted side; the TEE side runs on the cpu kernels)\n", mf.device)
+	fmt.Fprintf(stdout, "engine     --backend %s (gomlx engine %s), --device %s; with --backend gomlx an unprotected plan runs as one gomlx graph and has no per-bucket split\n", mf.backendName, mf.gomlxBackend, mf.device)
 	bytesPerTok := decodeWeightBytes(cfg)
 	bound := bw * 1e9 / float64(bytesPerTok)
 	fmt.Fprintf(stdout, "decode bound (B=1, plain) %.2f tok/s = %.1f GB/s / %s of f32 weights per token\n\n",
@@ -216,11 +216,12 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 		if err != nil {
 			return err
 		}
-		be, done, err := mf.backend(l.weights, key)
+		eng, err := mf.engine(l.weights, key, m)
 		if err != nil {
 			return err
 		}
-		s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: mf.maxContext})
+		done := eng.close
+		s, err := runtime.NewSession(m, eng.rt, runtime.Options{MaxContext: mf.maxContext})
 		if err != nil {
 			done()
 			return err
@@ -234,7 +235,7 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 			var times []time.Duration
 			for rep := 0; rep <= reps; rep++ { // the first run compiles and warms up
 				s.Reset()
-				be.SetProfiling(rep > 0 && n == maxN)
+				eng.setProfiling(rep > 0 && n == maxN)
 				t0 := time.Now()
 				if _, err := s.Prefill(prompt); err != nil {
 					done()
@@ -244,10 +245,10 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 					times = append(times, time.Since(t0))
 				}
 			}
-			be.SetProfiling(false)
+			eng.setProfiling(false)
 			if n == maxN {
-				r.prefBk = scaleProfile(be.TakeProfile(), reps)
-				r.devGFp = deviceFlops(cfg, po, n, 1) / r.prefBk[cpu.BucketDevice].Seconds() / 1e9
+				r.prefBk = scaleProfile(eng.takeProfile(), reps)
+				r.devGFp = gflops(deviceFlops(cfg, po, n, 1), r.prefBk[cpu.BucketDevice])
 			}
 			r.ttft = append(r.ttft, median(times))
 		}
@@ -257,7 +258,7 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 			return err
 		}
 		steps := make([]time.Duration, decodeSteps)
-		be.SetProfiling(true)
+		eng.setProfiling(true)
 		for i := range steps {
 			t0 := time.Now()
 			logits, err := s.Decode(tok)
@@ -268,10 +269,10 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 			steps[i] = time.Since(t0)
 			tok = int32(runtime.Argmax(logits))
 		}
-		be.SetProfiling(false)
-		r.decBk = scaleProfile(be.TakeProfile(), decodeSteps)
+		eng.setProfiling(false)
+		r.decBk = scaleProfile(eng.takeProfile(), decodeSteps)
 		r.tpot = median(steps)
-		r.devGF = deviceFlops(cfg, po, 1, 1) / r.decBk[cpu.BucketDevice].Seconds() / 1e9
+		r.devGF = gflops(deviceFlops(cfg, po, 1, 1), r.decBk[cpu.BucketDevice])
 		done()
 		results = append(results, r)
 	}
@@ -311,6 +312,10 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 				if phase != "decode step (B=1)" {
 					p = r.prefBk
 				}
+				if p.Total() == 0 {
+					fmt.Fprintf(stdout, " %10s %6s", "-", "")
+					continue
+				}
 				fmt.Fprintf(stdout, " %10s %5.1f%%", short(p[b]), 100*p[b].Seconds()/p.Total().Seconds())
 			}
 			fmt.Fprintln(stdout)
@@ -348,6 +353,15 @@ func short(d time.Duration) string {
 		}
 	}
 	return d.String()
+}
+
+// gflops is flops / time, or 0 when no time was profiled (the
+// whole-forward gomlx engine has no per-bucket split).
+func gflops(flops float64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return flops / d.Seconds() / 1e9
 }
 
 func scaleProfile(p cpu.Profile, n int) cpu.Profile {

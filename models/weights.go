@@ -150,7 +150,12 @@ func (w *Weights) Close() error {
 // lm_head.weight, as some exporters write it: it is accepted only when it
 // equals model.embed_tokens.weight, and then ignored; a different one
 // means the checkpoint is untied and is an error.
-func Load(dir string) (*Weights, error) {
+func Load(dir string) (*Weights, error) { return LoadWithProgress(dir, nil) }
+
+// LoadWithProgress is Load reporting, after each tensor is converted, the
+// elements done out of the total (progress may be nil; it is called from
+// the loading goroutines one at a time).
+func LoadWithProgress(dir string, progress func(done, total int64)) (*Weights, error) {
 	cfg, err := ReadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, fmt.Errorf("weights %s: %w", dir, err)
@@ -159,7 +164,7 @@ func Load(dir string) (*Weights, error) {
 	if err != nil {
 		return nil, fmt.Errorf("weights %s: %w", dir, err)
 	}
-	w, err := load(dir, cfg, set)
+	w, err := load(dir, cfg, set, progress)
 	if err != nil {
 		_ = set.Close()
 		return nil, err
@@ -167,7 +172,7 @@ func Load(dir string) (*Weights, error) {
 	return w, nil
 }
 
-func load(dir string, cfg *Config, set *safetensors.Set) (*Weights, error) {
+func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, total int64)) (*Weights, error) {
 	specs := cfg.TensorSpecs()
 	where := safetensors.SingleFile
 	if files := set.Files(); len(files) != 1 || filepath.Base(files[0]) != safetensors.SingleFile {
@@ -208,6 +213,11 @@ func load(dir string, cfg *Config, set *safetensors.Set) (*Weights, error) {
 	errs := make([]error, len(specs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var total, done int64
+	for _, s := range specs {
+		total += int64(s.Elems())
+	}
+	var mu sync.Mutex
 	for range min(runtime.GOMAXPROCS(0), len(specs)) {
 		wg.Add(1)
 		go func() {
@@ -218,6 +228,12 @@ func load(dir string, cfg *Config, set *safetensors.Set) (*Weights, error) {
 					return
 				}
 				data[i], errs[i] = set.Float32(specs[i].Name)
+				if progress != nil {
+					mu.Lock()
+					done += int64(specs[i].Elems())
+					progress(done, total)
+					mu.Unlock()
+				}
 			}
 		}()
 	}

@@ -236,3 +236,27 @@ func TestNewWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestLoadWithProgress(t *testing.T) {
+	cfg, _ := Variant("qwen3-tiny")
+	dir := t.TempDir()
+	if err := WriteSynthetic(dir, cfg, 1, "bf16", nil); err != nil {
+		t.Fatal(err)
+	}
+	var last, calls int64
+	var total int64
+	w, err := LoadWithProgress(dir, func(done, tot int64) {
+		if done < last || done > tot {
+			t.Errorf("progress %d of %d after %d", done, tot, last)
+		}
+		last, total = done, tot
+		calls++
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if last != total || total != cfg.ParamCount() || calls != int64(len(cfg.TensorSpecs())) {
+		t.Errorf("progress ended at %d of %d after %d calls; want %d of %d, %d calls", last, total, calls, cfg.ParamCount(), cfg.ParamCount(), len(cfg.TensorSpecs()))
+	}
+}

@@ -204,7 +204,9 @@ type loaded struct {
 
 func (mf *modelFlags) load(stderr io.Writer) (*loaded, error) {
 	if st, err := os.Stat(mf.model); err == nil && st.IsDir() {
-		w, err := models.Load(mf.model)
+		bar := newProgress(stderr, "load "+mf.model)
+		w, err := models.LoadWithProgress(mf.model, bar.update)
+		bar.done()
 		if err != nil {
 			return nil, err
 		}

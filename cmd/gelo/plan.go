@@ -337,7 +337,9 @@ func loadSealed(flags *flag.FlagSet, mf *modelFlags, path string, p *planfile.Pl
 	modelDir := ""
 	if st, err := os.Stat(model); err == nil && st.IsDir() {
 		modelDir = model
-		w, err := models.Load(model)
+		bar := newProgress(stderr, "load "+model)
+		w, err := models.LoadWithProgress(model, bar.update)
+		bar.done()
 		if err != nil {
 			return nil, err
 		}

@@ -111,6 +111,36 @@ func init() {
 				}
 				return in[0], nil
 			}},
+		{Name: "norm_rope_append_kv", Doc: "norm_rope_append of K and the append of V in one pass; returns the (K cache, V cache) pair",
+			MinInputs: 7, MaxInputs: 7,
+			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt},
+				{Name: "eps", Kind: AttrFloat}, {Name: "theta", Kind: AttrFloat}},
+			// Operands: k cache, v cache, k rows, v rows, k-norm weight, seq, pos.
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if _, err := normRopeType(n, in[2], in[4], in[6]); err != nil {
+					return Type{}, err
+				}
+				for i, what := range []string{"k cache", "v cache"} {
+					if err := expect(what, in[i], true, 3); err != nil {
+						return Type{}, err
+					}
+				}
+				if !in[0].Equal(in[1]) {
+					return Type{}, fmt.Errorf("k cache %v and v cache %v differ", in[0], in[1])
+				}
+				for i, what := range []string{"k width", "v width"} {
+					if err := sameDim(what, in[2+i].Shape[1], in[0].Shape[2]); err != nil {
+						return Type{}, err
+					}
+				}
+				if err := sameDim("v rows", in[3].Shape[0], in[2].Shape[0]); err != nil {
+					return Type{}, err
+				}
+				if err := expect("seq", in[5], false, 1); err != nil {
+					return Type{}, err
+				}
+				return Type{in[0].DType, append(Shape{D(2)}, in[0].Shape...)}, nil
+			}},
 	} {
 		Register(info)
 	}

@@ -34,7 +34,7 @@ type match struct {
 // Fusions is the fusion table.
 var Fusions = []Fusion{
 	{Name: "norm_rope_append", BitIdentical: true,
-		Doc:   "per-head Q/K RMSNorm + RoPE (+ the write of K into the KV cache) as one TEE kernel",
+		Doc:   "per-head Q/K RMSNorm + RoPE, and for K the write of K and V into the KV cache, each as one TEE kernel",
 		match: matchNormRope},
 	{Name: "add_rms_norm", BitIdentical: true,
 		Doc:   "residual add and the next RMSNorm in one pass over the row",
@@ -258,6 +258,16 @@ func matchNormRope(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 		if len(us) == 1 {
 			if ap := g.Node(us[0]); ap.Op == "kv_append" && ap.Inputs[1] == r.ID && ap.Inputs[3] == r.Inputs[1] {
 				qn, r, ap := qn, r, ap
+				if vp := valueAppend(g, users, ap); vp != nil {
+					out = append(out, match{nodes: []ir.ValueID{qn.ID, r.ID, ap.ID, vp.ID}, build: func(b *builder) map[ir.ValueID]ir.ValueID {
+						pair := b.add("norm_rope_append_kv", attrs, ap.Place, b.old(ap.Inputs[0]), b.old(vp.Inputs[0]),
+							b.old(qn.Inputs[0]), b.old(vp.Inputs[1]), b.old(qn.Inputs[1]), b.old(ap.Inputs[2]), b.old(r.Inputs[1]))
+						kc := b.add("take", ir.Attrs{"index": int64(0)}, ap.Place, pair)
+						vc := b.add("take", ir.Attrs{"index": int64(1)}, ap.Place, pair)
+						return map[ir.ValueID]ir.ValueID{ap.ID: kc, vp.ID: vc}
+					}})
+					continue
+				}
 				out = append(out, match{nodes: []ir.ValueID{qn.ID, r.ID, ap.ID}, build: func(b *builder) map[ir.ValueID]ir.ValueID {
 					v := b.add("norm_rope_append", attrs, ap.Place, b.old(ap.Inputs[0]), b.old(qn.Inputs[0]), b.old(qn.Inputs[1]),
 						b.old(ap.Inputs[2]), b.old(r.Inputs[1]))
@@ -273,6 +283,22 @@ func matchNormRope(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 		}})
 	}
 	return out
+}
+
+// valueAppend finds the V append that pairs with the K append ap: the
+// other cache the same attention reads, written at the same (seq, pos).
+func valueAppend(g *ir.Graph, users map[ir.ValueID][]ir.ValueID, ap *ir.Node) *ir.Node {
+	for _, u := range users[ap.ID] {
+		at := g.Node(u)
+		if at.Op != "attention" || at.Inputs[1] != ap.ID {
+			continue
+		}
+		vp := g.Node(at.Inputs[2])
+		if vp.Op == "kv_append" && vp.Inputs[2] == ap.Inputs[2] && vp.Inputs[3] == ap.Inputs[3] && vp.Place == ap.Place && vp.ID > ap.ID {
+			return vp
+		}
+	}
+	return nil
 }
 
 // matchAddNorm: s = add(a, b); h = rms_norm(s, w) -> the pair

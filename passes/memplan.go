@@ -39,7 +39,7 @@ type MemPlan struct {
 // InArena reports whether a node's value lives in the arena.
 func InArena(n *ir.Node) bool {
 	switch n.Op {
-	case "weight", "concat_weights", "kv_append", "norm_rope_append", "take":
+	case "weight", "concat_weights", "kv_append", "norm_rope_append", "norm_rope_append_kv", "take":
 		// Resident weights; cache updates (their cache is their storage);
 		// views into a pair.
 		return false

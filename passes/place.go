@@ -32,7 +32,7 @@ func DefaultPolicy() Policy {
 	set(ir.Device, "public weights stacked once, resident on the device", "concat_weights")
 	set(ir.TEE, "fused TEE kernel on secret activations",
 		"slice_cols", "swiglu", "add_rms_norm", "take", "norm_rope")
-	set(ir.TEE, "fused TEE kernel writing the secret KV cache", "norm_rope_append")
+	set(ir.TEE, "fused TEE kernel writing the secret KV cache", "norm_rope_append", "norm_rope_append_kv")
 	set(ir.TEE, "secret-indexed gather", "embed")
 	set(ir.TEE, "secret graph input", "input")
 	set(ir.TEE, "touches the secret KV cache", "kv_append", "attention")

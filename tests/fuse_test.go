@@ -73,7 +73,7 @@ func TestFusedPlanShape(t *testing.T) {
 			}
 			ops[n.Op]++
 		}
-		for _, gone := range []string{"qk_norm", "rope", "silu", "mul"} {
+		for _, gone := range []string{"qk_norm", "rope", "silu", "mul", "kv_append"} {
 			if ops[gone] != 0 {
 				t.Errorf("%s: %d %s nodes left after fusion", g.Name, ops[gone], gone)
 			}

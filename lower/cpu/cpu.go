@@ -305,11 +305,13 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 				return nil, fmt.Errorf("compile %s: %v = concat_weights: %w", g.Name, n.ID, err)
 			}
 			p.f32[i] = data
+		case n.Op == "take" && g.Node(n.Inputs[0]).Op == "norm_rope_append_kv":
+			// A cache of the pair: storage() resolves it to the bound cache.
 		case n.Op == "take":
 			parent := p.f32[n.Inputs[0]]
 			idx, _ := n.Attrs.Int("index")
 			p.f32[i] = parent[int(idx)*size : (int(idx)+1)*size : (int(idx)+1)*size]
-		case n.Op == "kv_append" || n.Op == "norm_rope_append":
+		case n.Op == "kv_append" || n.Op == "norm_rope_append" || n.Op == "norm_rope_append_kv":
 			// The cache is updated in place: the output is the input's storage.
 		case !inArena:
 			// A KV cache: session storage, bound before the first run.
@@ -527,10 +529,18 @@ func sameShape(a, b []int) bool {
 
 // storage follows kv_append chains back to the cache input they update.
 func (p *Program) storage(v ir.ValueID) ir.ValueID {
-	for op := p.g.Nodes[v].Op; op == "kv_append" || op == "norm_rope_append"; op = p.g.Nodes[v].Op {
-		v = p.g.Nodes[v].Inputs[0]
+	for {
+		n := p.g.Nodes[v]
+		switch {
+		case n.Op == "kv_append" || n.Op == "norm_rope_append":
+			v = n.Inputs[0]
+		case n.Op == "take" && p.g.Nodes[n.Inputs[0]].Op == "norm_rope_append_kv":
+			idx, _ := n.Attrs.Int("index")
+			v = p.g.Nodes[n.Inputs[0]].Inputs[idx] // the K or the V cache
+		default:
+			return v
+		}
 	}
-	return v
 }
 
 // WeightName names a weight operand: its own name, or the stacked names

@@ -138,13 +138,20 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 			ctx.AddRMSNorm(y[:r*d], y[r*d:], f(in[0]), f(in[1]), f(in[2]), r, d, float32(eps))
 			return nil
 		}, nil
-	case "norm_rope", "norm_rope_append":
+	case "norm_rope", "norm_rope_append", "norm_rope_append_kv":
 		heads, hd := attr("heads"), attr("head_dim")
 		theta, _ := n.Attrs.Float("theta")
 		rope := b.rope(hd, theta, maxPositions(p))
 		if n.Op == "norm_rope" {
 			return func() error {
 				return ctx.NormRope(f(out), f(in[0]), f(in[1]), rope, rows, heads, hd, i32(in[2]), float32(eps))
+			}, nil
+		}
+		if n.Op == "norm_rope_append_kv" {
+			kr, maxT := dims(in[2])[0], dims(in[0])[1]
+			return func() error {
+				return ctx.NormRopeAppendKV(f(in[0]), f(in[1]), f(in[2]), f(in[3]), f(in[4]), rope, kr, heads, hd, maxT,
+					i32(in[5]), i32(in[6]), float32(eps))
 			}, nil
 		}
 		xr, maxT := dims(in[1])[0], dims(in[0])[1]
@@ -325,6 +332,9 @@ func maxPositions(p *Program) int {
 	for i, n := range p.g.Nodes {
 		if n.Op == "kv_append" || n.Op == "norm_rope_append" {
 			return p.dims[i][1]
+		}
+		if n.Op == "norm_rope_append_kv" {
+			return p.dims[i][2] // [2, S, T, kv]
 		}
 	}
 	return 1 << 16

@@ -150,7 +150,7 @@ func (f *Forward) residentBuf(key string, mk func() ([]float32, []int, error)) (
 var forwardOps = map[string]bool{
 	"input": true, "weight": true, "concat_weights": true, "embed": true, "rms_norm": true,
 	"add_rms_norm": true, "take": true, "matmul": true, "lm_head": true, "qk_norm": true,
-	"rope": true, "norm_rope": true, "norm_rope_append": true, "kv_append": true, "attention": true,
+	"rope": true, "norm_rope": true, "norm_rope_append": true, "norm_rope_append_kv": true, "kv_append": true, "attention": true,
 	"silu": true, "mul": true, "add": true, "swiglu": true, "slice_cols": true, "last_row": true,
 	"to_device": true, "to_tee": true, "bias_add": true,
 }
@@ -500,6 +500,9 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 				p.maxT, p.nseq = d[1], d[0]
 			}
 		}
+		if n.Op == "norm_rope_append_kv" && p.maxT == 0 { // [2, S, T, kv]
+			p.maxT, p.nseq = d[2], d[1]
+		}
 	}
 	if p.maxT == 0 {
 		p.maxT = bind["T"]
@@ -701,6 +704,19 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 			}
 			k := b.rope(b.headRMS(v(1), v(2), heads, hd, eps), v(4), cos, sin, heads, hd)
 			out = b.kvAppend(v(0), k, v(3), v(4))
+		case "norm_rope_append_kv":
+			theta, _ := n.Attrs.Float("theta")
+			heads, hd := attr("heads"), attr("head_dim")
+			cos, sin, err2 := ropeTables(hd, theta)
+			if err2 != nil {
+				err = err2
+				break
+			}
+			k := b.rope(b.headRMS(v(2), v(4), heads, hd, eps), v(6), cos, sin, heads, hd)
+			pairs[n.ID] = [2]backends.Op{b.kvAppend(v(0), k, v(5), v(6)), b.kvAppend(v(1), v(3), v(5), v(6))}
+			// Only its takes are read; the pair itself is never
+			// materialised (that would copy both caches).
+			out = pairs[n.ID][0]
 		case "kv_append":
 			out = b.kvAppend(v(0), v(1), v(2), v(3))
 		case "attention":

@@ -11,6 +11,7 @@ const (
 	fzAddNorm = iota
 	fzNormRope
 	fzNormRopeAppend
+	fzNormRopeAppendKV
 )
 
 type fusedJob struct {
@@ -21,6 +22,7 @@ type fusedJob struct {
 	eps             float32
 	r               *Rope
 	seq, pos        []int32
+	vcache, v       []float32 // fzNormRopeAppendKV: V rows and their cache
 }
 
 func (j *fusedJob) do(_ *Ctx, task, _ int) {
@@ -36,7 +38,7 @@ func (j *fusedJob) do(_ *Ctx, task, _ int) {
 			}
 			rmsRow(j.y[r*d:(r+1)*d], s, j.w, j.eps)
 		}
-	case fzNormRope, fzNormRopeAppend:
+	case fzNormRope, fzNormRopeAppend, fzNormRopeAppendKV:
 		width := j.heads * j.hd
 		for r := r0; r < r1; r++ {
 			var dst []float32
@@ -45,6 +47,9 @@ func (j *fusedJob) do(_ *Ctx, task, _ int) {
 			} else {
 				at := (int(j.seq[r])*j.maxT + int(j.pos[r])) * width
 				dst = j.y[at : at+width]
+				if j.mode == fzNormRopeAppendKV {
+					copy(j.vcache[at:at+width], j.v[r*width:(r+1)*width])
+				}
 			}
 			copy(dst, j.a[r*width:(r+1)*width])
 			for h := 0; h < j.heads; h++ {
@@ -100,6 +105,18 @@ func (c *Ctx) NormRope(y, x, w []float32, r *Rope, rows, heads, hd int, pos []in
 // and the cache append of K in one pass, bit-identical to the three
 // unfused kernels.
 func (c *Ctx) NormRopeAppend(cache, x, w []float32, r *Rope, rows, heads, hd, maxT int, seq, pos []int32, eps float32) error {
+	if err := c.checkAppend(cache, x, w, r, rows, heads, hd, maxT, seq, pos); err != nil {
+		return err
+	}
+	j := &c.fz
+	*j = fusedJob{mode: fzNormRopeAppend, y: cache, a: x, w: w, r: r, rows: rows, heads: heads, hd: hd,
+		maxT: maxT, seq: seq, pos: pos, eps: eps}
+	c.runFused(j, heads*hd)
+	return nil
+}
+
+// checkAppend validates the shapes and slots of a fused cache append.
+func (c *Ctx) checkAppend(cache, x, w []float32, r *Rope, rows, heads, hd, maxT int, seq, pos []int32) error {
 	width := heads * hd
 	if hd != r.hd {
 		return fmt.Errorf("kernels: NormRopeAppend: head dim %d, tables are for %d", hd, r.hd)
@@ -113,9 +130,23 @@ func (c *Ctx) NormRopeAppend(cache, x, w []float32, r *Rope, rows, heads, hd, ma
 			return fmt.Errorf("kernels: NormRopeAppend: row %d at sequence %d position %d is outside the cache (%d x %d)", i, seq[i], pos[i], slots, maxT)
 		}
 	}
+	return nil
+}
+
+// NormRopeAppendKV is NormRopeAppend for K that also writes each row of v
+// into the V cache at the same slot: the K and V cache writes of a layer
+// in one pass, bit-identical to NormRopeAppend then KVAppend.
+func (c *Ctx) NormRopeAppendKV(kcache, vcache, k, v, w []float32, r *Rope, rows, heads, hd, maxT int, seq, pos []int32, eps float32) error {
+	width := heads * hd
+	if len(vcache) != len(kcache) || len(v) < rows*width {
+		return fmt.Errorf("kernels: NormRopeAppendKV: v cache holds %d values and k cache %d; v %d for %d rows of %d", len(vcache), len(kcache), len(v), rows, width)
+	}
+	if err := c.checkAppend(kcache, k, w, r, rows, heads, hd, maxT, seq, pos); err != nil {
+		return err
+	}
 	j := &c.fz
-	*j = fusedJob{mode: fzNormRopeAppend, y: cache, a: x, w: w, r: r, rows: rows, heads: heads, hd: hd,
-		maxT: maxT, seq: seq, pos: pos, eps: eps}
+	*j = fusedJob{mode: fzNormRopeAppendKV, y: kcache, a: k, w: w, r: r, rows: rows, heads: heads, hd: hd,
+		maxT: maxT, seq: seq, pos: pos, eps: eps, vcache: vcache, v: v}
 	c.runFused(j, width)
 	return nil
 }

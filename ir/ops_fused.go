@@ -42,8 +42,9 @@ func init() {
 				}
 				return Type{F32, Shape{in[0].Shape[0], D(width)}}, nil
 			}},
-		{Name: "swiglu", Doc: "silu(gate) * up: from one [rows, 2F] gate|up product, or from gate and up",
+		{Name: "swiglu", Doc: "silu(gate) * up: from one [rows, 2F] gate|up product, or from gate and up; with rows, straight from the unmasked stack (the shield strip folded in)",
 			MinInputs: 1, MaxInputs: 2,
+			Attrs: []AttrSpec{{Name: "rows", Kind: AttrString, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if len(in) == 2 {
 					return elementwise(n, in)
@@ -55,7 +56,15 @@ func init() {
 				if c.IsSym() || c.Size%2 != 0 {
 					return Type{}, fmt.Errorf("gate|up width %v is not even", c)
 				}
-				return Type{F32, Shape{in[0].Shape[0], D(c.Size / 2)}}, nil
+				rows := in[0].Shape[0]
+				if _, ok := n.Attrs["rows"]; ok {
+					r, err := DimAttr(n.Attrs, "rows")
+					if err != nil {
+						return Type{}, err
+					}
+					rows = r
+				}
+				return Type{F32, Shape{rows, D(c.Size / 2)}}, nil
 			}},
 		{Name: "add_rms_norm", Doc: "(a + b, rms_norm(a + b) * w) in one pass: the residual and the next norm, as a pair",
 			MinInputs: 3, MaxInputs: 3, Attrs: []AttrSpec{{Name: "eps", Kind: AttrFloat}},

@@ -425,3 +425,51 @@ func matchSwiGLU(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 	}
 	return out
 }
+
+// FuseEpilogue folds the shield strip into the swiglu that reads it: after
+// protect, swiglu(shield_strip(unmask(y))) reads the unmasked stack
+// directly (its first rows, or row 0 of each sequence's block), so the
+// gate|up product leaves the unmask epilogue as silu(gate) * up without a
+// copy. It belongs to the swiglu fusion and is off with it.
+func FuseEpilogue(off []string) Pass {
+	return Pass{Name: "fuse_epilogue", Doc: "fold the shield strip into swiglu (part of the swiglu fusion)",
+		Run: func(m *ir.Module) error {
+			if slices.Contains(off, "swiglu") {
+				return nil
+			}
+			f := Fusion{Name: "swiglu", match: matchStripSwiGLU}
+			for i, g := range m.Graphs {
+				ng, err := applyFusion(g, f)
+				if err != nil {
+					return fmt.Errorf("graph %s: %w", g.Name, err)
+				}
+				m.Graphs[i] = ng
+			}
+			return nil
+		}}
+}
+
+func matchStripSwiGLU(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
+	var out []match
+	for _, sw := range g.Nodes {
+		if sw.Op != "swiglu" || len(sw.Inputs) != 1 {
+			continue
+		}
+		st := g.Node(sw.Inputs[0])
+		if st.Op != "shield_strip" || !only(users, st.ID, sw.ID) {
+			continue
+		}
+		if c, _ := st.Attrs.Bool("center"); c {
+			continue // the strip adds the mean row's product: keep it
+		}
+		sw, st := sw, st
+		out = append(out, match{nodes: []ir.ValueID{st.ID, sw.ID}, build: func(b *builder) map[ir.ValueID]ir.ValueID {
+			attrs := ir.Attrs{"rows": st.Attrs["rows"]}
+			if pr, _ := st.Attrs.Bool("per_row"); pr {
+				attrs["per_row"] = true
+			}
+			return map[ir.ValueID]ir.ValueID{sw.ID: b.add("swiglu", attrs, sw.Place, b.old(st.Inputs[0]))}
+		}})
+	}
+	return out
+}

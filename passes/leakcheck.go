@@ -89,7 +89,7 @@ func leakcheck(g *ir.Graph) (leaks, errs []error) {
 }
 
 // Pipeline returns the standard pass order for the given protection:
-// place, fuse, protect, leakcheck. Leakcheck cannot be left out; it
+// place, fuse, quantize, protect, fuse_epilogue, leakcheck. Leakcheck cannot be left out; it
 // tolerates plaintext crossings only for mask none, which the module
 // then says. noFuse switches fusions off by name.
 func Pipeline(o ProtectOptions, noFuse ...string) *Manager {
@@ -98,6 +98,7 @@ func Pipeline(o ProtectOptions, noFuse ...string) *Manager {
 		Fuse(noFuse),
 		Quantize(o.Weights),
 		Protect(o),
+		FuseEpilogue(noFuse),
 		Leakcheck(o.Mask == MaskNone),
 	}}
 }

@@ -22,8 +22,8 @@ func TestPipelineOrderAndMeta(t *testing.T) {
 	for _, po := range []ProtectOptions{DefaultProtect(), {Mask: MaskNone, Cadence: PerForward}} {
 		m := traced(t)
 		pm := Pipeline(po)
-		if got := strings.Join(pm.Names(), ","); got != "place,fuse,quantize,protect,leakcheck" {
-			t.Fatalf("pipeline %s, want place,fuse,quantize,protect,leakcheck", got)
+		if got := strings.Join(pm.Names(), ","); got != "place,fuse,quantize,protect,fuse_epilogue,leakcheck" {
+			t.Fatalf("pipeline %s, want place,fuse,quantize,protect,fuse_epilogue,leakcheck", got)
 		}
 		if err := pm.Run(m); err != nil {
 			t.Fatal(err)

@@ -124,6 +124,18 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 			return func() error { ctx.SwiGLU(f(out), f(in[0]), f(in[1])); return nil }, nil
 		}
 		cols := dims(out)[1]
+		if pr, _ := n.Attrs.Bool("per_row"); pr {
+			// Row 0 of each sequence's block of the unmasked stack.
+			s1 := dims(in[0])[0] / rows
+			return func() error {
+				y, x := f(out), f(in[0])
+				for g := 0; g < rows; g++ {
+					r := g * s1
+					ctx.SwiGLU(y[g*cols:(g+1)*cols], x[2*r*cols:(2*r+1)*cols], x[(2*r+1)*cols:(2*r+2)*cols])
+				}
+				return nil
+			}, nil
+		}
 		return func() error {
 			y, x := f(out), f(in[0])
 			for r := 0; r < rows; r++ {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -185,7 +186,7 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 		if err != nil {
 			return nil, fmt.Errorf("weights %s: tensor %q (shape %s per config.json) is missing from %s", dir, s.Name, shapeStr(s.Shape), where)
 		}
-		if !sameDims(in.Shape, s.Shape) {
+		if !slices.Equal(in.Shape, s.Shape) {
 			file, _ := set.FileOf(s.Name)
 			return nil, fmt.Errorf("weights %s: tensor %q: shape %s in the file vs config's %s", file, s.Name, shapeStr(in.Shape), shapeStr(s.Shape))
 		}
@@ -198,7 +199,7 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 		file, _ := set.FileOf(name)
 		if name == LMHeadName && cfg.TieWordEmbeddings {
 			in, _ := set.Info(name)
-			if d := []int{cfg.VocabSize, cfg.HiddenSize}; !sameDims(in.Shape, d) {
+			if d := []int{cfg.VocabSize, cfg.HiddenSize}; !slices.Equal(in.Shape, d) {
 				return nil, fmt.Errorf("weights %s: tensor %q: shape %s in the file vs config's %s", file, name, shapeStr(in.Shape), shapeStr(d))
 			}
 			tiedHead = true
@@ -264,18 +265,6 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 		set = nil
 	}
 	return newWeights(cfg, specs, byName, set), nil
-}
-
-func sameDims(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func sameBits(a, b []float32) bool {

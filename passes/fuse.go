@@ -170,17 +170,10 @@ func applyFusion(g *ir.Graph, f Fusion) (*ir.Graph, error) {
 				return nil, fmt.Errorf("%v = %s reads %v, which the fusion removed", n.ID, n.Op, v)
 			}
 		}
-		var v ir.ValueID
-		var err error
-		if info := ir.Op(n.Op); info != nil && info.Declared {
-			v, err = ng.AddDeclared(n.Op, n.Attrs, n.Type)
-		} else {
-			v, err = ng.Add(n.Op, n.Attrs, in...)
-		}
+		v, err := copyNode(ng, n, in)
 		if err != nil {
-			return nil, fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
+			return nil, err
 		}
-		ng.Nodes[v].Place = n.Place
 		remap[n.ID] = v
 	}
 	for _, o := range g.Outputs {
@@ -190,6 +183,23 @@ func applyFusion(g *ir.Graph, f Fusion) (*ir.Graph, error) {
 		ng.Outputs = append(ng.Outputs, ir.Output{Name: o.Name, Value: remap[o.Value]})
 	}
 	return deadCode(ng)
+}
+
+// copyNode re-emits n into ng over the mapped operands in, keeping its
+// placement (declared ops keep their declared type).
+func copyNode(ng *ir.Graph, n *ir.Node, in []ir.ValueID) (ir.ValueID, error) {
+	var v ir.ValueID
+	var err error
+	if info := ir.Op(n.Op); info != nil && info.Declared {
+		v, err = ng.AddDeclared(n.Op, n.Attrs, n.Type)
+	} else {
+		v, err = ng.Add(n.Op, n.Attrs, in...)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
+	}
+	ng.Nodes[v].Place = n.Place
+	return v, nil
 }
 
 // deadCode drops nodes no output depends on (weights an unfused node

@@ -91,17 +91,10 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 			}
 			in[1] = q
 		}
-		var v ir.ValueID
-		var err error
-		if info := ir.Op(n.Op); info != nil && info.Declared {
-			v, err = ng.AddDeclared(n.Op, n.Attrs, n.Type)
-		} else {
-			v, err = ng.Add(n.Op, n.Attrs, in...)
-		}
+		v, err := copyNode(ng, n, in)
 		if err != nil {
-			return nil, fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
+			return nil, err
 		}
-		ng.Nodes[v].Place = n.Place
 		remap[n.ID] = v
 	}
 	for _, o := range g.Outputs {

@@ -295,7 +295,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			if err != nil {
 				return nil, fmt.Errorf("compile %s: %v = weight %q: %w", g.Name, n.ID, name, err)
 			}
-			if !sameShape(shape, p.dims[i]) {
+			if !slices.Equal(shape, p.dims[i]) {
 				return nil, fmt.Errorf("compile %s: weight %q has shape %v, graph wants %v", g.Name, name, shape, p.dims[i])
 			}
 			p.f32[i] = data
@@ -515,18 +515,6 @@ func (p *Program) maskOf(sl *slot, group int) (mask.Mask, error) {
 	return sl.ms[group], nil
 }
 
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // storage follows kv_append chains back to the cache input they update.
 func (p *Program) storage(v ir.ValueID) ir.ValueID {
 	for {
@@ -590,7 +578,7 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*quant.Matrix, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !sameShape(shape, p.dims[n.ID]) {
+		if !slices.Equal(shape, p.dims[n.ID]) {
 			return nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, p.dims[n.ID])
 		}
 		if qm, err = quant.Quantize(format, data, rows, cols); err != nil {

@@ -45,6 +45,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -612,7 +613,7 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				if !sameDims(shape, want) {
+				if !slices.Equal(shape, want) {
 					return nil, nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, want)
 				}
 				return data, shape, nil
@@ -799,18 +800,6 @@ func ropeTables(hd int, theta float64, maxPos int) (cos, sin []float32) {
 		}
 	}
 	return cos, sin
-}
-
-func sameDims(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Float32 returns a named f32 output (logits) or a bound f32 input.

@@ -44,6 +44,8 @@ type Ctx struct {
 
 	// scores holds one attention score buffer per worker.
 	scores [][]float32
+	// wide holds one widened bf16 weight panel per worker (MatMulTBF16).
+	wide [][]float32
 }
 
 // NewCtx returns a Ctx with a pool of workers participants (the caller plus
@@ -60,6 +62,7 @@ func NewCtx(workers int) *Ctx {
 		go c.worker(i+1, ch)
 	}
 	c.scores = make([][]float32, workers)
+	c.wide = make([][]float32, workers)
 	return c
 }
 

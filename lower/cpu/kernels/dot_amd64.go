@@ -175,3 +175,20 @@ func siluVec(y, x, u []float32, n int) {
 	}
 	siluAVX2(&y[0], &x[0], up, n)
 }
+
+//go:noescape
+func widenBF16AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func gemv1x8BF16AVX2(x *float32, w *uint16, ldw, k, ntiles int, y *float32)
+
+// gemv1x8BF16 is gemv1x8 on bf16 weights (assembly only; k%8 == 0).
+func gemv1x8BF16(x []float32, w []uint16, ldw, k, ntiles int, y []float32) {
+	_ = x[k-1]
+	_ = w[(8*ntiles-1)*ldw+k-1]
+	_ = y[8*ntiles-1]
+	if !useAsm || k%8 != 0 {
+		panic("kernels: gemv1x8BF16 needs AVX2 and k%8 == 0")
+	}
+	gemv1x8BF16AVX2(&x[0], &w[0], ldw, k, ntiles, &y[0])
+}

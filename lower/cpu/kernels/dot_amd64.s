@@ -917,3 +917,131 @@ sistore:
 sidone:
 	VZEROUPPER
 	RET
+
+
+// func widenBF16AVX2(dst *float32, src *uint16, n int)
+//
+// dst[i] = float32 with upper half src[i], for i < n (n a multiple of 8).
+TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHLQ $1, CX            // bytes of src
+	XORQ DX, DX
+	MOVQ CX, BX
+	ANDQ $-32, BX          // bytes in pairs of 8-element groups
+	JZ   wbone
+
+wbpair:
+	VPMOVZXWD (SI)(DX*1), Y0
+	VPMOVZXWD 16(SI)(DX*1), Y1
+	VPSLLD    $16, Y0, Y0
+	VPSLLD    $16, Y1, Y1
+	VMOVUPS   Y0, (DI)(DX*2)
+	VMOVUPS   Y1, 32(DI)(DX*2)
+	ADDQ      $32, DX
+	CMPQ      DX, BX
+	JB        wbpair
+
+wbone:
+	CMPQ DX, CX
+	JAE  wbret
+	VPMOVZXWD (SI)(DX*1), Y0
+	VPSLLD    $16, Y0, Y0
+	VMOVUPS   Y0, (DI)(DX*2)
+
+wbret:
+	VZEROUPPER
+	RET
+
+// func gemv1x8BF16AVX2(x *float32, w *uint16, ldw, k, ntiles int, y *float32)
+//
+// gemv1x8AVX2 with bf16 weights widened in registers, k a multiple of 8:
+// for t < ntiles, c < 8: y[8t+c] = dot(x[0:k], widen(w[(8t+c)*ldw:][0:k]))
+// in the canonical order (no tail: lanes start at +0, one fused
+// multiply-add per chunk, then the same horizontal sum). While a tile
+// runs, the next one (8*ldw contiguous weights when ldw == k) is
+// prefetched, two lines an iteration: without it the short rows of a
+// bf16 tile (2 KiB at k = 1024) leave the hardware prefetchers behind and
+// the kernel reached about 70 % of the f32 kernel's bandwidth, with it
+// about 85 %. R15 is only used in the loop, never across a global access.
+TEXT ·gemv1x8BF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ w+8(FP), AX
+	MOVQ ldw+16(FP), R13
+	SHLQ $1, R13
+	LEAQ (AX)(R13*1), BX
+	LEAQ (BX)(R13*1), CX
+	LEAQ (CX)(R13*1), DI
+	LEAQ (DI)(R13*1), R8
+	LEAQ (R8)(R13*1), R9
+	LEAQ (R9)(R13*1), R10
+	LEAQ (R10)(R13*1), R11
+	SHLQ $3, R13           // tile advance: 8*ldw weights, in bytes
+	MOVQ k+24(FP), R12
+	SHLQ $1, R12           // weight bytes per row
+	MOVQ y+40(FP), R14
+	CMPQ ntiles+32(FP), $0
+	JLE  gb18ret
+
+gb18tile:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   DX, DX
+	LEAQ   (AX)(R13*1), R15 // the next tile, read ahead two lines an iteration
+
+gb18loop:
+	PREFETCHNTA (R15)(DX*8)
+	PREFETCHNTA 64(R15)(DX*8)
+	VMOVUPS     (SI)(DX*2), Y8
+	VPMOVZXWD   (AX)(DX*1), Y9
+	VPMOVZXWD   (BX)(DX*1), Y10
+	VPSLLD      $16, Y9, Y9
+	VPSLLD      $16, Y10, Y10
+	VFMADD231PS Y9, Y8, Y0
+	VFMADD231PS Y10, Y8, Y1
+	VPMOVZXWD   (CX)(DX*1), Y11
+	VPMOVZXWD   (DI)(DX*1), Y12
+	VPSLLD      $16, Y11, Y11
+	VPSLLD      $16, Y12, Y12
+	VFMADD231PS Y11, Y8, Y2
+	VFMADD231PS Y12, Y8, Y3
+	VPMOVZXWD   (R8)(DX*1), Y9
+	VPMOVZXWD   (R9)(DX*1), Y10
+	VPSLLD      $16, Y9, Y9
+	VPSLLD      $16, Y10, Y10
+	VFMADD231PS Y9, Y8, Y4
+	VFMADD231PS Y10, Y8, Y5
+	VPMOVZXWD   (R10)(DX*1), Y11
+	VPMOVZXWD   (R11)(DX*1), Y12
+	VPSLLD      $16, Y11, Y11
+	VPSLLD      $16, Y12, Y12
+	VFMADD231PS Y11, Y8, Y6
+	VFMADD231PS Y12, Y8, Y7
+	ADDQ        $16, DX
+	CMPQ        DX, R12
+	JB          gb18loop
+
+	HSUM8((R14))
+
+	ADDQ $32, R14
+	ADDQ R13, AX
+	ADDQ R13, BX
+	ADDQ R13, CX
+	ADDQ R13, DI
+	ADDQ R13, R8
+	ADDQ R13, R9
+	ADDQ R13, R10
+	ADDQ R13, R11
+	DECQ ntiles+32(FP)
+	JNZ  gb18tile
+
+gb18ret:
+	VZEROUPPER
+	RET

@@ -38,3 +38,9 @@ func expSumVec(s []float32, n int, m float32, sums *[4]float64) { panic("unreach
 func scaleVec(s []float32, n int, f float32) { panic("unreachable") }
 
 func siluVec(y, x, u []float32, n int) { panic("unreachable") }
+
+func widenBF16AVX2(dst *float32, src *uint16, n int) { panic("kernels: no assembly") }
+
+func gemv1x8BF16(x []float32, w []uint16, ldw, k, ntiles int, y []float32) {
+	panic("kernels: gemv1x8BF16 without assembly")
+}

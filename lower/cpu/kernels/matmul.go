@@ -15,6 +15,7 @@ const (
 
 type matmulJob struct {
 	y, x, w, bias []float32
+	wb            []uint16 // bf16 weights (MatMulTBF16), in place of w
 	m, k, n       int
 	gemm          bool
 	colsPer       int // columns of y per task (the last task takes the rest)
@@ -57,12 +58,22 @@ func (c *Ctx) MatMulT(y, x, w []float32, m, k, n int, bias []float32) {
 		}
 		return
 	}
+	c.matmul(y, x, w, nil, m, k, n, bias)
+}
+
+// matmul runs the product with f32 weights w or, when wb is not nil,
+// bf16 weights wb; the work split depends only on m, k and n.
+func (c *Ctx) matmul(y, x, w []float32, wb []uint16, m, k, n int, bias []float32) {
 	j := &c.mm
-	j.y, j.x, j.w, j.bias = y, x, w, bias
+	j.y, j.x, j.w, j.wb, j.bias = y, x, w, wb, bias
 	j.m, j.k, j.n = m, k, n
 	if m < 4 {
 		j.gemm = false
-		per := (gemvTaskFloats / k) &^ 7
+		task := gemvTaskFloats
+		if wb != nil {
+			task *= 2 // the same 128 KiB of weights a task
+		}
+		per := (task / k) &^ 7
 		if per < 8 {
 			per = 8
 		}
@@ -78,10 +89,10 @@ func (c *Ctx) MatMulT(y, x, w []float32, m, k, n int, bias []float32) {
 		j.rowsPer, j.rowTasks = gemmRowBlock, max(1, m/gemmRowBlock)
 	}
 	c.run(j, j.colTasks*j.rowTasks)
-	j.y, j.x, j.w, j.bias = nil, nil, nil, nil
+	j.y, j.x, j.w, j.wb, j.bias = nil, nil, nil, nil, nil
 }
 
-func (j *matmulJob) do(_ *Ctx, task, _ int) {
+func (j *matmulJob) do(c *Ctx, task, worker int) {
 	ib, jb := task%j.rowTasks, task/j.rowTasks
 	j0 := jb * j.colsPer
 	j1 := j0 + j.colsPer
@@ -94,28 +105,41 @@ func (j *matmulJob) do(_ *Ctx, task, _ int) {
 		i1 = j.m
 	}
 	k, n := j.k, j.n
+	// w holds weight rows from wBase on: all of them, or the task's panel
+	// of bf16 rows widened into this worker's scratch.
+	w, wBase := j.w, 0
+	if j.wb != nil {
+		if !j.gemm && k%8 == 0 && useAsm && j1-j0 >= 8 {
+			for i := i0; i < i1; i++ {
+				matvecRangeBF16(j.y[i*n:(i+1)*n], j.x[i*k:(i+1)*k], j.wb, k, j0, j1, j.bias)
+			}
+			return
+		}
+		w, wBase = c.widenPanel(worker, j.wb[j0*k:j1*k]), j0
+	}
 	if !j.gemm {
 		for i := i0; i < i1; i++ {
-			matvecRange(j.y[i*n:(i+1)*n], j.x[i*k:(i+1)*k], j.w, k, j0, j1, j.bias)
+			matvecRange(j.y[i*n:(i+1)*n], j.x[i*k:(i+1)*k], w, wBase, k, j0, j1, j.bias)
 		}
 		return
 	}
-	gemmBlock(j, i0, i1, j0, j1)
+	gemmBlock(j, w, wBase, i0, i1, j0, j1)
 }
 
-// matvecRange sets y[j] = dot(x, w_j) (+ bias[j]) for j0 <= j < j1.
-func matvecRange(y, x, w []float32, k, j0, j1 int, bias []float32) {
+// matvecRange sets y[j] = dot(x, w_j) (+ bias[j]) for j0 <= j < j1, row j
+// of the weights being w[(j-wBase)*k:].
+func matvecRange(y, x, w []float32, wBase, k, j0, j1 int, bias []float32) {
 	if j1-j0 < 8 {
 		for jj := j0; jj < j1; jj++ {
-			y[jj] = dot(x, w[jj*k:], k)
+			y[jj] = dot(x, w[(jj-wBase)*k:], k)
 		}
 	} else {
 		full := (j1 - j0) / 8
-		gemv1x8(x, w[j0*k:], k, k, full, y[j0:])
+		gemv1x8(x, w[(j0-wBase)*k:], k, k, full, y[j0:])
 		if j0+8*full < j1 {
 			// The tail tile is shifted back to end at j1; it recomputes
 			// some columns bit-identically.
-			gemv1x8(x, w[(j1-8)*k:], k, k, 1, y[j1-8:])
+			gemv1x8(x, w[(j1-8-wBase)*k:], k, k, 1, y[j1-8:])
 		}
 	}
 	if bias != nil {
@@ -126,9 +150,17 @@ func matvecRange(y, x, w []float32, k, j0, j1 int, bias []float32) {
 // gemmBlock computes the rows [i0,i1) x columns [j0,j1) of y (i1-i0 >= 4)
 // with register tiles: 6x8 (AVX-512) or 4x3. A row group or tile that would
 // run past the block is shifted back inside it and recomputes some elements
-// bit-identically, so no element is written by two tasks.
-func gemmBlock(j *matmulJob, i0, i1, j0, j1 int) {
-	y, x, w, bias, k, n := j.y, j.x, j.w, j.bias, j.k, j.n
+// bit-identically, so no element is written by two tasks. Weight row j is
+// w[(j-wBase)*k:].
+func gemmBlock(j *matmulJob, w []float32, wBase, i0, i1, j0, j1 int) {
+	y, x, bias, k, n := j.y, j.x, j.bias, j.k, j.n
+	w = w[(j0-wBase)*k:]
+	j1 -= j0
+	y = y[j0:]
+	if bias != nil {
+		bias = bias[j0:]
+	}
+	j0 = 0
 	switch {
 	case useAVX512 && i1-i0 >= 6 && j1-j0 >= 8:
 		full := (j1 - j0) / 8

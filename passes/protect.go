@@ -44,7 +44,7 @@ type ProtectOptions struct {
 	// mask) or shared (the B rows are stacked under one mask with
 	// next_pow2(B + 8) - B shield rows; opt-in, far fewer device rows).
 	Topology string
-	// Weights is the device weight format: f32 (default), q8_0 or q4_0.
+	// Weights is the device weight format: f32 (default), bf16, q8_0 or q4_0.
 	// It is a compile option like the protection, so it travels with it.
 	Weights string
 }
@@ -73,9 +73,9 @@ func (o ProtectOptions) Check() error {
 		return fmt.Errorf("--cadence %q: want per-forward or per-offload", o.Cadence)
 	}
 	switch o.Weights {
-	case "", WeightsF32, WeightsQ8_0, WeightsQ4_0:
+	case "", WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0:
 	default:
-		return fmt.Errorf("--weights %q: want f32, q8_0 or q4_0", o.Weights)
+		return fmt.Errorf("--weights %q: want f32, bf16, q8_0 or q4_0", o.Weights)
 	}
 	switch o.Topology {
 	case "", PerSequence, Shared:

@@ -9,30 +9,39 @@ import (
 // Weight formats of a plan.
 const (
 	WeightsF32  = "f32"
+	WeightsBF16 = "bf16"
 	WeightsQ8_0 = "q8_0"
 	WeightsQ4_0 = "q4_0"
 )
 
-// Quantize gives every device matmul (the LM head included) weights in a
-// GGUF block format. The TEE keeps its f32 copies where it reads them (a
-// tied embedding table is gathered in f32 and multiplied as q8_0/q4_0 by
-// the device). Runs after fuse (stacked weights are quantized as one
-// matrix) and before protect, which then makes the mask emit the rows
-// that cross as q8_0 blocks: the quantize epilogue.
+// WeightFormats lists the formats --weights takes.
+var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0}
+
+// Quantize gives every device matmul (the LM head included) weights in
+// bf16 or a GGUF block format. The TEE keeps its f32 copies where it
+// reads them (a tied embedding table is gathered in f32 and multiplied in
+// the plan's format by the device). Runs after fuse (stacked weights are
+// converted as one matrix) and before protect. bf16 weights multiply the
+// same f32 rows as f32 ones (the device widens them exactly), so a bf16
+// checkpoint gives the f32 plan's bits from half the weight bytes; for
+// q8_0 and q4_0 protect makes the mask emit the rows that cross as q8_0
+// blocks: the quantize epilogue.
 func Quantize(format string) Pass {
-	return Pass{Name: "quantize", Doc: "device matmul weights in f32, q8_0 or q4_0",
+	return Pass{Name: "quantize", Doc: "device matmul weights in f32, bf16, q8_0 or q4_0",
 		Run: func(m *ir.Module) error {
 			var dt ir.DType
 			switch format {
 			case "", WeightsF32:
 				m.Meta["weights"] = WeightsF32
 				return nil
+			case WeightsBF16:
+				dt = ir.BF16
 			case WeightsQ8_0:
 				dt = ir.Q8_0
 			case WeightsQ4_0:
 				dt = ir.Q4_0
 			default:
-				return fmt.Errorf("--weights %q: want f32, q8_0 or q4_0", format)
+				return fmt.Errorf("--weights %q: want f32, bf16, q8_0 or q4_0", format)
 			}
 			for i, g := range m.Graphs {
 				ng, err := quantizeGraph(g, dt)

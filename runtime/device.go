@@ -13,6 +13,8 @@ import (
 // one, a gomlx one, a spy around either) plugs into any backend.
 type Device interface {
 	Upload(name string, w []float32, rows, cols int) error
+	// UploadBF16 keeps a bfloat16 weight; MatMul then widens it exactly.
+	UploadBF16(name string, w []uint16, rows, cols int) error
 	MatMul(op, weight string, x []float32, m int, y []float32) error
 	// UploadQ and MatMulQ are the quantized plan's pair: GGUF block
 	// weights, and q8_0 activation rows as the payload that crosses.
@@ -67,6 +69,15 @@ func (s *SpyDevice) Upload(name string, w []float32, rows, cols int) error {
 	s.shapes[name] = [2]int{rows, cols}
 	s.mu.Unlock()
 	return s.Inner.Upload(name, w, rows, cols)
+}
+
+// UploadBF16 records the weight's name and shape, then forwards it.
+func (s *SpyDevice) UploadBF16(name string, w []uint16, rows, cols int) error {
+	s.mu.Lock()
+	s.uploads = append(s.uploads, name)
+	s.shapes[name] = [2]int{rows, cols}
+	s.mu.Unlock()
+	return s.Inner.UploadBF16(name, w, rows, cols)
 }
 
 // MatMul records the rows sent and the product returned.

@@ -97,9 +97,11 @@ func gomlxParity(t *testing.T, backend string) {
 			hd3 := passes.ProtectOptions{Mask: passes.MaskHD3, Cadence: passes.PerForward, ShieldK: 8, ShieldEnergy: 4, Center: true}
 			q8 := hd3
 			q8.Weights = passes.WeightsQ8_0
+			bf16 := hd3
+			bf16.Weights = passes.WeightsBF16
 			pos := []passes.ProtectOptions{plain, hd3}
 			if tc.name == "qwen3-tiny" {
-				pos = append(pos, q8) // UploadQ/MatMulQ: q8_0 rows and weights
+				pos = append(pos, q8, bf16) // UploadQ/MatMulQ: q8_0 rows and weights; UploadBF16
 			}
 			for _, po := range pos {
 				label := po.Mask
@@ -157,9 +159,9 @@ func gomlxParity(t *testing.T, backend string) {
 // TestGomlxParity: greedy tokens identical, logits within gomlxTolerance
 // and the same sequence of crossings (direction, op, weight, shape)
 // between the local device and gomlx's pure-Go backend, for qwen3-tiny
-// (mask none, hd3, and hd3 with q8_0 weights and rows: gomlxQ8Tolerance)
-// and, without -short, the 4-layer model at the Qwen3-1.7B widths (none
-// and hd3).
+// (mask none, hd3, hd3 with q8_0 weights and rows: gomlxQ8Tolerance,
+// and hd3 with bf16 weights: gomlxTolerance) and, without -short, the
+// 4-layer model at the Qwen3-1.7B widths (none and hd3).
 func TestGomlxParity(t *testing.T) { gomlxParity(t, "go") }
 
 // TestGomlxXLAParity is the same on XLA's CPU plugin; it skips, saying

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"gelo/ir"
@@ -124,5 +125,89 @@ func TestQuantizedPlanShape(t *testing.T) {
 	}
 	if m.Meta["weights"] != "q8_0" {
 		t.Errorf("weights meta %q", m.Meta["weights"])
+	}
+}
+
+// TestBF16Weights: bf16 device weights widen exactly, so on a bf16
+// checkpoint the bf16 plan must give the f32 plan's logits bit for bit
+// at every step, unprotected and under hd3 (same session key), while the
+// device holds half the bytes: every device weight is uploaded as bf16.
+// On an f32 checkpoint the weights are rounded (to nearest even, relative
+// error at most 2^-9); the logits then move by about the weights'
+// relative error times the model's gain. Measured on qwen3-tiny: 6.9e-3
+// at worst over 64 steps (the weights move by about 1.1e-3 RMS: this
+// synthetic model amplifies weight noise about 6x, see
+// TestQuantizedLogits). The bound 2e-2 is far below what a wrong
+// widening, layout or dispatch gives (order 1).
+func TestBF16Weights(t *testing.T) {
+	cfg, _ := models.Variant("qwen3-tiny")
+	prompt := testPrompt(12, cfg.VocabSize)
+	const steps = 64
+	bf16ckpt, err := models.SynthesizeAs(cfg, 23, "bf16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mask := range []string{passes.MaskNone, passes.MaskHD3} {
+		po := passes.DefaultProtect()
+		po.Mask = mask
+		if mask == passes.MaskNone {
+			po = plain
+		}
+		ref := newSessionOpts(t, compileModule(t, cfg, models.TraceOptions{}, po), bf16ckpt, testKey, runtime.Options{MaxContext: 12 + steps})
+		wantToks, want := greedyRun(t, ref, prompt, steps)
+		po.Weights = passes.WeightsBF16
+		m := compileModule(t, cfg, models.TraceOptions{}, po)
+		s, spy := spySession(t, m, bf16ckpt, testKey, 12+steps)
+		toks, got := greedyRun(t, s, prompt, steps)
+		for i := range got {
+			if toks[i] != wantToks[i] {
+				t.Fatalf("mask %s: token %d is %d with bf16 weights, %d with f32", mask, i, toks[i], wantToks[i])
+			}
+			for j := range got[i] {
+				if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+					t.Fatalf("mask %s: step %d logit %d is %v with bf16 weights, %v with f32", mask, i, j, got[i][j], want[i][j])
+				}
+			}
+		}
+		ups := spy.Uploads()
+		if len(ups) == 0 {
+			t.Fatalf("mask %s: nothing uploaded", mask)
+		}
+		for _, u := range ups {
+			if !strings.HasPrefix(u, "bf16:") {
+				t.Errorf("mask %s: device weight %q was not uploaded as bf16", mask, u)
+			}
+		}
+		if m.Meta["weights"] != passes.WeightsBF16 {
+			t.Errorf("weights meta %q", m.Meta["weights"])
+		}
+	}
+
+	// An f32 checkpoint is rounded: close, not equal.
+	f32ckpt, err := models.SynthesizeAs(cfg, 23, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := newSessionOpts(t, compileModule(t, cfg, models.TraceOptions{}, plain), f32ckpt, testKey, runtime.Options{MaxContext: 12 + steps})
+	refToks, want := greedyRun(t, ref, prompt, steps)
+	po := plain
+	po.Weights = passes.WeightsBF16
+	s := newSessionOpts(t, compileModule(t, cfg, models.TraceOptions{}, po), f32ckpt, testKey, runtime.Options{MaxContext: 12 + steps})
+	logits, err := s.Prefill(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worst float64
+	for i := 0; i < steps; i++ {
+		worst = math.Max(worst, relRMS(logits, want[i]))
+		if i+1 < steps {
+			if logits, err = s.Decode(int32(refToks[i])); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("f32 checkpoint rounded to bf16: logits rel. RMS vs f32 at most %.2e over %d steps", worst, steps)
+	if worst == 0 || worst > 2e-2 {
+		t.Errorf("f32 checkpoint with bf16 weights: logits differ by %.3g relative RMS (want > 0 and <= 2e-2)", worst)
 	}
 }

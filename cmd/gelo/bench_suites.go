@@ -130,6 +130,8 @@ func (e *benchEnv) benchFusion(masks []string) error {
 func weightBytes(cfg *models.Config, format string) int64 {
 	dt := ir.F32
 	switch format {
+	case passes.WeightsBF16:
+		dt = ir.BF16
 	case passes.WeightsQ8_0:
 		dt = ir.Q8_0
 	case passes.WeightsQ4_0:
@@ -155,7 +157,7 @@ func (e *benchEnv) benchWeights(masks []string) error {
 		"mask", "format", "TPOT", "tok/s", "bytes/token", "bound", "vs f32")
 	for _, mk := range masks {
 		var f32 time.Duration
-		for _, w := range []string{passes.WeightsF32, passes.WeightsQ8_0, passes.WeightsQ4_0} {
+		for _, w := range passes.WeightFormats {
 			po := protectWith(mk)
 			po.Weights = w
 			m, err := e.module(po, nil)

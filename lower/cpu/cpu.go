@@ -17,6 +17,7 @@ import (
 	"gelo/lower/cpu/mask"
 	"gelo/lower/cpu/quant"
 	"gelo/models"
+	"gelo/models/safetensors"
 	"gelo/passes"
 )
 
@@ -27,8 +28,11 @@ import (
 type Device interface {
 	// Upload makes a public weight [rows, cols] resident on the device.
 	Upload(name string, w []float32, rows, cols int) error
-	// MatMul computes y[m, rows] = x[m, cols] W^T for a resident weight;
-	// op is the IR op that sends it.
+	// UploadBF16 makes a public bfloat16 weight resident: half the bytes,
+	// the same products (MatMul widens it exactly).
+	UploadBF16(name string, w []uint16, rows, cols int) error
+	// MatMul computes y[m, rows] = x[m, cols] W^T for a resident f32 or
+	// bf16 weight; op is the IR op that sends it.
 	MatMul(op, weight string, x []float32, m int, y []float32) error
 	// UploadQ makes a block-quantized public weight resident.
 	UploadQ(name string, w *quant.Matrix) error
@@ -64,6 +68,7 @@ type Backend struct {
 	uploaded map[string]bool
 	stacks   map[string][]float32 // stacked weights by joined name
 	qmats    map[string]*quant.Matrix
+	bf16s    map[string][]uint16 // bf16 device weights by (joined) name
 	qctx     *quant.Ctx
 	pass     uint64 // highest pass number run so far
 	passSeen bool
@@ -136,7 +141,7 @@ type ropeKey struct {
 func New(w *models.Weights, opt Options) *Backend {
 	b := &Backend{weights: w, ctx: kernels.NewCtx(opt.Workers), dev: opt.Device,
 		key: append([]byte(nil), opt.SessionKey...), ropes: map[ropeKey]*kernels.Rope{}, uploaded: map[string]bool{},
-		stacks: map[string][]float32{}, qmats: map[string]*quant.Matrix{}}
+		stacks: map[string][]float32{}, qmats: map[string]*quant.Matrix{}, bf16s: map[string][]uint16{}}
 	b.qctx = quant.NewCtx(opt.Workers)
 	if b.dev == nil {
 		b.dev = newLocalDevice(b.ctx, b.qctx)
@@ -206,6 +211,7 @@ type Program struct {
 	b        *Backend
 	external []ir.ValueID         // inputs the caller must bind (KV caches)
 	q        []*quant.Matrix      // quantized weights by value
+	b16      [][]uint16           // bf16 weights by value
 	qa       []*quant.Activations // q8_0 rows by value
 	bind     map[string]int
 	plan     *passes.MemPlan
@@ -235,6 +241,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
 		b: b, slots: map[int64]*slot{},
 		q: make([]*quant.Matrix, len(g.Nodes)), qa: make([]*quant.Activations, len(g.Nodes)),
+		b16: make([][]uint16, len(g.Nodes)),
 	}
 	bind, err := BindShieldDims(g, bind)
 	if err != nil {
@@ -284,6 +291,12 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 				return nil, fmt.Errorf("compile %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
 			}
 			p.q[i] = qm
+		case n.Type.DType == ir.BF16 && (n.Op == "weight" || n.Op == "concat_weights"):
+			data, err := b.bf16Weights(p, n)
+			if err != nil {
+				return nil, fmt.Errorf("compile %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
+			}
+			p.b16[i] = data
 		case n.Type.DType.IsQuantized():
 			// q8_0 rows: the f32 rows are masked in scratch, then written
 			// as blocks; only the blocks cross.
@@ -349,6 +362,22 @@ func (b *Backend) upload(name string, data []float32, shape []int) error {
 		return fmt.Errorf("device weights are matrices, got shape %v", shape)
 	}
 	if err := b.dev.Upload(name, data, shape[0], shape[1]); err != nil {
+		return err
+	}
+	b.uploaded[name] = true
+	return nil
+}
+
+func (b *Backend) uploadBF16(name string, data []uint16, shape []int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.uploaded[name] {
+		return nil
+	}
+	if len(shape) != 2 {
+		return fmt.Errorf("device weights are matrices, got shape %v", shape)
+	}
+	if err := b.dev.UploadBF16(name, data, shape[0], shape[1]); err != nil {
 		return err
 	}
 	b.uploaded[name] = true
@@ -603,6 +632,46 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*quant.Matrix, error) {
 	b.qmats[key] = qm
 	b.mu.Unlock()
 	return qm, nil
+}
+
+// bf16Weights returns (building once per backend) a weight or stacked
+// weights rounded to bf16, to nearest even: exact for a bf16 checkpoint.
+func (b *Backend) bf16Weights(p *Program, n *ir.Node) ([]uint16, error) {
+	name, ok := WeightName(p.g, n.ID)
+	if !ok {
+		return nil, fmt.Errorf("not a named weight")
+	}
+	b.mu.Lock()
+	data, ok := b.bf16s[name]
+	b.mu.Unlock()
+	if ok {
+		return data, nil
+	}
+	if n.Op == "weight" {
+		src, shape, err := b.weights.Get(name)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Equal(shape, p.dims[n.ID]) {
+			return nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, p.dims[n.ID])
+		}
+		data = make([]uint16, len(src))
+		for i, v := range src {
+			data[i] = safetensors.F32ToBF16(v)
+		}
+	} else {
+		for _, in := range n.Inputs {
+			part, err := b.bf16Weights(p, p.g.Node(in))
+			if err != nil {
+				return nil, err
+			}
+			data = append(data, part...)
+		}
+	}
+	b.mu.Lock()
+	b.bf16s[name] = data
+	b.mu.Unlock()
+	return data, nil
 }
 
 // stacked returns (building once per backend) the rows of n's weights

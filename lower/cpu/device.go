@@ -20,6 +20,7 @@ type LocalDevice struct {
 
 type localWeight struct {
 	data       []float32
+	bf16       []uint16 // a bf16 weight, in place of data
 	rows, cols int
 }
 
@@ -66,7 +67,19 @@ func (d *LocalDevice) Upload(name string, w []float32, rows, cols int) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.w[name] = localWeight{w, rows, cols}
+	d.w[name] = localWeight{data: w, rows: rows, cols: cols}
+	return nil
+}
+
+// UploadBF16 keeps a reference to the public bf16 weight; it is never
+// written.
+func (d *LocalDevice) UploadBF16(name string, w []uint16, rows, cols int) error {
+	if rows <= 0 || cols <= 0 || len(w) != rows*cols {
+		return fmt.Errorf("device upload %q: %d bf16 values for shape [%d, %d]", name, len(w), rows, cols)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.w[name] = localWeight{bf16: w, rows: rows, cols: cols}
 	return nil
 }
 
@@ -81,6 +94,10 @@ func (d *LocalDevice) MatMul(op, weight string, x []float32, m int, y []float32)
 	if len(x) != m*w.cols || len(y) != m*w.rows {
 		return fmt.Errorf("device %s %q: x holds %d values and y %d, want %d x %d and %d x %d",
 			op, weight, len(x), len(y), m, w.cols, m, w.rows)
+	}
+	if w.bf16 != nil {
+		d.ctx.MatMulTBF16(y, x, w.bf16, m, w.cols, w.rows, nil)
+		return nil
 	}
 	d.ctx.MatMulT(y, x, w.data, m, w.cols, w.rows, nil)
 	return nil

@@ -219,6 +219,9 @@ func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 		return func() error { ctx.RMSNorm(f(out), f(in[0]), f(in[1]), rows, d, float32(eps)); return nil }, nil
 	case "matmul", "lm_head":
 		k, nOut := dims(in[0])[1], dims(in[1])[0]
+		if p.f32[in[1]] == nil {
+			return nil, fmt.Errorf("the TEE multiplies f32 weights only, %v is %v", in[1], p.g.Node(in[1]).Type)
+		}
 		if len(in) == 3 {
 			return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, f(in[2])); return nil }, nil
 		}
@@ -305,7 +308,12 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 		}
 		return func() error { return dev.MatMulQ(n.Op, name, p.qa[x], p.f32[out]) }, nil
 	}
-	if err := b.upload(name, p.f32[w], p.dims[w]); err != nil {
+	if data := p.b16[w]; data != nil {
+		name = "bf16:" + name
+		if err := b.uploadBF16(name, data, p.dims[w]); err != nil {
+			return nil, fmt.Errorf("upload %q: %w", name, err)
+		}
+	} else if err := b.upload(name, p.f32[w], p.dims[w]); err != nil {
 		return nil, fmt.Errorf("upload %q: %w", name, err)
 	}
 	x, out, rows, dev := n.Inputs[0], n.ID, p.dims[n.ID][0], b.dev

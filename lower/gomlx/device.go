@@ -22,6 +22,9 @@
 //     (a device to host transfer under XLA), with no intermediate slice;
 //     the input and output buffers are released back to the engine.
 //
+// UploadBF16 keeps a bf16 weight as a BFloat16 buffer (half the bytes);
+// its executable widens it exactly before the same product.
+//
 // UploadQ and MatMulQ (the quantized plan's pair) expand the blocks to
 // float32 on the way in (see quant.go): the weight once, at upload; the
 // q8_0 rows per call, on the caller's side, before x is copied in.
@@ -60,10 +63,12 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
@@ -102,9 +107,13 @@ type weight struct {
 	buf        backends.Buffer
 	rows, cols int
 	blocks     int // row blocks: the buffer is [rows, cols] or [blocks, rows/blocks, cols]
+	dtype      dtypes.DType
 }
 
-type execKey struct{ m, rows, cols, blocks int }
+type execKey struct {
+	m, rows, cols, blocks int
+	dtype                 dtypes.DType // the resident weight's: Float32 or BFloat16
+}
 
 // New opens the named backend: "go" (or "go:<options>"), "xla:cpu",
 // "xla:cuda", "xla:<plugin>", or "" for $GOMLX_BACKEND (default "go").
@@ -155,6 +164,21 @@ func (d *Device) Upload(name string, w []float32, rows, cols int) error {
 	if rows <= 0 || cols <= 0 || rows > len(w) || len(w)/rows != cols || len(w)%rows != 0 {
 		return fmt.Errorf("gomlx upload %q: %d values for shape [%d, %d]", name, len(w), rows, cols)
 	}
+	return d.upload(name, w, dtypes.Float32, rows, cols)
+}
+
+// UploadBF16 keeps the public bf16 weight w [rows, cols] as a BFloat16
+// buffer (half the bytes); the matmul executable widens it to float32
+// (exact) before the product, so the result is Upload's for the widened
+// values. w is not retained.
+func (d *Device) UploadBF16(name string, w []uint16, rows, cols int) error {
+	if rows <= 0 || cols <= 0 || rows > len(w) || len(w)/rows != cols || len(w)%rows != 0 {
+		return fmt.Errorf("gomlx upload %q: %d bf16 values for shape [%d, %d]", name, len(w), rows, cols)
+	}
+	return d.upload(name, unsafe.Slice((*bfloat16.BFloat16)(unsafe.SliceData(w)), len(w)), dtypes.BFloat16, rows, cols)
+}
+
+func (d *Device) upload(name string, flat any, dtype dtypes.DType, rows, cols int) error {
 	blocks := 1
 	if d.split {
 		blocks = splitFor(rows)
@@ -166,16 +190,16 @@ func (d *Device) Upload(name string, w []float32, rows, cols int) error {
 	}
 	var buf backends.Buffer
 	err := guard("upload", func() (err error) {
-		buf, err = d.be.BufferFromFlatData(0, w, weightShape(rows, cols, blocks))
+		buf, err = d.be.BufferFromFlatData(0, flat, weightShape(dtype, rows, cols, blocks))
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("gomlx upload %q [%d, %d]: %w", name, rows, cols, err)
+		return fmt.Errorf("gomlx upload %q [%d, %d] %s: %w", name, rows, cols, dtype, err)
 	}
 	if old := d.weights[name]; old != nil {
 		_ = guard("free", func() error { return d.be.BufferFinalize(old.buf) })
 	}
-	d.weights[name] = &weight{buf: buf, rows: rows, cols: cols, blocks: blocks}
+	d.weights[name] = &weight{buf: buf, rows: rows, cols: cols, blocks: blocks, dtype: dtype}
 	return nil
 }
 
@@ -195,7 +219,7 @@ func (d *Device) MatMul(op, weightName string, x []float32, m int, y []float32) 
 		return fmt.Errorf("gomlx %s %q: x holds %d values and y %d, want %d x %d and %d x %d",
 			op, weightName, len(x), len(y), m, w.cols, m, w.rows)
 	}
-	exe, err := d.executable(execKey{m: m, rows: w.rows, cols: w.cols, blocks: w.blocks})
+	exe, err := d.executable(execKey{m: m, rows: w.rows, cols: w.cols, blocks: w.blocks, dtype: w.dtype})
 	if err != nil {
 		return fmt.Errorf("gomlx %s %q: %w", op, weightName, err)
 	}
@@ -262,9 +286,16 @@ func compileMatMul(be backends.Backend, k execKey) (backends.Executable, error) 
 	if err != nil {
 		return nil, err
 	}
-	w, err := b.Parameter("w", weightShape(k.rows, k.cols, k.blocks), nil)
+	w, err := b.Parameter("w", weightShape(k.dtype, k.rows, k.cols, k.blocks), nil)
 	if err != nil {
 		return nil, err
+	}
+	if k.dtype != dtypes.Float32 {
+		// Widened per call, exactly (bf16 is the upper half of a float32);
+		// XLA fuses the conversion into the product.
+		if w, err = b.ConvertDType(w, dtypes.Float32); err != nil {
+			return nil, err
+		}
 	}
 	var y backends.Op
 	if k.blocks == 1 {
@@ -292,11 +323,11 @@ func compileMatMul(be backends.Backend, k execKey) (backends.Executable, error) 
 
 // weightShape is the resident weight's buffer shape. It is fixed at
 // upload: reshaping a parameter inside the graph would copy it per call.
-func weightShape(rows, cols, blocks int) shapes.Shape {
+func weightShape(dtype dtypes.DType, rows, cols, blocks int) shapes.Shape {
 	if blocks == 1 {
-		return shapes.Make(dtypes.Float32, rows, cols)
+		return shapes.Make(dtype, rows, cols)
 	}
-	return shapes.Make(dtypes.Float32, blocks, rows/blocks, cols)
+	return shapes.Make(dtype, blocks, rows/blocks, cols)
 }
 
 // splitFor is the number of row blocks a weight of rows rows is cut into

@@ -416,3 +416,42 @@ func TestMatMulQMatchesLocalDevice(t *testing.T) {
 		t.Error("MatMulQ with empty activations succeeded")
 	}
 }
+
+// A bf16 weight multiplies exactly as its widened f32 copy: the same
+// executable after an exact conversion, so the bits match Upload's.
+func TestMatMulBF16MatchesF32(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, split := range []bool{false, true} {
+		d := newGo(t, split)
+		for _, s := range testShapes {
+			x := randSlice(r, s.m*s.cols)
+			wf := randSlice(r, s.rows*s.cols)
+			wb := make([]uint16, len(wf))
+			for i, v := range wf {
+				wb[i] = uint16(math.Float32bits(v) >> 16)
+				wf[i] = math.Float32frombits(uint32(wb[i]) << 16)
+			}
+			if err := d.Upload("f", wf, s.rows, s.cols); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.UploadBF16("b", wb, s.rows, s.cols); err != nil {
+				t.Fatal(err)
+			}
+			want, got := make([]float32, s.m*s.rows), make([]float32, s.m*s.rows)
+			if err := d.MatMul("matmul", "f", x, s.m, want); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.MatMul("matmul", "b", x, s.m, got); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("split=%v %+v: y[%d] = %v with bf16, %v with its f32 widening", split, s, i, got[i], want[i])
+				}
+			}
+		}
+		if err := d.UploadBF16("bad", make([]uint16, 5), 2, 3); err == nil {
+			t.Error("UploadBF16 accepted 5 values for [2, 3]")
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gelo/ir"
+	"gelo/lower/cpu/quant"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
@@ -22,27 +23,98 @@ func relRMS(got, want []float32) float64 {
 	return math.Sqrt(num / den)
 }
 
+// klDiv is KL(softmax(want) || softmax(got)) in nats: what llama.cpp's
+// perplexity tool reports for a quantized model against its f16 one.
+func klDiv(got, want []float32) float64 {
+	lse := func(l []float32) float64 {
+		m := math.Inf(-1)
+		for _, v := range l {
+			m = math.Max(m, float64(v))
+		}
+		var s float64
+		for _, v := range l {
+			s += math.Exp(float64(v) - m)
+		}
+		return m + math.Log(s)
+	}
+	lg, lw := lse(got), lse(want)
+	var kl float64
+	for i := range want {
+		pw := float64(want[i]) - lw
+		kl += math.Exp(pw) * (pw - (float64(got[i]) - lg))
+	}
+	return kl
+}
+
+// dequantized returns w with every matrix rounded through format's blocks
+// (quantized and expanded back to f32): the weights a quantized plan's
+// device multiplies by, for the f32 plan to run exactly.
+func dequantized(t *testing.T, w *models.Weights, format quant.Format) *models.Weights {
+	t.Helper()
+	data := map[string][]float32{}
+	for _, name := range w.Names() {
+		v, shape, err := w.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v = append([]float32(nil), v...)
+		if len(shape) == 2 {
+			m, err := quant.Quantize(format, v, shape[0], shape[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Dequantize(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data[name] = v
+	}
+	out, err := models.NewWeights(w.Config, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestQuantizedLogits compares q8_0 and q4_0 plans with the f32 plan on
 // the synthetic Qwen3-0.6B widths (4 layers, vocabulary cut to 4096) over
 // a prefill and 16 decode steps fed the f32 plan's tokens, so every step
-// sees the same context.
+// sees the same context. Each quantized plan is also compared with the f32
+// plan run on its dequantized weights (weight rounding only, exact
+// activations), which splits the error into what the weight format costs
+// and what the plan adds (the q8_0 activation rows, and under hd3 their
+// shield).
 //
-// Tolerances (relative RMS of the logits) are set from what this model
-// does, not from what a trained model would: the synthetic weights are
-// i.i.d. Gaussian, so every block adds an O(1) random update to the
-// residual and perturbations grow through the layers instead of being
-// damped. Measured on this model: rounding only the weights to q8_0
-// (exact f32 activations, dequantized weights on the f32 path) already
-// moves the logits by 2.9 % RMS, and q4_0 weights by 42 % -- the kernels
-// are exact with respect to their blocks (lower/cpu/quant tests), this is
-// the model's sensitivity. Full q8_0 (weights and q8_0 activation rows)
-// measures 3.7 %; bound 5 %. Under hd3 the rows are quantized after
-// masking, where they carry shield rows of 4x the data's energy, so the
-// block scales are set by the shield and the error projected back onto
-// the data grows about 4x: measured 15 %, bound 20 %. q4_0: measured
-// 38 %, bound 50 %. These bounds catch a wrong scale, nibble order or
-// block stride (errors of 100 % or more), not small regressions.
-// The 2 % target for q8_0 is not met on this synthetic model.
+// Measured (max over the steps, relative RMS of the logits; KL mean over
+// the steps, nats):
+//
+//	                     vs f32   vs weight-only rounding   KL vs f32
+//	weight-only q8_0     2.9 %    -
+//	q8_0 plan, none      3.7 %    2.8 %                     5.3e-4
+//	q8_0 plan, hd3       7.1 %    7.1 %                     2.2e-3
+//	weight-only q4_0     42 %     -
+//	q4_0 plan, none      38 %     22 %                      6.5e-2
+//
+// The 2 % target for q8_0 is not reachable on this model with any
+// q8_0 kernel: rounding only the weights, with exact arithmetic after,
+// already gives 2.9 % here. Each matrix's q8_0 rounding error is 0.54 %
+// RMS, and this synthetic model (i.i.d. Gaussian weights; every block adds
+// an O(1) update to the residual) turns weight noise into about 5.5x as
+// much logit noise (bf16 rounding: 0.11 % in the weights, 0.69 % in the
+// logits, TestBF16Weights). By llama.cpp's measure, the KL divergence of
+// the next-token distribution, the q8_0 plan's 5.3e-4 nats is within the
+// 1e-4 to 1e-3 that q8_0 GGUF models typically show against f16.
+//
+// Under hd3 the rows are quantized after masking, where they carry shield
+// rows of 4x the data's energy, so the block scales are set by the shield
+// and the error projected back onto the data grows about 2-4x. The q4_0
+// plan is far from its weight-only reference because q4_0 leaves the
+// model in a strongly perturbed regime where the q8_0 activation rounding
+// is amplified too.
+//
+// Bounds: vs f32 5 % (q8_0 none), 10 % (q8_0 hd3), 50 % (q4_0); vs the
+// weight-only rounding 4 % (q8_0 none) and 30 % (q4_0 none). They catch
+// a wrong scale, nibble order or block stride (errors of 100 % or more).
 func TestQuantizedLogits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: quantizes the 0.6B widths")
@@ -54,51 +126,80 @@ func TestQuantizedLogits(t *testing.T) {
 	}
 	prompt := testPrompt(24, cfg.VocabSize)
 	const steps = 16
-	run := func(po passes.ProtectOptions) [][]float32 {
-		s := newSessionOpts(t, compileModule(t, cfg, models.TraceOptions{}, po), w, testKey, runtime.Options{MaxContext: 64})
-		_, logits := greedyRun(t, s, prompt, steps)
-		return logits
-	}
-	ref := run(plain)
-	refToks := make([]int, len(ref))
-	for i := range ref {
-		refToks[i] = runtime.Argmax(ref[i])
-	}
-	for _, tc := range []struct {
-		weights string
-		mask    string
-		tol     float64
-	}{
-		{passes.WeightsQ8_0, passes.MaskNone, 0.05},
-		{passes.WeightsQ8_0, passes.MaskHD3, 0.20},
-		{passes.WeightsQ4_0, passes.MaskNone, 0.50},
-	} {
-		po := passes.DefaultProtect()
-		po.Mask, po.Weights = tc.mask, tc.weights
-		// Feed the f32 plan's tokens so both see the same context.
+	// run feeds toks (nil: its own greedy tokens) and returns the logits.
+	run := func(po passes.ProtectOptions, w *models.Weights, toks []int) [][]float32 {
 		s := newSessionOpts(t, compileModule(t, cfg, models.TraceOptions{}, po), w, testKey, runtime.Options{MaxContext: 64})
 		logits, err := s.Prefill(prompt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var worst, sum float64
-		agree := 0
+		var all [][]float32
 		for i := 0; i < steps; i++ {
-			e := relRMS(logits, ref[i])
-			worst, sum = math.Max(worst, e), sum+e
-			if runtime.Argmax(logits) == refToks[i] {
-				agree++
+			all = append(all, append([]float32(nil), logits...))
+			tok := runtime.Argmax(logits)
+			if toks != nil {
+				tok = toks[i]
 			}
 			if i+1 < steps {
-				if logits, err = s.Decode(int32(refToks[i])); err != nil {
+				if logits, err = s.Decode(int32(tok)); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		t.Logf("%s weights, mask %s: logits rel. RMS vs f32 mean %.4f max %.4f; greedy token agrees on %d/%d steps",
-			tc.weights, tc.mask, sum/steps, worst, agree, steps)
+		return all
+	}
+	ref := run(plain, w, nil)
+	refToks := make([]int, len(ref))
+	for i := range ref {
+		refToks[i] = runtime.Argmax(ref[i])
+	}
+	weightOnly := map[string][][]float32{}
+	for _, f := range []struct {
+		name   string
+		format quant.Format
+	}{{passes.WeightsQ8_0, quant.Q8_0}, {passes.WeightsQ4_0, quant.Q4_0}} {
+		weightOnly[f.name] = run(plain, dequantized(t, w, f.format), refToks)
+		var worst float64
+		for i := range ref {
+			worst = math.Max(worst, relRMS(weightOnly[f.name][i], ref[i]))
+		}
+		t.Logf("%s weight-only rounding: logits rel. RMS vs f32 max %.4f", f.name, worst)
+	}
+	for _, tc := range []struct {
+		weights     string
+		mask        string
+		tol, tolOwn float64
+	}{
+		{passes.WeightsQ8_0, passes.MaskNone, 0.05, 0.04},
+		{passes.WeightsQ8_0, passes.MaskHD3, 0.10, 0.10},
+		{passes.WeightsQ4_0, passes.MaskNone, 0.50, 0.30},
+	} {
+		po := passes.DefaultProtect()
+		po.Mask, po.Weights = tc.mask, tc.weights
+		if tc.mask == passes.MaskNone {
+			po = plain
+			po.Weights = tc.weights
+		}
+		// Fed the f32 plan's tokens so every run sees the same context.
+		got := run(po, w, refToks)
+		var worst, worstOwn, sum, kl float64
+		agree := 0
+		for i := range got {
+			e := relRMS(got[i], ref[i])
+			worst, sum = math.Max(worst, e), sum+e
+			worstOwn = math.Max(worstOwn, relRMS(got[i], weightOnly[tc.weights][i]))
+			kl += klDiv(got[i], ref[i]) / steps
+			if runtime.Argmax(got[i]) == refToks[i] {
+				agree++
+			}
+		}
+		t.Logf("%s weights, mask %s: logits rel. RMS vs f32 mean %.4f max %.4f, vs weight-only rounding max %.4f; KL %.2e nats; greedy token agrees on %d/%d steps",
+			tc.weights, tc.mask, sum/steps, worst, worstOwn, kl, agree, steps)
 		if worst > tc.tol {
 			t.Errorf("%s, mask %s: logits differ from f32 by %.4f relative RMS (tolerance %g)", tc.weights, tc.mask, worst, tc.tol)
+		}
+		if worstOwn > tc.tolOwn {
+			t.Errorf("%s, mask %s: logits differ from the weight-only rounding by %.4f relative RMS (tolerance %g)", tc.weights, tc.mask, worstOwn, tc.tolOwn)
 		}
 	}
 }

@@ -75,7 +75,6 @@ func Place(p Policy) Pass {
 }
 
 func place(g *ir.Graph, p Policy) error {
-	onDevice := map[ir.ValueID]bool{}
 	for _, n := range g.Nodes {
 		if n.Op == "weight" {
 			continue
@@ -85,7 +84,18 @@ func place(g *ir.Graph, p Policy) error {
 			return fmt.Errorf("%v = %s: op has no entry in the placement table", n.ID, n.Op)
 		}
 		n.Place = pl
-		if pl == ir.Device {
+	}
+	placeWeights(g)
+	return nil
+}
+
+// placeWeights applies the weight rule of the placement table: a weight
+// is resident on the device when a device op reads it, else in the TEE.
+// Passes that move a device op onto other weights (quantize) re-apply it.
+func placeWeights(g *ir.Graph) {
+	onDevice := map[ir.ValueID]bool{}
+	for _, n := range g.Nodes {
+		if n.Op != "weight" && n.Place == ir.Device {
 			for _, in := range n.Inputs {
 				onDevice[in] = true
 			}
@@ -99,5 +109,4 @@ func place(g *ir.Graph, p Policy) error {
 			}
 		}
 	}
-	return nil
 }

@@ -109,5 +109,12 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 	for _, o := range g.Outputs {
 		ng.Outputs = append(ng.Outputs, ir.Output{Name: o.Name, Value: remap[o.Value]})
 	}
-	return deadCode(ng)
+	ng, err := deadCode(ng)
+	if err != nil {
+		return nil, err
+	}
+	// An f32 weight the device no longer reads (a tied embedding table,
+	// now only gathered) is resident in the TEE alone.
+	placeWeights(ng)
+	return ng, nil
 }

@@ -12,10 +12,12 @@ import (
 // on the widened weights, whatever m, the split or the worker count: a
 // bf16 checkpoint computes the same bits from half the weight bytes.
 //
-// Decode (m < 4, k a multiple of 8, assembly available) widens in the
-// matvec's registers and reads each weight once from memory. Otherwise
-// each task first widens its panel of w into per-worker scratch (the
-// panel is sized for L2) and runs the f32 micro-kernels on it.
+// With k a multiple of 8, weights are widened in registers and read
+// straight from w: by the AVX2 matvec for decode (m < 4, assembly
+// available), and by the AVX-512 6x8 GEMM tile for m >= 4 (blocks of at
+// least 6 rows and 8 columns). Otherwise each task first widens its panel
+// of w into per-worker scratch (the panel is sized for L2) and runs the
+// f32 micro-kernels on it.
 func (c *Ctx) MatMulTBF16(y, x []float32, w []uint16, m, k, n int, bias []float32) {
 	if m < 0 || k < 0 || n < 0 || len(x) < m*k || len(w) < n*k || len(y) < m*n || (bias != nil && len(bias) < n) {
 		panic(fmt.Sprintf("kernels: MatMulTBF16: bad shapes m=%d k=%d n=%d len(y)=%d len(x)=%d len(w)=%d len(bias)=%d",
@@ -65,5 +67,27 @@ func matvecRangeBF16(y, x []float32, w []uint16, k, j0, j1 int, bias []float32) 
 	}
 	if bias != nil {
 		addBias(y[j0:j1], bias[j0:j1])
+	}
+}
+
+// gemmBlockBF16 is gemmBlock's AVX-512 case on bf16 weights widened in
+// registers (useAVX512, k%8 == 0, i1-i0 >= 6, j1-j0 >= 8): 6x8 tiles, the
+// last row group and the column tail tile shifted back inside the block
+// (recomputing some elements bit-identically), the bias added after.
+func gemmBlockBF16(j *matmulJob, i0, i1, j0, j1 int) {
+	y, x, w, bias, k, n := j.y, j.x, j.wb, j.bias, j.k, j.n
+	full := (j1 - j0) / 8
+	for g := i0; g < i1; g += 6 {
+		r := min(g, i1-6)
+		gemm6x8BF16(x[r*k:], k, w[j0*k:], k, k, full, y[r*n+j0:], n)
+		if j0+8*full < j1 {
+			jt := j1 - 8
+			gemm6x8BF16(x[r*k:], k, w[jt*k:], k, k, 1, y[r*n+jt:], n)
+		}
+		if bias != nil {
+			for i := r; i < r+6; i++ {
+				addBias(y[i*n+j0:i*n+j1], bias[j0:j1])
+			}
+		}
 	}
 }

@@ -18,8 +18,8 @@ func bf16Slice(rng *rand.Rand, n int) ([]uint16, []float32) {
 }
 
 // MatMulTBF16 must give exactly MatMulT's bits on the widened weights, for
-// every path (in-register decode matvec, widened panels, each kernel
-// mode), shape, tail and worker count.
+// every path (in-register decode matvec, in-register AVX-512 GEMM tiles,
+// widened panels, each kernel mode), shape, tail and worker count.
 func TestMatMulTBF16MatchesF32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	ctxs := map[int]*Ctx{}
@@ -29,7 +29,12 @@ func TestMatMulTBF16MatchesF32(t *testing.T) {
 	type shape struct{ m, k, n int }
 	shapes := []shape{{1, 1, 1}, {1, 8, 8}, {1, 16, 9}, {2, 24, 17}, {3, 7, 30}, {1, 1024, 200},
 		{4, 64, 3}, {5, 33, 19}, {6, 128, 8}, {9, 257, 31}, {70, 130, 301}, {1, 1032, 8*40 + 5},
-		{2, 2048, 96*2 + 5}, {130, 1031, 96*2 + 5}}
+		{2, 2048, 96*2 + 5}, {130, 1031, 96*2 + 5},
+		// m >= 6, k%8 == 0, n >= 8: the in-register 6x8 GEMM (AVX-512),
+		// with several panels, row blocks, shifted row groups and tail tiles;
+		// then blocks too narrow or too short for it.
+		{16, 1024, 200}, {16, 3072, 64}, {130, 1032, 96*2 + 5}, {7, 8, 9}, {6, 16, 8},
+		{8, 64, 5}, {5, 64, 19}}
 	for _, mode := range asmModes() {
 		setMode(t, mode)
 		for _, s := range shapes {
@@ -119,6 +124,48 @@ func BenchmarkMatVecBF16(b *testing.B) {
 				}
 				b.StopTimer()
 				reportBW(b, int64(n*k*2))
+			})
+		}
+	}
+}
+
+// BenchmarkGEMMBF16: a 16-row product (a protected decode step) with f32
+// and with bf16 weights, cold (cycling through more than the LLC).
+func BenchmarkGEMMBF16(b *testing.B) {
+	const m = 16
+	for _, sz := range [][2]int{{1024, 3072}, {3072, 1024}} {
+		k, n := sz[0], sz[1]
+		for _, format := range []string{"f32", "bf16"} {
+			b.Run(fmt.Sprintf("m%d_k%d_n%d/%s", m, k, n, format), func(b *testing.B) {
+				c := NewCtx(0)
+				defer c.Close()
+				x := randSlice(rand.New(rand.NewPCG(2, 2)), m*k)
+				y := make([]float32, m*n)
+				_, peak := machine()
+				var bytes int64
+				if format == "f32" {
+					ws := coldSet(n, k)
+					bytes = int64(n * k * 4)
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						c.MatMulT(y, x, ws[i%len(ws)], m, k, n, nil)
+					}
+				} else {
+					ws := make([][]uint16, max(1, (96<<20)/(n*k*2)+1)) // > the LLC, as coldSet
+					for i := range ws {
+						ws[i], _ = bf16Slice(rand.New(rand.NewPCG(uint64(i), 9)), n*k)
+					}
+					bytes = int64(n * k * 2)
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						c.MatMulTBF16(y, x, ws[i%len(ws)], m, k, n, nil)
+					}
+				}
+				b.StopTimer()
+				reportBW(b, bytes)
+				g := 2 * float64(m*k*n) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+				b.ReportMetric(g, "GFLOP/s")
+				b.ReportMetric(100*g/peak, "%peak")
 			})
 		}
 	}

@@ -8,9 +8,10 @@ import "golang.org/x/sys/cpu"
 // from CPU feature detection (tests flip it to compare with the fallback).
 var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// useAVX512 additionally selects the AVX-512 GEMM micro-kernel (same
-// arithmetic as the AVX2 kernels: bit-identical results).
-var useAVX512 = useAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+// useAVX512 additionally selects the AVX-512 GEMM micro-kernels (same
+// arithmetic as the AVX2 kernels: bit-identical results). They use
+// EVEX-encoded 128/256-bit forms on X16-X31/Y16-Y31, hence VL.
+var useAVX512 = useAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
 
 // haveAsm reports whether assembly kernels exist for this build at all.
 const haveAsm = true
@@ -191,4 +192,19 @@ func gemv1x8BF16(x []float32, w []uint16, ldw, k, ntiles int, y []float32) {
 		panic("kernels: gemv1x8BF16 needs AVX2 and k%8 == 0")
 	}
 	gemv1x8BF16AVX2(&x[0], &w[0], ldw, k, ntiles, &y[0])
+}
+
+//go:noescape
+func gemm6x8BF16AVX512(x *float32, ldx int, w *uint16, ldw, k, ntiles int, y *float32, ldy int)
+
+// gemm6x8BF16 is gemm6x8 on bf16 weights widened in registers (AVX-512
+// only; k%8 == 0, k >= 8, ntiles >= 1).
+func gemm6x8BF16(x []float32, ldx int, w []uint16, ldw, k, ntiles int, y []float32, ldy int) {
+	_ = x[5*ldx+k-1]
+	_ = w[(8*ntiles-1)*ldw+k-1]
+	_ = y[5*ldy+8*ntiles-1]
+	if !useAVX512 || k%8 != 0 {
+		panic("kernels: gemm6x8BF16 needs AVX-512 and k%8 == 0")
+	}
+	gemm6x8BF16AVX512(&x[0], ldx, &w[0], ldw, k, ntiles, &y[0], ldy)
 }

@@ -44,3 +44,7 @@ func widenBF16AVX2(dst *float32, src *uint16, n int) { panic("kernels: no assemb
 func gemv1x8BF16(x []float32, w []uint16, ldw, k, ntiles int, y []float32) {
 	panic("kernels: gemv1x8BF16 without assembly")
 }
+
+func gemm6x8BF16(x []float32, ldx int, w []uint16, ldw, k, ntiles int, y []float32, ldy int) {
+	panic("kernels: gemm6x8BF16 without AVX-512")
+}

@@ -245,6 +245,143 @@ g68ret:
 	VZEROUPPER
 	RET
 
+// func gemm6x8BF16AVX512(x *float32, ldx int, w *uint16, ldw, k, ntiles int, y *float32, ldy int)
+//
+// gemm6x8AVX512 with bf16 weights widened in registers, k a multiple of 8
+// (no tail: the accumulators start at +0, exactly as gemm6x8AVX512 when
+// k%8 == 0): for t < ntiles, r < 6, c < 8:
+// y[r*ldy + 8t+c] = dot(x[r*ldx:][0:k], widen(w[(8t+c)*ldw:][0:k])), in the
+// canonical order, with the same fused multiply-adds and HSUM16. Two weight
+// rows of a chunk (2x16 bytes) are loaded into one ymm and zero-extended to
+// dwords, then shifted into the upper halves: exact widening.
+TEXT ·gemm6x8BF16AVX512(SB), NOSPLIT, $0-64
+	MOVQ x+0(FP), SI
+	MOVQ ldx+8(FP), R12
+	SHLQ $2, R12               // ldx bytes
+	LEAQ (R12)(R12*2), R13     // 3*ldx
+	LEAQ (R12)(R12*4), R14     // 5*ldx
+	MOVQ w+16(FP), AX
+	MOVQ ldw+24(FP), BX
+	SHLQ $1, BX                // ldw bytes
+	LEAQ (BX)(BX*2), CX        // 3*ldw
+	LEAQ (BX)(BX*4), DI        // 5*ldw
+	LEAQ (CX)(CX*1), R8        // 6*ldw
+	LEAQ (R8)(BX*1), R9        // 7*ldw
+	MOVQ y+48(FP), DX
+	CMPQ ntiles+40(FP), $0
+	JLE  g68bret
+
+g68btile:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+	MOVQ k+32(FP), R11
+	SHRQ $3, R11               // chunks
+	JZ   g68bdone
+
+g68bloop:
+	VMOVDQU32       (AX), X24
+	VINSERTI32X4    $1, (AX)(BX*1), Y24, Y24
+	VPMOVZXWD       Y24, Z24
+	VPSLLD          $16, Z24, Z24
+	VMOVDQU32       (AX)(BX*2), X25
+	VINSERTI32X4    $1, (AX)(CX*1), Y25, Y25
+	VPMOVZXWD       Y25, Z25
+	VPSLLD          $16, Z25, Z25
+	VMOVDQU32       (AX)(BX*4), X26
+	VINSERTI32X4    $1, (AX)(DI*1), Y26, Y26
+	VPMOVZXWD       Y26, Z26
+	VPSLLD          $16, Z26, Z26
+	VMOVDQU32       (AX)(R8*1), X27
+	VINSERTI32X4    $1, (AX)(R9*1), Y27, Y27
+	VPMOVZXWD       Y27, Z27
+	VPSLLD          $16, Z27, Z27
+	VBROADCASTF32X8 (SI), Z28
+	VFMADD231PS     Z24, Z28, Z0
+	VFMADD231PS     Z25, Z28, Z1
+	VFMADD231PS     Z26, Z28, Z2
+	VFMADD231PS     Z27, Z28, Z3
+	VBROADCASTF32X8 (SI)(R12*1), Z28
+	VFMADD231PS     Z24, Z28, Z4
+	VFMADD231PS     Z25, Z28, Z5
+	VFMADD231PS     Z26, Z28, Z6
+	VFMADD231PS     Z27, Z28, Z7
+	VBROADCASTF32X8 (SI)(R12*2), Z28
+	VFMADD231PS     Z24, Z28, Z8
+	VFMADD231PS     Z25, Z28, Z9
+	VFMADD231PS     Z26, Z28, Z10
+	VFMADD231PS     Z27, Z28, Z11
+	VBROADCASTF32X8 (SI)(R13*1), Z28
+	VFMADD231PS     Z24, Z28, Z12
+	VFMADD231PS     Z25, Z28, Z13
+	VFMADD231PS     Z26, Z28, Z14
+	VFMADD231PS     Z27, Z28, Z15
+	VBROADCASTF32X8 (SI)(R12*4), Z28
+	VFMADD231PS     Z24, Z28, Z16
+	VFMADD231PS     Z25, Z28, Z17
+	VFMADD231PS     Z26, Z28, Z18
+	VFMADD231PS     Z27, Z28, Z19
+	VBROADCASTF32X8 (SI)(R14*1), Z28
+	VFMADD231PS     Z24, Z28, Z20
+	VFMADD231PS     Z25, Z28, Z21
+	VFMADD231PS     Z26, Z28, Z22
+	VFMADD231PS     Z27, Z28, Z23
+	ADDQ            $32, SI
+	ADDQ            $16, AX
+	DECQ            R11
+	JNZ             g68bloop
+	MOVQ            k+32(FP), R10
+	SHLQ            $1, R10    // weight bytes per row
+	SUBQ            R10, AX
+	SHLQ            $1, R10    // x bytes per row
+	SUBQ            R10, SI
+
+g68bdone:
+	MOVQ ldy+56(FP), R11
+	SHLQ $2, R11               // ldy bytes
+	LEAQ (DX)(R11*2), R10      // row 2
+	HSUM16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	VMOVUPS        Y31, (DX)
+	VEXTRACTF32X8  $1, Z31, (DX)(R11*1)
+	HSUM16(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	VMOVUPS        Y31, (R10)
+	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
+	HSUM16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	VMOVUPS        Y31, (R10)(R11*2)
+	LEAQ           (R10)(R11*2), R10
+	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
+
+	ADDQ $32, DX
+	LEAQ (AX)(BX*8), AX
+	DECQ ntiles+40(FP)
+	JNZ  g68btile
+
+g68bret:
+	VZEROUPPER
+	RET
+
 // func fmaLoopAVX512(iters int)
 //
 // 12 independent 16-wide FMA chains per iteration (384 flops).

@@ -115,6 +115,10 @@ func (j *matmulJob) do(c *Ctx, task, worker int) {
 			}
 			return
 		}
+		if j.gemm && useAVX512 && k%8 == 0 && i1-i0 >= 6 && j1-j0 >= 8 {
+			gemmBlockBF16(j, i0, i1, j0, j1)
+			return
+		}
 		w, wBase = c.widenPanel(worker, j.wb[j0*k:j1*k]), j0
 	}
 	if !j.gemm {

@@ -36,7 +36,8 @@
 //
 // The assembly kernels implement exactly this (the AVX-512 tile keeps two such
 // 8-lane dot products in one 16-lane register; tests compare against an
-// exact software FMA). The portable Go fallback (other architectures,
+// exact software FMA). MatMulTBF16 (bf16 weights) evaluates the same order
+// on the exactly widened weights, so it is bit-identical to MatMulT on them. The portable Go fallback (other architectures,
 // -tags purego, or a CPU without AVX2/FMA) follows the same lane structure
 // with `a[l] += x*w`, which the Go compiler fuses into an FMA only where it
 // chooses to (arm64, or amd64 built with GOAMD64=v3); elsewhere the product

@@ -7,10 +7,17 @@ var useAsm = false
 
 const haveAsm = false
 
+// useAVX512 is always false without assembly kernels.
+var useAVX512 = false
+
 func mv8(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
 	mv8Go(f, x, dx, w, ldw, nb, y)
 }
 
 func mm24(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
 	mm24Go(f, x, dx, w, ldw, nb, y, ldy)
+}
+
+func mm16(x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
+	mm16Go(x, dx, w, ldw, nb, rows, y, ldy)
 }

@@ -12,6 +12,9 @@ const (
 	gemmPanelBytes = 192 << 10
 	// gemmRowBlock: activation rows per GEMM task.
 	gemmRowBlock = 64
+	// mm16Rows: most activation rows per AVX-512 kernel call (their
+	// quants stay in L1 while the 16 weight rows go through).
+	mm16Rows = 16
 )
 
 type matmulJob struct {
@@ -70,6 +73,9 @@ func (c *Ctx) MatMulQ(y []float32, xq *Activations, w *Matrix, bias []float32) e
 	} else {
 		j.gemm = true
 		per := max(4, (gemmPanelBytes/j.ldw)&^3)
+		if useAVX512 && w.Format == Q8_0 {
+			per = max(16, (gemmPanelBytes/j.ldw)&^15) // whole 16-column tiles
+		}
 		j.colsPer, j.colTasks = per, max(1, n/per)
 		j.rowsPer, j.rowTasks = gemmRowBlock, max(1, m/gemmRowBlock)
 	}
@@ -125,6 +131,24 @@ func (j *matmulJob) do(task int) {
 			}
 			if j.bias != nil {
 				addBias(yr[j0:j1], j.bias[j0:j1])
+			}
+		}
+		return
+	}
+	if useAVX512 && f == Q8_0 && j1-j0 >= 16 {
+		// GEMM block, AVX-512: 16 weight rows by up to mm16Rows
+		// activation rows per call, the tail tile shifted back to end at
+		// j1 (it recomputes some outputs bit-identically).
+		for jg := j0; jg < j1; jg += 16 {
+			jc := min(jg, j1-16)
+			for ig := i0; ig < i1; ig += mm16Rows {
+				r := min(mm16Rows, i1-ig)
+				mm16(a.q[ig*k:], a.d[ig*nb:], a.s[ig*nb:], wd[jc*ldw:], ldw, nb, r, j.y[ig*n+jc:], n)
+			}
+		}
+		if j.bias != nil {
+			for i := i0; i < i1; i++ {
+				addBias(j.y[i*n+j0:i*n+j1], j.bias[j0:j1])
 			}
 		}
 		return

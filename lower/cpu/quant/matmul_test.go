@@ -52,19 +52,32 @@ func refMatMul(a *Activations, w *Matrix, bias []float32) []float32 {
 	return y
 }
 
-// asmModes returns the kernel variants to test: the portable code, and the
-// assembly when this machine has it.
-func asmModes() []bool {
+// Kernel modes: the portable code, the AVX2 assembly, and the AVX2
+// assembly with the AVX-512 VNNI Q8_0 GEMM kernel.
+const (
+	modeGo     = 0
+	modeAVX2   = 1
+	modeAVX512 = 2
+)
+
+// asmModes returns the kernel modes to test: the portable code, and each
+// assembly variant this machine has.
+func asmModes() []int {
+	modes := []int{modeGo}
 	if haveAsm && useAsm {
-		return []bool{false, true}
+		modes = append(modes, modeAVX2)
+		if useAVX512 {
+			modes = append(modes, modeAVX512)
+		}
 	}
-	return []bool{false}
+	return modes
 }
 
-func withAsm(on bool, f func()) {
-	old := useAsm
-	useAsm = on
-	defer func() { useAsm = old }()
+// withAsm runs f with the kernels of the given mode selected.
+func withAsm(mode int, f func()) {
+	oldAsm, old512 := useAsm, useAVX512
+	useAsm, useAVX512 = mode >= modeAVX2, mode == modeAVX512
+	defer func() { useAsm, useAVX512 = oldAsm, old512 }()
 	f()
 }
 
@@ -124,6 +137,95 @@ func TestMatMulQReference(t *testing.T) {
 // TestMatMulQExtremes: raw blocks with every quant value (-128 included for
 // Q8_0, which ggml never writes but a file may hold) against activations at
 // +-127, where the int16 pair sums of VPMADDUBSW are largest.
+// TestMatMulQModes: every kernel mode is bit-identical to the portable code
+// over many GEMM shapes (m from 2 to 40; k from one block to 3072; n with
+// every remainder of the 16- and 4-column tiles, and panels narrower than a
+// tile) and worker counts.
+func TestMatMulQModes(t *testing.T) {
+	modes := asmModes()
+	if len(modes) < 2 {
+		t.Skip("no assembly kernels on this machine/build")
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	ks := []int{32, 64, 96, 160, 512, 3072}
+	ns := []int{1, 3, 4, 7, 15, 16, 17, 31, 33, 40, 47, 64, 100, 181}
+	ctxs := []*Ctx{NewCtx(1), NewCtx(2), NewCtx(3), NewCtx(5)}
+	defer func() {
+		for _, c := range ctxs {
+			c.Close()
+		}
+	}()
+	for _, f := range []Format{Q8_0, Q4_0} {
+		for ki, k := range ks {
+			for ni, n := range ns {
+				m := 2 + (ki*len(ns)+ni)%39 // 2..40, varied per shape
+				if k == 3072 {
+					m = []int{2, 16, 40, 17}[ni%4]
+				}
+				if testing.Short() && k == 3072 && n > 64 {
+					continue
+				}
+				w, err := Quantize(f, randData(rng, n*k, 0.1), n, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var a Activations
+				if err := a.Quantize(randData(rng, m*k, 1), m, k); err != nil {
+					t.Fatal(err)
+				}
+				bias := randData(rng, n, 1)
+				for _, bs := range [][]float32{nil, bias} {
+					want := make([]float32, m*n)
+					withAsm(modeGo, func() {
+						if err := ctxs[0].MatMulQ(want, &a, w, bs); err != nil {
+							t.Fatal(err)
+						}
+					})
+					for _, mode := range modes[1:] {
+						for ci, c := range ctxs {
+							y := make([]float32, m*n+1)
+							y[m*n] = 42
+							withAsm(mode, func() {
+								if err := c.MatMulQ(y, &a, w, bs); err != nil {
+									t.Fatal(err)
+								}
+							})
+							if i := firstDiff(y[:m*n], want); i >= 0 {
+								t.Fatalf("%v m=%d k=%d n=%d bias=%v mode=%d ctx=%d: y[%d] = %g (%#x), go %g (%#x)",
+									f, m, k, n, bs != nil, mode, ci, i, y[i], math.Float32bits(y[i]), want[i], math.Float32bits(want[i]))
+							}
+							if y[m*n] != 42 {
+								t.Fatal("wrote past m*n")
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	// Every m from 2 to 40 at one shape with a 16-column remainder.
+	k, n := 128, 53
+	for _, f := range []Format{Q8_0, Q4_0} {
+		w, _ := Quantize(f, randData(rng, n*k, 0.1), n, k)
+		for m := 2; m <= 40; m++ {
+			var a Activations
+			_ = a.Quantize(randData(rng, m*k, 1), m, k)
+			want := refMatMul(&a, w, nil)
+			for _, mode := range modes {
+				y := make([]float32, m*n)
+				withAsm(mode, func() {
+					if err := ctxs[1].MatMulQ(y, &a, w, nil); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if i := firstDiff(y, want); i >= 0 {
+					t.Fatalf("%v m=%d mode=%d: y[%d] = %g, ref %g", f, m, mode, i, y[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 func TestMatMulQExtremes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	c := NewCtx(2)

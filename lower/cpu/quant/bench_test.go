@@ -271,9 +271,9 @@ func TestMatVecReport(t *testing.T) {
 
 // BenchmarkGEMM16 is the protected decode step (m = 16 rows: one data row
 // plus shield rows) on cold weights (copies cycled as in BenchmarkMatVec):
-// the f32 GEMM, then q8_0 with the AVX2 2x4 kernel ("avx2") and with the
-// AVX-512 VNNI 16-column kernel ("avx512", when the machine has it);
-// x_vs_f32 as in BenchmarkMatVec.
+// the f32 GEMM, then q8_0 and q4_0, each with the AVX2 2x4 kernels ("avx2")
+// and with the AVX-512 VNNI 16-column kernels ("avx512", when the machine
+// has them); x_vs_f32 as in BenchmarkMatVec.
 func BenchmarkGEMM16(b *testing.B) {
 	const m = 16
 	for _, sz := range [][2]int{{1024, 3072}, {3072, 1024}} {
@@ -300,43 +300,46 @@ func BenchmarkGEMM16(b *testing.B) {
 			})
 			ws = nil
 		}
-		w, err := Quantize(Q8_0, w32, n, k)
-		if err != nil {
-			b.Fatal(err)
-		}
-		qs := make([]*Matrix, copiesFor(len(w.Data), true))
-		qs[0] = w
-		for i := 1; i < len(qs); i++ {
-			cp := *w
-			cp.Data = append([]byte(nil), w.Data...)
-			qs[i] = &cp
-		}
-		var a Activations
-		if err := a.Quantize(x, m, k); err != nil {
-			b.Fatal(err)
-		}
-		runtime.GC()
-		for _, mode := range asmModes() {
-			if mode == modeGo {
-				continue // far slower, and tested elsewhere
+		for _, f := range []Format{Q8_0, Q4_0} {
+			fname := map[Format]string{Q8_0: "q8_0", Q4_0: "q4_0"}[f]
+			w, err := Quantize(f, w32, n, k)
+			if err != nil {
+				b.Fatal(err)
 			}
-			name := []string{"go", "avx2", "avx512"}[mode]
-			b.Run(fmt.Sprintf("q8_0/%s/m%d_k%d_n%d", name, m, k, n), func(b *testing.B) {
-				c := NewCtx(0)
-				defer c.Close()
-				y := make([]float32, m*n)
-				withAsm(mode, func() {
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						if err := c.MatMulQ(y, &a, qs[i%len(qs)], nil); err != nil {
-							b.Fatal(err)
+			qs := make([]*Matrix, copiesFor(len(w.Data), true))
+			qs[0] = w
+			for i := 1; i < len(qs); i++ {
+				cp := *w
+				cp.Data = append([]byte(nil), w.Data...)
+				qs[i] = &cp
+			}
+			var a Activations
+			if err := a.Quantize(x, m, k); err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC()
+			for _, mode := range asmModes() {
+				if mode == modeGo {
+					continue // far slower, and tested elsewhere
+				}
+				name := []string{"go", "avx2", "avx512"}[mode]
+				b.Run(fmt.Sprintf("%s/%s/m%d_k%d_n%d", fname, name, m, k, n), func(b *testing.B) {
+					c := NewCtx(0)
+					defer c.Close()
+					y := make([]float32, m*n)
+					withAsm(mode, func() {
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							if err := c.MatMulQ(y, &a, qs[i%len(qs)], nil); err != nil {
+								b.Fatal(err)
+							}
 						}
+					})
+					if f32ns > 0 {
+						b.ReportMetric(f32ns/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "x_vs_f32")
 					}
 				})
-				if f32ns > 0 {
-					b.ReportMetric(f32ns/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "x_vs_f32")
-				}
-			})
+			}
 		}
 	}
 }

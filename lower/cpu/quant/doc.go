@@ -74,12 +74,14 @@
 // reduced per block with a horizontal-add tree, so each lane follows the
 // scalar order above. Decode (m = 1) runs 8 weight rows per kernel call and
 // prefetches the next 8; m >= 2 runs 2x4 tiles. With AVX512F/BW/VL and
-// AVX512_VNNI, Q8_0 with m >= 2 runs instead tiles of 16 weight rows (one
-// zmm lane per output column) by up to 16 activation rows: each block
-// of the 16 weight rows is transposed in registers into 4-byte groups
-// biased to unsigned (w+128), VPDPBUSD with the broadcast int8 activations
-// accumulates the exact per-column sums in the lanes, and subtracting 128
-// times the activation block sum leaves the exact isum, so no horizontal
-// reduction is needed and the float part is the same per-lane order.
+// AVX512_VNNI, m >= 2 runs instead tiles of 16 weight rows (one zmm lane
+// per output column) by up to 16 activation rows: each block of the 16
+// weight rows is transposed in registers into 4-byte groups of unsigned
+// bytes (Q8_0: biased to w+128; Q4_0: the nibbles split into a low-nibble
+// half, elements 0-15, and a high-nibble half, elements 16-31), VPDPBUSD
+// with the broadcast int8 activations accumulates the exact per-column sums
+// in the lanes, and subtracting 128 (Q8_0) or 8 (Q4_0) times the activation
+// block sum leaves the exact isum, so no horizontal reduction is needed and
+// the float part is the same per-lane order.
 // Elsewhere (or with the purego build tag) the portable Go kernels run.
 package quant

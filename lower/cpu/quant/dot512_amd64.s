@@ -193,3 +193,151 @@ q8mm16row:
 
 	VZEROUPPER
 	RET
+
+// Q4T16TRANS(A, B, C, D, T0, T1, T2, T3): the same per-128-bit-lane 4x4
+// dword transpose as Q8T16TRANS, without the 0x80 bias (lane L of Tt =
+// dword t of columns 4L..4L+3). Clobbers Z8..Z11.
+#define Q4T16TRANS(A, B, C, D, T0, T1, T2, T3) \
+	VPUNPCKLDQ  B, A, Z8;    \
+	VPUNPCKHDQ  B, A, Z9;    \
+	VPUNPCKLDQ  D, C, Z10;   \
+	VPUNPCKHDQ  D, C, Z11;   \
+	VPUNPCKLQDQ Z10, Z8, T0; \
+	VPUNPCKHQDQ Z10, Z8, T1; \
+	VPUNPCKLQDQ Z11, Z9, T2; \
+	VPUNPCKHQDQ Z11, Z9, T3
+
+// Q4SPLIT(T, LO, HI): LO = the low nibbles of the bytes of T (elements
+// 4t..4t+3 of the block for T the t-th dword group), HI = the high nibbles
+// (elements 16+4t..16+4t+3), as unsigned bytes 0..15 (Z25 = 0x0F bytes).
+#define Q4SPLIT(T, LO, HI) \
+	VPSRLW $4, T, HI;     \
+	VPANDD Z25, T, LO;    \
+	VPANDD Z25, HI, HI
+
+// func q4mm16AVX512(x *int8, dx *float32, sx *int32, w *byte, ldw, nb, rows int, y *float32, ldy int)
+//
+// As q8mm16AVX512 for block_q4_0 weights (18-byte blocks): per block the
+// 16 bytes of quants of the 16 columns are transposed into 4 registers of
+// dword groups (lane c = column c) and split into the unsigned low nibbles
+// (elements 0..15, activation dwords 0..3) and high nibbles (elements
+// 16..31, activation dwords 4..7). Eight VPDPBUSD give in lane c the exact
+// sum of nibble * x (|sum| <= 32*15*128), and subtracting 8 * sx[r, b]
+// leaves the exact isum of (nibble - 8) * x. The float part is the same.
+TEXT ·q4mm16AVX512(SB), NOSPLIT, $24-72
+	MOVQ x+0(FP), SI
+	MOVQ dx+8(FP), DI
+	MOVQ sx+16(FP), R11
+	MOVQ w+24(FP), AX
+	MOVQ ldw+32(FP), BX
+	MOVQ nb+40(FP), CX
+	MOVQ y+56(FP), DX
+	LEAQ (CX*4), R10
+	MOVQ R10, 0(SP)
+	IMULQ rows+48(FP), R10
+	MOVQ R10, 16(SP)
+	MOVQ ldy+64(FP), R10
+	SHLQ $2, R10
+	MOVQ R10, 8(SP)
+	LEAQ (BX)(BX*2), R9  // 3*ldw
+	LEAQ (AX)(BX*4), R8  // column 4
+	LEAQ (AX)(BX*8), R13 // column 8
+	LEAQ (R8)(BX*8), R14 // column 12
+	MOVL $0x0f, R10
+	VPBROADCASTB R10, Z25
+
+	// Zero the output tile (the accumulators start at +0).
+	VPXORD Z26, Z26, Z26
+	MOVQ   DX, R12
+	MOVQ   rows+48(FP), R10
+
+q4mm16zero:
+	VMOVUPS Z26, (R12)
+	ADDQ    8(SP), R12
+	DECQ    R10
+	JNZ     q4mm16zero
+
+q4mm16block:
+	Q8T16LOAD(2, X0, Z0, X1, Z1, X2, Z2, X3, Z3)
+	Q4T16TRANS(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	Q4SPLIT(Z4, Z16, Z20)
+	Q4SPLIT(Z5, Z17, Z21)
+	Q4SPLIT(Z6, Z18, Z22)
+	Q4SPLIT(Z7, Z19, Z23)
+
+	// Z24 = the 16 weight scales as float32.
+	SC4(AX, R10)
+	VMOVQ   R10, X12
+	SC4(R8, R10)
+	VPINSRQ $1, R10, X12, X12
+	SC4(R13, R10)
+	VMOVQ   R10, X13
+	SC4(R14, R10)
+	VPINSRQ $1, R10, X13, X13
+	VINSERTI128 $1, X13, Y12, Y12
+	VCVTPH2PS   Y12, Z24
+
+	// Prefetch the current block of the next 16-column tile (columns
+	// 16..31), one tile ahead of its use.
+	LEAQ       (R13)(BX*8), R10 // column 16
+	LEAQ       (R14)(BX*8), R12 // column 20
+	PREFETCHT0 (R10)
+	PREFETCHT0 (R10)(BX*1)
+	PREFETCHT0 (R10)(BX*2)
+	PREFETCHT0 (R10)(R9*1)
+	PREFETCHT0 (R12)
+	PREFETCHT0 (R12)(BX*1)
+	PREFETCHT0 (R12)(BX*2)
+	PREFETCHT0 (R12)(R9*1)
+	LEAQ       (R10)(BX*8), R10 // column 24
+	LEAQ       (R12)(BX*8), R12 // column 28
+	PREFETCHT0 (R10)
+	PREFETCHT0 (R10)(BX*1)
+	PREFETCHT0 (R10)(BX*2)
+	PREFETCHT0 (R10)(R9*1)
+	PREFETCHT0 (R12)
+	PREFETCHT0 (R12)(BX*1)
+	PREFETCHT0 (R12)(BX*2)
+	PREFETCHT0 (R12)(R9*1)
+
+	ADDQ $18, AX
+	ADDQ $18, R8
+	ADDQ $18, R13
+	ADDQ $18, R14
+
+	// Rows: R10 = r*4*nb, R12 = output row r.
+	XORQ R10, R10
+	MOVQ DX, R12
+
+q4mm16row:
+	VPXORD        Z26, Z26, Z26
+	VPDPBUSD.BCST (SI)(R10*8), Z16, Z26
+	VPDPBUSD.BCST 4(SI)(R10*8), Z17, Z26
+	VPDPBUSD.BCST 8(SI)(R10*8), Z18, Z26
+	VPDPBUSD.BCST 12(SI)(R10*8), Z19, Z26
+	VPXORD        Z28, Z28, Z28
+	VPDPBUSD.BCST 16(SI)(R10*8), Z20, Z28
+	VPDPBUSD.BCST 20(SI)(R10*8), Z21, Z28
+	VPDPBUSD.BCST 24(SI)(R10*8), Z22, Z28
+	VPDPBUSD.BCST 28(SI)(R10*8), Z23, Z28
+	VPADDD        Z28, Z26, Z26
+	VPSLLD.BCST   $3, (R11)(R10*1), Z27
+	VPSUBD        Z27, Z26, Z26         // exact isum
+	VCVTDQ2PS     Z26, Z26
+	VMULPS.BCST   (DI)(R10*1), Z24, Z27 // s = fl32(dw * dx)
+	VMULPS        Z27, Z26, Z26         // fl32(float32(isum) * s)
+	VADDPS        (R12), Z26, Z26       // fl32(acc + p)
+	VMOVUPS       Z26, (R12)
+	ADDQ          8(SP), R12
+	ADDQ          0(SP), R10
+	CMPQ          R10, 16(SP)
+	JLT           q4mm16row
+
+	ADDQ $32, SI
+	ADDQ $4, DI
+	ADDQ $4, R11
+	DECQ CX
+	JNZ  q4mm16block
+
+	VZEROUPPER
+	RET

@@ -9,8 +9,9 @@ import "golang.org/x/sys/cpu"
 // with the portable kernels).
 var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasF16C
 
-// useAVX512 selects the AVX-512 VNNI Q8_0 GEMM kernel (q8mm16AVX512, 16
-// weight rows by any number of activation rows per call) for m >= 2; it
+// useAVX512 selects the AVX-512 VNNI GEMM kernels (q8mm16AVX512 and
+// q4mm16AVX512, 16 weight rows by any number of activation rows per call)
+// for m >= 2; it
 // needs useAsm too (the other kernels stay AVX2). Decided once at init
 // (tests flip it).
 var useAVX512 = useAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
@@ -33,6 +34,9 @@ func q4mm24AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, nb int, y *float3
 
 //go:noescape
 func q8mm16AVX512(x *int8, dx *float32, sx *int32, w *byte, ldw, nb, rows int, y *float32, ldy int)
+
+//go:noescape
+func q4mm16AVX512(x *int8, dx *float32, sx *int32, w *byte, ldw, nb, rows int, y *float32, ldy int)
 
 // The wrappers check every bound the assembly relies on (a panic on an
 // internal indexing bug, never a stray memory access) and dispatch.
@@ -73,14 +77,19 @@ func mm24(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y
 }
 
 // mm16 sets y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for r < rows, c < 16,
-// with k = 32*nb, for block_q8_0 weights (rows >= 1).
-func mm16(x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
+// with k = 32*nb, for block_q8_0 or block_q4_0 weights (rows >= 1).
+func mm16(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
+	bb := f.BlockBytes()
 	_, _, _ = x[rows*nb*QK-1], dx[rows*nb-1], sx[rows*nb-1]
-	_ = w[15*ldw+nb*BlockBytesQ8_0-1]
+	_ = w[15*ldw+nb*bb-1]
 	_ = y[(rows-1)*ldy+15]
 	if !useAVX512 || !useAsm {
-		mm16Go(x, dx, w, ldw, nb, rows, y, ldy)
+		mm16Go(f, x, dx, w, ldw, nb, rows, y, ldy)
 		return
 	}
-	q8mm16AVX512(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, rows, &y[0], ldy)
+	if f == Q8_0 {
+		q8mm16AVX512(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, rows, &y[0], ldy)
+	} else {
+		q4mm16AVX512(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, rows, &y[0], ldy)
+	}
 }

@@ -18,6 +18,6 @@ func mm24(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y
 	mm24Go(f, x, dx, w, ldw, nb, y, ldy)
 }
 
-func mm16(x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
-	mm16Go(x, dx, w, ldw, nb, rows, y, ldy)
+func mm16(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
+	mm16Go(f, x, dx, w, ldw, nb, rows, y, ldy)
 }

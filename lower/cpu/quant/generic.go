@@ -80,12 +80,12 @@ func mm24Go(f Format, x []int8, dx []float32, w []byte, ldw, nb int, y []float32
 }
 
 // mm16Go: for r < rows, c < 16: y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for
-// block_q8_0 weights (k = 32*nb).
-func mm16Go(x []int8, dx []float32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
+// block_q8_0 or block_q4_0 weights (k = 32*nb).
+func mm16Go(f Format, x []int8, dx []float32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
 	k := nb * QK
 	for r := 0; r < rows; r++ {
 		for c := 0; c < 16; c++ {
-			y[r*ldy+c] = dotQ8Go(x[r*k:], dx[r*nb:], w[c*ldw:], nb)
+			y[r*ldy+c] = dotGo(f, x[r*k:], dx[r*nb:], w[c*ldw:], nb)
 		}
 	}
 }

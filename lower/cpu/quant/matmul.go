@@ -73,7 +73,7 @@ func (c *Ctx) MatMulQ(y []float32, xq *Activations, w *Matrix, bias []float32) e
 	} else {
 		j.gemm = true
 		per := max(4, (gemmPanelBytes/j.ldw)&^3)
-		if useAVX512 && w.Format == Q8_0 {
+		if useAVX512 && (w.Format == Q8_0 || w.Format == Q4_0) {
 			per = max(16, (gemmPanelBytes/j.ldw)&^15) // whole 16-column tiles
 		}
 		j.colsPer, j.colTasks = per, max(1, n/per)
@@ -135,7 +135,7 @@ func (j *matmulJob) do(task int) {
 		}
 		return
 	}
-	if useAVX512 && f == Q8_0 && j1-j0 >= 16 {
+	if useAVX512 && (f == Q8_0 || f == Q4_0) && j1-j0 >= 16 {
 		// GEMM block, AVX-512: 16 weight rows by up to mm16Rows
 		// activation rows per call, the tail tile shifted back to end at
 		// j1 (it recomputes some outputs bit-identically).
@@ -143,7 +143,7 @@ func (j *matmulJob) do(task int) {
 			jc := min(jg, j1-16)
 			for ig := i0; ig < i1; ig += mm16Rows {
 				r := min(mm16Rows, i1-ig)
-				mm16(a.q[ig*k:], a.d[ig*nb:], a.s[ig*nb:], wd[jc*ldw:], ldw, nb, r, j.y[ig*n+jc:], n)
+				mm16(f, a.q[ig*k:], a.d[ig*nb:], a.s[ig*nb:], wd[jc*ldw:], ldw, nb, r, j.y[ig*n+jc:], n)
 			}
 		}
 		if j.bias != nil {

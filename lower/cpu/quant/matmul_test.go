@@ -137,8 +137,9 @@ func TestMatMulQReference(t *testing.T) {
 // TestMatMulQExtremes: raw blocks with every quant value (-128 included for
 // Q8_0, which ggml never writes but a file may hold) against activations at
 // +-127, where the int16 pair sums of VPMADDUBSW are largest.
-// TestMatMulQModes: every kernel mode is bit-identical to the portable code
-// over many GEMM shapes (m from 2 to 40; k from one block to 3072; n with
+// TestMatMulQModes: every kernel mode (for Q8_0 and Q4_0 alike, so the AVX2
+// 2x4 and the AVX-512 16-column kernels of both formats) is bit-identical to
+// the portable code over many GEMM shapes (m from 2 to 40; k from one block to 3072; n with
 // every remainder of the 16- and 4-column tiles, and panels narrower than a
 // tile) and worker counts.
 func TestMatMulQModes(t *testing.T) {

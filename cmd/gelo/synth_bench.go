@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -165,10 +166,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		cfg.NumHiddenLayers, cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize)
 	fmt.Fprintf(stdout, "machine    %d workers; read bandwidth %.1f GB/s, FMA peak %.1f GFLOP/s (measured)\n", workers, bw, peak)
 	fmt.Fprintf(stdout, "engine     --backend %s (gomlx engine %s), --device %s; with --backend gomlx an unprotected plan runs as one gomlx graph and has no per-bucket split\n", mf.backendName, mf.gomlxBackend, mf.device)
-	bytesPerTok := decodeWeightBytes(cfg)
+	format := cmp.Or(mf.weights, passes.WeightsF32)
+	bytesPerTok := weightBytes(cfg, format)
 	bound := bw * 1e9 / float64(bytesPerTok)
-	fmt.Fprintf(stdout, "decode bound (B=1, plain) %.2f tok/s = %.1f GB/s / %s of f32 weights per token\n\n",
-		bound, bw, passes.HumanBytes(bytesPerTok))
+	fmt.Fprintf(stdout, "decode bound (B=1, plain) %.2f tok/s = %.1f GB/s / %s per token (%s device weights)\n\n",
+		bound, bw, passes.HumanBytes(bytesPerTok), format)
 
 	env := &benchEnv{mf: &mf, l: l, key: key, workers: mf.workers, bw: bw, steps: *decodeSteps, maxCtx: mf.maxContext, out: stdout}
 	for _, suite := range suites {
@@ -328,7 +330,7 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 			}
 			fmt.Fprintf(stdout, " %11.1f %5.0f%%", gf, 100*gf/peak)
 		}
-		fmt.Fprintf(stdout, "  (of the %.0f GFLOP/s FMA peak)\n", peak)
+		fmt.Fprintf(stdout, "  (of the %.0f GFLOP/s f32 FMA peak)\n", peak)
 	}
 	for _, r := range results {
 		if r.family == passes.MaskNone {
@@ -398,21 +400,6 @@ func deviceFlops(cfg *models.Config, po passes.ProtectOptions, rows, headRows in
 		}
 	}
 	return 2*sent(rows)*layer + 2*sent(headRows)*head
-}
-
-// decodeWeightBytes is what one decode step must read: every weight in
-// f32 (the in-memory format), except an untied embedding table of which a
-// step gathers one row.
-func decodeWeightBytes(cfg *models.Config) int64 {
-	var n int64
-	for _, t := range cfg.TensorSpecs() {
-		if t.Name == models.EmbedName && !cfg.TieWordEmbeddings {
-			n += int64(t.Shape[1]) * 4
-			continue
-		}
-		n += int64(t.Elems()) * 4
-	}
-	return n
 }
 
 func median(d []time.Duration) time.Duration {

@@ -352,49 +352,27 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 	return p, nil
 }
 
-func (b *Backend) upload(name string, data []float32, shape []int) error {
+// uploadOnce runs send, the device upload of the weight called name, the
+// first time name is asked for; later calls are no-ops.
+func (b *Backend) uploadOnce(name string, send func() error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.uploaded[name] {
 		return nil
 	}
-	if len(shape) != 2 {
-		return fmt.Errorf("device weights are matrices, got shape %v", shape)
-	}
-	if err := b.dev.Upload(name, data, shape[0], shape[1]); err != nil {
+	if err := send(); err != nil {
 		return err
 	}
 	b.uploaded[name] = true
 	return nil
 }
 
-func (b *Backend) uploadBF16(name string, data []uint16, shape []int) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.uploaded[name] {
-		return nil
-	}
+// matrixShape returns the rows and columns of a device weight.
+func matrixShape(shape []int) (int, int, error) {
 	if len(shape) != 2 {
-		return fmt.Errorf("device weights are matrices, got shape %v", shape)
+		return 0, 0, fmt.Errorf("device weights are matrices, got shape %v", shape)
 	}
-	if err := b.dev.UploadBF16(name, data, shape[0], shape[1]); err != nil {
-		return err
-	}
-	b.uploaded[name] = true
-	return nil
-}
-
-func (b *Backend) uploadQ(name string, w *quant.Matrix) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.uploaded[name] {
-		return nil
-	}
-	if err := b.dev.UploadQ(name, w); err != nil {
-		return err
-	}
-	b.uploaded[name] = true
-	return nil
+	return shape[0], shape[1], nil
 }
 
 // BindShieldDims returns bind plus each shielded row dim (S_n ...) from its data

@@ -299,7 +299,7 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 	w := n.Inputs[1]
 	if qm := p.q[w]; qm != nil {
 		name = p.g.Node(w).Type.DType.String() + ":" + name
-		if err := b.uploadQ(name, qm); err != nil {
+		if err := b.uploadOnce(name, func() error { return b.dev.UploadQ(name, qm) }); err != nil {
 			return nil, fmt.Errorf("upload %q: %w", name, err)
 		}
 		x, out, dev := n.Inputs[0], n.ID, b.dev
@@ -308,12 +308,18 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 		}
 		return func() error { return dev.MatMulQ(n.Op, name, p.qa[x], p.f32[out]) }, nil
 	}
+	wr, wc, err := matrixShape(p.dims[w])
+	if err != nil {
+		return nil, fmt.Errorf("upload %q: %w", name, err)
+	}
+	var send func() error
 	if data := p.b16[w]; data != nil {
 		name = "bf16:" + name
-		if err := b.uploadBF16(name, data, p.dims[w]); err != nil {
-			return nil, fmt.Errorf("upload %q: %w", name, err)
-		}
-	} else if err := b.upload(name, p.f32[w], p.dims[w]); err != nil {
+		send = func() error { return b.dev.UploadBF16(name, data, wr, wc) }
+	} else {
+		send = func() error { return b.dev.Upload(name, p.f32[w], wr, wc) }
+	}
+	if err := b.uploadOnce(name, send); err != nil {
 		return nil, fmt.Errorf("upload %q: %w", name, err)
 	}
 	x, out, rows, dev := n.Inputs[0], n.ID, p.dims[n.ID][0], b.dev

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gelo/ir"
+	"gelo/lower/cpu"
 	"gelo/lower/cpu/quant"
 	"gelo/models"
 	"gelo/passes"
@@ -312,5 +313,44 @@ func TestBF16Weights(t *testing.T) {
 	t.Logf("f32 checkpoint rounded to bf16: logits rel. RMS vs f32 at most %.2e over %d steps", worst, steps)
 	if worst == 0 || worst > 2e-2 {
 		t.Errorf("f32 checkpoint with bf16 weights: logits differ by %.3g relative RMS (want > 0 and <= 2e-2)", worst)
+	}
+}
+
+// TestBF16Refusals: malformed bf16 uploads and a TEE kernel handed bf16
+// weights (a hand-edited plan) fail with errors that say why.
+func TestBF16Refusals(t *testing.T) {
+	cfg, _ := models.Variant("qwen3-tiny")
+	w, _ := models.SynthesizeAs(cfg, 23, "bf16")
+	be := cpu.New(w, cpu.Options{})
+	t.Cleanup(be.Close)
+	dev := cpu.NewLocalDevice(be.Kernels())
+	if err := dev.UploadBF16("w", make([]uint16, 5), 2, 3); err == nil || !strings.Contains(err.Error(), "bf16 values for shape [2, 3]") {
+		t.Errorf("UploadBF16 of 5 values as [2, 3]: %v", err)
+	}
+	if err := dev.MatMul("matmul", "never", make([]float32, 3), 1, make([]float32, 2)); err == nil || !strings.Contains(err.Error(), "never uploaded") {
+		t.Errorf("MatMul on a weight never uploaded: %v", err)
+	}
+
+	po := plain
+	po.Weights = passes.WeightsBF16
+	m := compileModule(t, cfg, models.TraceOptions{}, po)
+	g := m.Graphs[0]
+	moved := false
+	for _, n := range g.Nodes {
+		if n.Op == "matmul" && n.Place == ir.Device && g.Node(n.Inputs[1]).Type.DType == ir.BF16 {
+			n.Place = ir.TEE
+			moved = true
+			break
+		}
+	}
+	if !moved {
+		t.Fatal("no device matmul on bf16 weights in the plan")
+	}
+	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: 16})
+	if err == nil {
+		_, err = s.Prefill(testPrompt(4, cfg.VocabSize)) // steps compile on first use
+	}
+	if err == nil || !strings.Contains(err.Error(), "the TEE multiplies f32 weights only") {
+		t.Errorf("a TEE matmul on bf16 weights compiled: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
+	"gelo/plan"
 	"gelo/runtime"
 )
 
@@ -15,7 +16,7 @@ import (
 // machine's measured figures.
 type benchEnv struct {
 	mf      *modelFlags
-	l       *loaded
+	l       *models.Model
 	key     []byte
 	workers int
 	bw      float64 // GB/s
@@ -25,26 +26,19 @@ type benchEnv struct {
 }
 
 func (e *benchEnv) module(po passes.ProtectOptions, noFuse []string) (*ir.Module, error) {
-	m, err := models.Trace(e.l.cfg, models.TraceOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if err := passes.Pipeline(po, noFuse...).Run(m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return plan.Compile(models.Source{}, e.l.Config, plan.Options{ProtectOptions: po, NoFuse: noFuse}, nil)
 }
 
 // decodeTPOT measures the median decode step of a B-sequence batch after
 // a short prompt per sequence (B = 1 uses a Session; eager lowers every
 // step anew).
 func (e *benchEnv) decodeTPOT(m *ir.Module, b int, eager bool) (time.Duration, error) {
-	eng, err := e.mf.engine(e.l.weights, e.key, m)
+	eng, err := e.mf.engine(e.l.Weights, e.key, m)
 	if err != nil {
 		return 0, err
 	}
-	defer eng.close()
-	backend := eng.rt
+	defer eng.Close()
+	backend := eng.Runtime
 	opt := runtime.Options{MaxContext: e.maxCtx, Eager: eager}
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
 	times := make([]time.Duration, e.steps)
@@ -171,7 +165,7 @@ func (e *benchEnv) benchWeights(masks []string) error {
 			if w == passes.WeightsF32 {
 				f32 = t
 			}
-			bytes := weightBytes(e.l.cfg, w)
+			bytes := weightBytes(e.l.Config, w)
 			fmt.Fprintf(e.out, "%-6s %-6s %10s %9.2f %12s %9.2f %7.2fx\n", mk, w, short(t), 1/t.Seconds(),
 				passes.HumanBytes(bytes), e.bw*1e9/float64(bytes), f32.Seconds()/t.Seconds())
 		}

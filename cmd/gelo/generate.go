@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"gelo/ir"
+	"gelo/models"
+	"gelo/plan"
+	"gelo/plan/planfile"
 	"gelo/runtime"
-	"gelo/runtime/planfile"
 	"gelo/tokenizer"
 )
 
@@ -76,7 +78,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	mf.registerProtect(fs)
 	mf.registerDump(fs)
 	sf.register(fs)
-	plan := fs.String("plan", "", "a compiled artifact to run: IR text, or a sealed .gelo plan whose model identity is checked first (default: compile --model on the fly)")
+	planPath := fs.String("plan", "", "a compiled artifact to run: IR text, or a sealed .gelo plan whose model identity is checked first (default: compile --model on the fly)")
 	tok := fs.String("tokenizer", "", "tokenizer.json (or its directory) for --prompt/--chat, and to check against a sealed plan (default: the model directory's)")
 	promptIDs := fs.String("prompt-ids", "", "prompt token ids, comma-separated; several prompts separated by ';' decode as one batch (default "+defaultPrompt+")")
 	prompt := fs.String("prompt", "", "prompt text (needs a tokenizer)")
@@ -103,33 +105,30 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 
 	var m *ir.Module
 	var sealed *planfile.Plan
-	if *plan != "" {
-		if m, sealed, err = readArtifactOrPlan(*plan); err != nil {
+	if *planPath != "" {
+		if m, sealed, err = plan.ReadArtifact(*planPath); err != nil {
 			return err
 		}
 	}
-	var l *loaded
+	var l *models.Model
 	if sealed != nil {
-		l, err = loadSealed(fs, &mf, *plan, sealed, *tok, stderr)
+		l, err = openSealed(fs, &mf, *planPath, sealed, *tok, stderr)
 	} else {
-		l, err = mf.load(stderr)
+		l, err = mf.open(stderr)
 	}
 	if err != nil {
 		return err
 	}
-	defer l.weights.Close()
+	defer l.Close()
 
-	modelDir := ""
-	if st, err := os.Stat(l.source); err == nil && st.IsDir() {
-		modelDir = l.source
-	}
+	modelDir := l.Dir
 	var tk *tokenizer.Tokenizer
 	if *prompt != "" || *chat != "" || *tok != "" {
 		if tk, err = loadTokenizer(*tok, modelDir); err != nil {
 			return err
 		}
 		if tk == nil {
-			return fmt.Errorf("%w: --prompt and --chat need a tokenizer: pass --tokenizer DIR (the built-in %s has none: use --prompt-ids)", errUsage, l.source)
+			return fmt.Errorf("%w: --prompt and --chat need a tokenizer: pass --tokenizer DIR (the built-in %s has none: use --prompt-ids)", errUsage, l.Spec)
 		}
 	}
 	var prompts [][]int32
@@ -158,11 +157,11 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if m == nil {
-		if m, err = mf.compile(l.cfg, stderr); err != nil {
+		if m, err = mf.compile(l.Source, l.Config, stderr); err != nil {
 			return err
 		}
 	}
-	eosIDs := []int(l.cfg.EOSTokenIDs)
+	eosIDs := []int(l.Config.EOSTokenIDs)
 	if tk != nil {
 		if id, ok := tk.EOSTokenID(); ok && !slices.Contains(eosIDs, id) {
 			eosIDs = append(eosIDs, id)
@@ -181,7 +180,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if len(prompts) > 1 {
 		return generateBatch(&mf, m, l, prompts, runtime.GenerateOptions{MaxTokens: *maxTokens, EOS: eosIDs, Sampler: sampler}, stdout, stderr)
 	}
-	s, done, err := mf.session(m, l)
+	s, done, err := mf.session(m, l.Weights)
 	if err != nil {
 		return err
 	}
@@ -222,22 +221,22 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		tpot = (total - first) / time.Duration(len(out)-1)
 	}
 	fmt.Fprintf(stderr, "model %s, mask %s: %d prompt tokens, %d generated; TTFT %v, TPOT %v\n",
-		l.source, m.Meta["mask"], len(prompts[0]), len(out), first.Round(time.Microsecond), tpot.Round(time.Microsecond))
+		l.Spec, m.Meta["mask"], len(prompts[0]), len(out), first.Round(time.Microsecond), tpot.Round(time.Microsecond))
 	return nil
 }
 
 // generateBatch decodes several prompts together, one sequence each.
-func generateBatch(mf *modelFlags, m *ir.Module, l *loaded, prompts [][]int32, opt runtime.GenerateOptions, stdout, stderr io.Writer) error {
+func generateBatch(mf *modelFlags, m *ir.Module, l *models.Model, prompts [][]int32, opt runtime.GenerateOptions, stdout, stderr io.Writer) error {
 	key, err := mf.key()
 	if err != nil {
 		return err
 	}
-	eng, err := mf.engine(l.weights, key, m)
+	eng, err := mf.engine(l.Weights, key, m)
 	if err != nil {
 		return err
 	}
-	defer eng.close()
-	bt, err := runtime.NewBatch(m, eng.rt, len(prompts), runtime.Options{MaxContext: mf.maxContext})
+	defer eng.Close()
+	bt, err := runtime.NewBatch(m, eng.Runtime, len(prompts), runtime.Options{MaxContext: mf.maxContext})
 	if err != nil {
 		return err
 	}
@@ -257,7 +256,7 @@ func generateBatch(mf *modelFlags, m *ir.Module, l *loaded, prompts [][]int32, o
 	for _, seq := range out {
 		n += len(seq)
 	}
-	fmt.Fprintf(stderr, "model %s, mask %s (%s): batch of %d, %d tokens in %v\n", l.source, m.Meta["mask"], m.Meta["topology"],
+	fmt.Fprintf(stderr, "model %s, mask %s (%s): batch of %d, %d tokens in %v\n", l.Spec, m.Meta["mask"], m.Meta["topology"],
 		len(prompts), n, time.Since(start).Round(time.Millisecond))
 	return nil
 }

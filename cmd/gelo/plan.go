@@ -4,103 +4,45 @@ package main
 // the model identity check, and the attest and verify verbs.
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"gelo/attest"
-	"gelo/ir"
 	"gelo/models"
-	"gelo/runtime/planfile"
+	"gelo/plan"
+	"gelo/plan/planfile"
 )
-
-// What a plan compiled by this build records and what generate --plan can run.
-const (
-	planBackend = "cpu"
-	// planWeightFormat is the device weight format of a plan whose IR does not say.
-	planWeightFormat = "f32"
-	// planSynthDType is the dtype built-in variants' synthetic weights are rounded through
-	// (the one modelFlags.load uses).
-	planSynthDType = "bf16"
-	// tensorDType is how tensors enter the identity: the f32 values the runtime loads (a
-	// quantized plan derives its device weights from them; the "weights" flag says how).
-	tensorDType = "F32"
-	// tokenizerFileName is the file a tokenizer directory holds.
-	tokenizerFileName = "tokenizer.json"
-)
-
-// isPlanName reports whether an --out name asks for a plan file.
-func isPlanName(path string) bool { return strings.HasSuffix(path, planfile.Ext) }
 
 // compilePlan compiles the model and writes a sealed plan file: the identity needs the
 // weights, so they are loaded (and hashed, not copied).
 func compilePlan(mf *modelFlags, out, tokFlag string, stderr io.Writer) error {
-	po, err := mf.protectOptions()
+	o, err := mf.options()
 	if err != nil {
 		return err
 	}
-	l, err := mf.load(stderr)
+	model, err := mf.open(stderr)
 	if err != nil {
 		return err
 	}
-	defer l.weights.Close()
-	src, config, err := sourceOf(mf.model, mf.seed, l.cfg)
+	defer model.Close()
+	m, err := mf.compile(model.Source, model.Config, stderr)
 	if err != nil {
 		return err
 	}
-	modelDir := ""
-	if src.Kind == planfile.SourceDir {
-		modelDir = mf.model
-	}
-	tokPath, tok, err := tokenizerFile(tokFlag, modelDir)
+	p, id, err := plan.Seal(m, model, o, tokFlag)
 	if err != nil {
 		return err
 	}
-	src.Tokenizer = tokPath
-	m, err := mf.compile(l.cfg, stderr)
+	data, err := plan.Encode(p)
 	if err != nil {
 		return err
-	}
-	if t := m.Meta["topology"]; t != "" {
-		po.Topology = t // the effective topology ("" means the default)
-	}
-	p := &planfile.Plan{
-		Backend: planBackend,
-		Source:  src,
-		Passes: planfile.Passes{
-			Pipeline: splitList(m.Meta["passes"]),
-			Mask:     po.Mask, Cadence: po.Cadence, Topology: po.Topology,
-			ShieldK: po.ShieldK, ShieldEnergy: po.ShieldEnergy, Center: po.Center,
-			Fusions:      fusionsOf(m),
-			WeightFormat: weightFormatOf(m),
-		},
-		Config: config,
-	}
-	p.SetModule(m)
-	id, err := modelIdentity(l.weights, config, tok, identityFlags(l.cfg, p))
-	if err != nil {
-		return err
-	}
-	if p.Identity, err = json.Marshal(id); err != nil {
-		return fmt.Errorf("encoding the model identity: %v", err)
-	}
-	p.IdentityDigest = id.Digest.String()
-	data := planfile.Encode(p)
-	// Never write a plan this build would refuse to read.
-	if _, err := planfile.Decode(data); err != nil {
-		return fmt.Errorf("internal error: the plan does not read back: %w", err)
 	}
 	if err := writeAtomic(out, data); err != nil {
 		return err
@@ -110,318 +52,39 @@ func compilePlan(mf *modelFlags, out, tokFlag string, stderr io.Writer) error {
 	return nil
 }
 
-// weightFormatOf is the device weight format the quantize pass chose (IR meta "weights").
-func weightFormatOf(m *ir.Module) string {
-	if w := m.Meta["weights"]; w != "" {
-		return w
-	}
-	return planWeightFormat
-}
-
-// fusionsOf lists the fusions the fuse pass applied (IR meta "fusions").
-func fusionsOf(m *ir.Module) []string {
-	f := m.Meta["fusions"]
-	if f == "none" {
-		return []string{}
-	}
-	return append([]string{}, splitList(f)...)
-}
-
-// sourceOf describes where the weights of --model come from and returns the config bytes
-// the identity hashes: config.json as it is on disk, or a variant's canonical JSON.
-func sourceOf(model string, seed uint64, cfg *models.Config) (planfile.Source, []byte, error) {
-	if st, err := os.Stat(model); err == nil && st.IsDir() {
-		path := filepath.Join(model, "config.json")
-		config, err := os.ReadFile(path)
-		if err != nil {
-			return planfile.Source{}, nil, fmt.Errorf("config: %w", err)
+// openSealed loads the model a sealed plan names (--model and --seed override its recorded
+// source when given on the command line) and checks it against the sealed identity.
+func openSealed(flags *flag.FlagSet, mf *modelFlags, path string, p *planfile.Plan, tokFlag string, stderr io.Writer) (*models.Model, error) {
+	ov := plan.Overrides{Tokenizer: tokFlag}
+	flags.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "model":
+			ov.Model = mf.model
+		case "seed":
+			ov.Seed = &mf.seed
 		}
-		onDisk, err := models.ParseConfig(path, config)
-		if err != nil {
-			return planfile.Source{}, nil, err
+	})
+	var bar *progress
+	ov.Progress = func(spec string, done, total int64) {
+		if bar == nil {
+			bar = newProgress(stderr, "load "+spec)
 		}
-		if !bytes.Equal(onDisk.JSON(), cfg.JSON()) {
-			return planfile.Source{}, nil, fmt.Errorf("%s changed while the model was being loaded", path)
-		}
-		return planfile.Source{Kind: planfile.SourceDir, Name: model}, config, nil
+		bar.update(done, total)
 	}
-	return planfile.Source{Kind: planfile.SourceVariant, Name: model, Seed: seed, SynthDType: planSynthDType}, cfg.JSON(), nil
-}
-
-// tokenizerFile resolves the tokenizer bound into the identity: --tokenizer (a file, or a
-// directory holding tokenizer.json), else the model directory's tokenizer.json when it has
-// one, else none.
-func tokenizerFile(flagValue, modelDir string) (string, []byte, error) {
-	path := flagValue
-	if path != "" {
-		if st, err := os.Stat(path); err == nil && st.IsDir() {
-			path = filepath.Join(path, tokenizerFileName)
-		}
-	} else if modelDir != "" {
-		path = filepath.Join(modelDir, tokenizerFileName)
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return "", nil, nil
-		}
-	} else {
-		return "", nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", nil, fmt.Errorf("tokenizer: %w", err)
-	}
-	if data == nil {
-		data = []byte{}
-	}
-	return path, data, nil
-}
-
-// identityFlags are the settings that change numerics, as the identity records them: the
-// architecture switches the config implies and the plan's backend, weight format and
-// protection (masking is exact only up to rounding).
-func identityFlags(cfg *models.Config, p *planfile.Plan) map[string]string {
-	ps := p.Passes
-	return map[string]string{
-		"backend":             p.Backend,
-		"weights":             ps.WeightFormat,
-		"qk_norm":             strconv.FormatBool(cfg.QKNorm()),
-		"qkv_bias":            strconv.FormatBool(cfg.QKVBias()),
-		"o_bias":              strconv.FormatBool(cfg.OBias()),
-		"tie_word_embeddings": strconv.FormatBool(cfg.TieWordEmbeddings),
-		"mask":                ps.Mask,
-		"cadence":             ps.Cadence,
-		"topology":            ps.Topology,
-		"shield":              strconv.Itoa(ps.ShieldK) + "," + strconv.FormatFloat(ps.ShieldEnergy, 'g', -1, 64),
-		"center":              strconv.FormatBool(ps.Center),
-		"fusions":             strings.Join(ps.Fusions, ","),
-	}
-}
-
-var littleEndian = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
-
-// f32Bytes returns the little-endian bytes of v: a view on little-endian machines, a copy
-// otherwise.
-func f32Bytes(v []float32) []byte {
-	if len(v) == 0 {
-		return []byte{}
-	}
-	if littleEndian {
-		return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
-	}
-	out := make([]byte, 4*len(v))
-	for i, x := range v {
-		b := math.Float32bits(x)
-		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
-	}
-	return out
-}
-
-// modelIdentity hashes the weights as the runtime holds them (f32, canonical order), the
-// config bytes, the tokenizer and the numerics flags.
-func modelIdentity(w *models.Weights, config, tokenizer []byte, flags map[string]string) (attest.Identity, error) {
-	names := w.Names()
-	tensors := make([]attest.TensorInput, len(names))
-	for i, n := range names {
-		data, shape, err := w.Get(n)
-		if err != nil {
-			return attest.Identity{}, err
-		}
-		tensors[i] = attest.TensorInput{Name: n, DType: tensorDType, Shape: shape, Data: f32Bytes(data)}
-	}
-	return attest.ComputeIdentity(attest.IdentityInput{Config: config, Tensors: tensors, Tokenizer: tokenizer, Flags: flags})
-}
-
-// planIdentity decodes the identity a plan seals and checks that it is consistent, in
-// canonical form, and that its numerics flags are the ones the plan's config and pass
-// configuration imply.
-func planIdentity(path string, p *planfile.Plan) (attest.Identity, error) {
-	fail := func(format string, args ...any) error {
-		return &planfile.Error{File: path, Section: planfile.SectionIdentity, Msg: fmt.Sprintf(format, args...)}
-	}
-	var id attest.Identity
-	dec := json.NewDecoder(bytes.NewReader(p.Identity))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&id); err != nil {
-		return id, fail("not a model identity: %v", err)
-	}
-	if err := id.Validate(); err != nil {
-		return id, fail("%v", err)
-	}
-	if id.Digest.String() != p.IdentityDigest {
-		return id, fail("digest mismatch: meta says %s, the identity is %s", p.IdentityDigest, id.Digest)
-	}
-	if canon, err := json.Marshal(id); err != nil || !bytes.Equal(canon, p.Identity) {
-		return id, fail("not in canonical form")
-	}
-	cfg, err := models.ParseConfig("plan", p.Config)
-	if err != nil {
-		return id, &planfile.Error{File: path, Section: planfile.SectionConfig, Msg: err.Error(), Err: err}
-	}
-	want := identityFlags(cfg, p)
-	keys := make([]string, 0, len(want)+len(id.Flags))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	for k := range id.Flags {
-		if _, ok := want[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		got, ok := id.Flags[k]
-		if !ok || got != want[k] {
-			return id, fail("numerics flag %q is %q (set: %v), the plan's config and passes imply %q", k, got, ok, want[k])
-		}
-	}
-	return id, nil
-}
-
-// readArtifactOrPlan reads an IR text artifact or a plan file (by its magic, or a .gelo
-// name); for a plan it returns the plan too.
-func readArtifactOrPlan(path string) (*ir.Module, *planfile.Plan, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !planfile.IsPlan(data) && !isPlanName(path) {
-		m, err := ir.Parse(string(data))
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return m, nil, nil
-	}
-	p, err := planfile.Decode(data)
-	if err != nil {
-		var pe *planfile.Error
-		if errors.As(err, &pe) {
-			pe.File = path
-		}
-		return nil, nil, err
-	}
-	m, err := p.Module()
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, p, nil
-}
-
-// loadSealed loads the weights a sealed plan was compiled for (from its recorded source, or
-// --model/--seed when given), recomputes the model identity and refuses to go on when it
-// differs from the sealed one, naming the file that differs.
-func loadSealed(flags *flag.FlagSet, mf *modelFlags, path string, p *planfile.Plan, tokFlag string, stderr io.Writer) (*loaded, error) {
-	if p.Backend != planBackend {
-		return nil, fmt.Errorf("plan %s is lowered for backend %q; this build runs %q plans", path, p.Backend, planBackend)
-	}
-	want, err := planIdentity(path, p)
-	if err != nil {
-		return nil, err
-	}
-	set := map[string]bool{}
-	flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	model, seed, synth := p.Source.Name, p.Source.Seed, p.Source.SynthDType
-	if set["model"] {
-		model = mf.model
-	}
-	if set["seed"] {
-		seed = mf.seed
-	}
-	if synth == "" {
-		synth = planSynthDType
-	}
-
-	var l *loaded
-	var config []byte
-	modelDir := ""
-	if st, err := os.Stat(model); err == nil && st.IsDir() {
-		modelDir = model
-		bar := newProgress(stderr, "load "+model)
-		w, err := models.LoadWithProgress(model, bar.update)
+	model, id, err := plan.OpenSealed(path, p, ov)
+	if bar != nil {
 		bar.done()
-		if err != nil {
-			return nil, err
-		}
-		l = &loaded{cfg: w.Config, weights: w, source: model}
-		if _, config, err = sourceOf(model, 0, w.Config); err != nil {
-			w.Close()
-			return nil, err
-		}
-	} else {
-		cfg, err := models.Variant(model)
-		if err != nil {
-			return nil, fmt.Errorf("plan %s: model %s: not a directory, and %w", path, model, err)
-		}
-		w, err := models.SynthesizeAs(cfg, seed, synth)
-		if err != nil {
-			return nil, err
-		}
-		l = &loaded{cfg: cfg, weights: w, source: model}
-		config = cfg.JSON()
 	}
-	fail := func(err error) (*loaded, error) {
-		l.weights.Close()
+	if err != nil {
 		return nil, err
 	}
-
-	tokPath := tokFlag
-	if tokPath == "" && !set["model"] {
-		tokPath = p.Source.Tokenizer
-	}
-	tokPath, tok, err := tokenizerFile(tokPath, modelDir)
-	if err != nil {
-		return fail(fmt.Errorf("refusing to run sealed plan %s: %w", path, err))
-	}
-	got, err := modelIdentity(l.weights, config, tok, identityFlags(l.cfg, p))
-	if err != nil {
-		return fail(err)
-	}
-	if err := want.Compare(got); err != nil {
-		var files []string
-		if want.Weights != got.Weights {
-			files = append(files, "weights: "+weightFiles(modelDir, model, seed, synth))
-		}
-		if want.Config != got.Config {
-			if modelDir != "" {
-				files = append(files, "config: "+filepath.Join(modelDir, "config.json"))
-			} else {
-				files = append(files, "config: the built-in config of variant "+model)
-			}
-		}
-		if want.Tokenizer != got.Tokenizer || want.HasTokenizer != got.HasTokenizer {
-			if tokPath == "" {
-				files = append(files, "tokenizer: none found")
-			} else {
-				files = append(files, "tokenizer: "+tokPath)
-			}
-		}
-		if want.FlagsDigest != got.FlagsDigest {
-			files = append(files, "numerics flags (from the config)")
-		}
-		return fail(fmt.Errorf("refusing to run sealed plan %s: the model loaded from %s is not the one it was sealed for (differs: %s): %w",
-			path, model, strings.Join(files, "; "), err))
-	}
-	fmt.Fprintf(stderr, "sealed plan %s: model identity %s verified (weights, config, tokenizer, flags of %s)\n", path, got.Digest, model)
-	return l, nil
-}
-
-// weightFiles names where a model's weights were read from.
-func weightFiles(dir, model string, seed uint64, synth string) string {
-	if dir == "" {
-		return fmt.Sprintf("the synthetic weights of variant %s, seed %d (%s)", model, seed, synth)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	sort.Strings(files)
-	if len(files) == 0 {
-		return dir
-	}
-	return strings.Join(files, ", ")
+	fmt.Fprintf(stderr, "sealed plan %s: model identity %s verified (weights, config, tokenizer, flags of %s)\n", path, id.Digest, model.Spec)
+	return model, nil
 }
 
 // printPlanHeader prints what a plan file holds apart from its IR, as comment lines.
 func printPlanHeader(w io.Writer, path string, p *planfile.Plan) error {
-	id, err := planIdentity(path, p)
+	id, err := plan.Identity(path, p)
 	if err != nil {
 		return err
 	}
@@ -446,7 +109,7 @@ func printPlanHeader(w io.Writer, path string, p *planfile.Plan) error {
 	for _, t := range id.Tensors {
 		total += t.Bytes
 	}
-	fmt.Fprintf(w, "//     weights:      %s (%d tensors, %d bytes as %s)\n", id.Weights, len(id.Tensors), total, tensorDType)
+	fmt.Fprintf(w, "//     weights:      %s (%d tensors, %d bytes as %s)\n", id.Weights, len(id.Tensors), total, plan.TensorDType())
 	tok := "none"
 	if id.HasTokenizer {
 		tok = p.Source.Tokenizer
@@ -525,11 +188,11 @@ func writePlanDiff(w io.Writer, pathA string, a *planfile.Plan, pathB string, b 
 	add("model source", sourceText(a.Source), sourceText(b.Source))
 	add("pipeline", strings.Join(a.Passes.Pipeline, ","), strings.Join(b.Passes.Pipeline, ","))
 	add("passes", passesText(a.Passes), passesText(b.Passes))
-	ida, err := planIdentity(pathA, a)
+	ida, err := plan.Identity(pathA, a)
 	if err != nil {
 		return err
 	}
-	idb, err := planIdentity(pathB, b)
+	idb, err := plan.Identity(pathB, b)
 	if err != nil {
 		return err
 	}
@@ -600,22 +263,6 @@ func parseNonce(s string) ([]byte, error) {
 	return n, nil
 }
 
-// readPlan reads a plan file and its identity for attest and verify.
-func readPlan(path string) (*planfile.Plan, attest.Identity, error) {
-	m, p, err := readArtifactOrPlan(path)
-	if err != nil {
-		return nil, attest.Identity{}, err
-	}
-	if p == nil || m == nil {
-		return nil, attest.Identity{}, fmt.Errorf("%s is IR text, not a sealed plan file (compile with --out NAME%s)", path, planfile.Ext)
-	}
-	id, err := planIdentity(path, p)
-	if err != nil {
-		return nil, attest.Identity{}, err
-	}
-	return p, id, nil
-}
-
 func runAttest(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("attest", flag.ContinueOnError)
 	nonceHex := fs.String("nonce", "", "the verifier's fresh nonce, hex (16 to 64 bytes)")
@@ -640,7 +287,7 @@ func runAttest(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, id, err := readPlan(pos[0])
+	p, id, err := plan.ReadSealed(pos[0])
 	if err != nil {
 		return err
 	}
@@ -737,7 +384,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: --measurement is not hex: %v", errUsage, err)
 		}
 	}
-	p, id, err := readPlan(pos[0])
+	p, id, err := plan.ReadSealed(pos[0])
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"gelo/attest"
 	"gelo/models"
-	"gelo/runtime/planfile"
+	"gelo/plan/planfile"
 )
 
 const (

@@ -32,12 +32,12 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	mf.maxContext = max(mf.maxContext, len(prompt)+*steps+1)
-	l, err := mf.load(stderr)
+	l, err := mf.open(stderr)
 	if err != nil {
 		return err
 	}
-	defer l.weights.Close()
-	m, err := mf.compile(l.cfg, stderr)
+	defer l.Close()
+	m, err := mf.compile(l.Source, l.Config, stderr)
 	if err != nil {
 		return err
 	}
@@ -46,16 +46,16 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	open := func(eager bool) (*runtime.Session, func(), error) {
-		eng, err := mf.engine(l.weights, key, m)
+		eng, err := mf.engine(l.Weights, key, m)
 		if err != nil {
 			return nil, nil, err
 		}
-		s, err := runtime.NewSession(m, eng.rt, runtime.Options{MaxContext: mf.maxContext, Eager: eager})
+		s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: mf.maxContext, Eager: eager})
 		if err != nil {
-			eng.close()
+			eng.Close()
 			return nil, nil, err
 		}
-		return s, eng.close, nil
+		return s, eng.Close, nil
 	}
 	eager, closeE, err := open(true)
 	if err != nil {
@@ -113,7 +113,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 				short(t1.Sub(t0)), short(t2.Sub(t1)), map[bool]string{true: "bit-identical", false: "DIFFERENT"}[same])
 		}
 	}
-	fmt.Fprintf(stdout, "model %s, mask %s: %d decode steps across kv buckets %v\n", l.source, mf.mask, *steps, replay.Captured())
+	fmt.Fprintf(stdout, "model %s, mask %s: %d decode steps across kv buckets %v\n", l.Spec, mf.mask, *steps, replay.Captured())
 	if timedSteps > 0 {
 		e, r := tE/time.Duration(timedSteps), tR/time.Duration(timedSteps)
 		fmt.Fprintf(stdout, "TPOT eager %s, replay %s; dispatch overhead (eager - replay) / eager = %.1f %%\n",

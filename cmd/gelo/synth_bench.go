@@ -146,11 +146,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		families = []string{mf.mask}
 	}
 	mf.maxContext = max(mf.maxContext, slices.Max(lengths)+*decodeSteps+2)
-	l, err := mf.load(stderr)
+	l, err := mf.open(stderr)
 	if err != nil {
 		return err
 	}
-	defer l.weights.Close()
+	defer l.Close()
 	key, err := mf.key()
 	if err != nil {
 		return err
@@ -161,8 +161,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	workers := probe.Workers()
 	probe.Close()
 
-	cfg := l.cfg
-	fmt.Fprintf(stdout, "model      %s (%s, %d layers, hidden %d, intermediate %d, vocab %d)\n", l.source, cfg.ModelType,
+	cfg := l.Config
+	fmt.Fprintf(stdout, "model      %s (%s, %d layers, hidden %d, intermediate %d, vocab %d)\n", l.Spec, cfg.ModelType,
 		cfg.NumHiddenLayers, cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize)
 	fmt.Fprintf(stdout, "machine    %d workers; read bandwidth %.1f GB/s, FMA peak %.1f GFLOP/s (measured)\n", workers, bw, peak)
 	fmt.Fprintf(stdout, "engine     --backend %s (gomlx engine %s), --device %s; with --backend gomlx an unprotected plan runs as one gomlx graph and has no per-bucket split\n", mf.backendName, mf.gomlxBackend, mf.device)
@@ -195,7 +195,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 }
 
 // benchMasks: TTFT and TPOT per mask family, with the per-bucket split.
-func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, families []string, lengths []int,
+func benchMasks(mf modelFlags, l *models.Model, key []byte, cfg *models.Config, families []string, lengths []int,
 	reps, decodeSteps int, peak, bound float64, stdout, stderr io.Writer) error {
 	maxN := slices.Max(lengths)
 	type result struct {
@@ -210,20 +210,21 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 	var results []result
 	for _, fam := range families {
 		mf.mask = fam
-		po, err := mf.protectOptions()
+		o, err := mf.options()
 		if err != nil {
 			return err
 		}
-		m, err := mf.compile(cfg, stderr)
+		po := o.ProtectOptions
+		m, err := mf.compile(l.Source, cfg, stderr)
 		if err != nil {
 			return err
 		}
-		eng, err := mf.engine(l.weights, key, m)
+		eng, err := mf.engine(l.Weights, key, m)
 		if err != nil {
 			return err
 		}
-		done := eng.close
-		s, err := runtime.NewSession(m, eng.rt, runtime.Options{MaxContext: mf.maxContext})
+		done := eng.Close
+		s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: mf.maxContext})
 		if err != nil {
 			done()
 			return err
@@ -237,7 +238,7 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 			var times []time.Duration
 			for rep := 0; rep <= reps; rep++ { // the first run compiles and warms up
 				s.Reset()
-				eng.setProfiling(rep > 0 && n == maxN)
+				eng.SetProfiling(rep > 0 && n == maxN)
 				t0 := time.Now()
 				if _, err := s.Prefill(prompt); err != nil {
 					done()
@@ -247,9 +248,9 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 					times = append(times, time.Since(t0))
 				}
 			}
-			eng.setProfiling(false)
+			eng.SetProfiling(false)
 			if n == maxN {
-				r.prefBk = scaleProfile(eng.takeProfile(), reps)
+				r.prefBk = scaleProfile(eng.TakeProfile(), reps)
 				r.devGFp = gflops(deviceFlops(cfg, po, n, 1), r.prefBk[cpu.BucketDevice])
 			}
 			r.ttft = append(r.ttft, median(times))
@@ -260,7 +261,7 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 			return err
 		}
 		steps := make([]time.Duration, decodeSteps)
-		eng.setProfiling(true)
+		eng.SetProfiling(true)
 		for i := range steps {
 			t0 := time.Now()
 			logits, err := s.Decode(tok)
@@ -271,8 +272,8 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 			steps[i] = time.Since(t0)
 			tok = int32(runtime.Argmax(logits))
 		}
-		eng.setProfiling(false)
-		r.decBk = scaleProfile(eng.takeProfile(), decodeSteps)
+		eng.SetProfiling(false)
+		r.decBk = scaleProfile(eng.TakeProfile(), decodeSteps)
 		r.tpot = median(steps)
 		r.devGF = gflops(deviceFlops(cfg, po, 1, 1), r.decBk[cpu.BucketDevice])
 		done()
@@ -341,17 +342,16 @@ func benchMasks(mf modelFlags, l *loaded, key []byte, cfg *models.Config, famili
 	return nil
 }
 
-// short prints a duration with three significant digits.
+// short prints a duration with three significant digits (1.23ms, 12.3ms,
+// 123ms).
 func short(d time.Duration) string {
 	for _, unit := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
 		if d >= unit {
-			for r := unit / 100; r > 0; r /= 10 {
-				if d.Round(r) == d.Round(r) && d < 10*unit {
-					return d.Round(r).String()
-				}
-				break
+			r := unit / 100
+			for lim := 10 * unit; d >= lim && r < unit; lim *= 10 {
+				r *= 10
 			}
-			return d.Round(unit / 10).String()
+			return d.Round(r).String()
 		}
 	}
 	return d.String()

@@ -13,19 +13,13 @@ import (
 	"gelo/lower/cpu"
 	"gelo/models"
 	"gelo/passes"
-	"gelo/runtime/planfile"
+	"gelo/plan"
+	"gelo/plan/planfile"
 )
 
-// configOf reads only the config of a model: compile needs no weights.
-func (mf *modelFlags) configOf() (*models.Config, error) {
-	if st, err := os.Stat(mf.model); err == nil && st.IsDir() {
-		return models.ReadConfig(filepath.Join(mf.model, "config.json"))
-	}
-	cfg, err := models.Variant(mf.model)
-	if err != nil {
-		return nil, fmt.Errorf("--model %s: not a directory, and %w", mf.model, err)
-	}
-	return cfg, nil
+// resolve reads only the config of --model: compile needs no weights.
+func (mf *modelFlags) resolve() (models.Source, *models.Config, error) {
+	return models.Resolve(mf.model, mf.seed, "")
 }
 
 func runCompile(args []string, stdout, stderr io.Writer) error {
@@ -39,17 +33,17 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
-	if isPlanName(*out) {
+	if plan.IsPlanName(*out) {
 		return compilePlan(&mf, *out, *tok, stderr)
 	}
 	if *tok != "" {
 		return fmt.Errorf("%w: --tokenizer applies only to a plan file (--out NAME%s)", errUsage, planfile.Ext)
 	}
-	cfg, err := mf.configOf()
+	src, cfg, err := mf.resolve()
 	if err != nil {
 		return err
 	}
-	m, err := mf.compile(cfg, stderr)
+	m, err := mf.compile(src, cfg, stderr)
 	if err != nil {
 		return err
 	}
@@ -117,16 +111,16 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	var err error
 	switch fs.NArg() {
 	case 0:
-		cfg, err := mf.configOf()
+		src, cfg, err := mf.resolve()
 		if err != nil {
 			return err
 		}
-		if m, err = mf.compile(cfg, stderr); err != nil {
+		if m, err = mf.compile(src, cfg, stderr); err != nil {
 			return err
 		}
 	case 1:
 		var p *planfile.Plan
-		if m, p, err = readArtifactOrPlan(fs.Arg(0)); err != nil {
+		if m, p, err = plan.ReadArtifact(fs.Arg(0)); err != nil {
 			return err
 		}
 		if p != nil {
@@ -188,11 +182,11 @@ func runDiff(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 2 {
 		return fmt.Errorf("%w: diff takes two artifacts, got %d", errUsage, fs.NArg())
 	}
-	a, pa, err := readArtifactOrPlan(fs.Arg(0))
+	a, pa, err := plan.ReadArtifact(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	b, pb, err := readArtifactOrPlan(fs.Arg(1))
+	b, pb, err := plan.ReadArtifact(fs.Arg(1))
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@
 //	meta      canonical JSON (below): backend, model source, pass configuration, digests
 //	identity  the model identity: attest.Identity as canonical JSON (encoding/json of the
 //	          struct, compact). This package treats it as opaque apart from checking that it
-//	          is a JSON object whose "digest" member equals meta.identity_digest; cmd/gelo
+//	          is a JSON object whose "digest" member equals meta.identity_digest; package plan
 //	          decodes and validates it with package attest (which this package does not
 //	          import, so that attest may depend on the runtime).
 //	config    the model's config.json, byte for byte (for a built-in variant: the variant's
@@ -85,5 +85,5 @@
 //
 // A file that passes is internally consistent; it is not thereby trusted. Trust comes from
 // attestation evidence that binds the plan digest (Plan.Digest) and from recomputing the
-// model identity from the weights before running (cmd/gelo does both).
+// model identity from the weights before running (package plan does both).
 package planfile

@@ -1,0 +1,84 @@
+package models
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// SynthDType is the dtype a built-in variant's synthetic weights are rounded
+// through when they are generated in memory: what a checkpoint written by
+// `gelo synth` (bf16 by default) loads as, so both give the same bits.
+const SynthDType = "bf16"
+
+// Source says where a model given as a spec ("a directory or a variant")
+// comes from. Exactly one of Dir and Variant is set.
+type Source struct {
+	// Spec is the spec as given.
+	Spec string
+	// Dir is the Hugging Face directory (config.json + safetensors).
+	Dir string
+	// Variant is the built-in variant whose weights are synthesized from
+	// Seed, rounded through SynthDType.
+	Variant    string
+	Seed       uint64
+	SynthDType string
+}
+
+// IsDir reports whether the model is a directory on disk.
+func (s Source) IsDir() bool { return s.Dir != "" }
+
+// Resolve reads only the config a spec names: a directory holding
+// config.json, else a built-in variant (seed and synthDType are recorded
+// for a variant; synthDType "" means SynthDType).
+func Resolve(spec string, seed uint64, synthDType string) (Source, *Config, error) {
+	if st, err := os.Stat(spec); err == nil && st.IsDir() {
+		cfg, err := ReadConfig(filepath.Join(spec, "config.json"))
+		if err != nil {
+			return Source{}, nil, err
+		}
+		return Source{Spec: spec, Dir: spec}, cfg, nil
+	}
+	cfg, err := Variant(spec)
+	if err != nil {
+		return Source{}, nil, fmt.Errorf("model %s: not a directory, and %w", spec, err)
+	}
+	if synthDType == "" {
+		synthDType = SynthDType
+	}
+	return Source{Spec: spec, Variant: spec, Seed: seed, SynthDType: synthDType}, cfg, nil
+}
+
+// Model is a loaded model: its weights (with their config) and their source.
+type Model struct {
+	Source
+	*Weights
+}
+
+// Open loads the model a spec names: a directory's checkpoint (progress,
+// if not nil, as LoadWithProgress reports it), or a variant's synthetic
+// weights from seed, rounded through SynthDType.
+func Open(spec string, seed uint64, progress func(done, total int64)) (*Model, error) {
+	return OpenAs(spec, seed, "", progress)
+}
+
+// OpenAs is Open with the synthetic dtype of a variant given ("" means
+// SynthDType): a sealed plan records the one its weights were made with.
+func OpenAs(spec string, seed uint64, synthDType string, progress func(done, total int64)) (*Model, error) {
+	src, cfg, err := Resolve(spec, seed, synthDType)
+	if err != nil {
+		return nil, err
+	}
+	if src.IsDir() {
+		w, err := LoadWithProgress(src.Dir, progress)
+		if err != nil {
+			return nil, err
+		}
+		return &Model{Source: src, Weights: w}, nil
+	}
+	w, err := SynthesizeAs(cfg, src.Seed, src.SynthDType)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{Source: src, Weights: w}, nil
+}

@@ -1,0 +1,135 @@
+package plan
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gelo/ir"
+	"gelo/lower/cpu"
+	"gelo/lower/gomlx"
+	"gelo/models"
+	"gelo/passes"
+	"gelo/runtime"
+)
+
+// ErrEngine marks a bad engine choice (an unknown backend or device name),
+// so a CLI can print its usage.
+var ErrEngine = errors.New("bad engine choice")
+
+// EngineOptions choose what runs a compiled module. They do not change
+// the compiled program, so they are not part of Options or the plan.
+type EngineOptions struct {
+	// Backend is cpu (TEE kernels in Go, the device per Device) or gomlx
+	// (an unprotected module as one gomlx graph per phase; a protected one
+	// keeps its TEE side on the cpu kernels and sends the device side to
+	// gomlx, per GomlxBackend).
+	Backend string
+	// GomlxBackend is gomlx's engine: go, xla:cpu or xla:cuda.
+	GomlxBackend string
+	// Device is the untrusted side under the cpu backend: local,
+	// gomlx:go, gomlx:xla:cpu or gomlx:xla:cuda.
+	Device string
+	// Workers is the kernel worker count (0: GOMAXPROCS); results do not
+	// depend on it.
+	Workers int
+}
+
+// Engine runs compiled modules: the runtime backend, and the cpu backend
+// behind it when there is one (it profiles; the whole-forward gomlx engine
+// does not).
+type Engine struct {
+	Runtime runtime.Backend
+	CPU     *cpu.Backend
+	close   func()
+}
+
+// Close releases the backend and its device.
+func (e *Engine) Close() {
+	if e.close != nil {
+		e.close()
+	}
+}
+
+// SetProfiling switches the cpu backend's per-bucket profile on or off.
+func (e *Engine) SetProfiling(on bool) {
+	if e.CPU != nil {
+		e.CPU.SetProfiling(on)
+	}
+}
+
+// TakeProfile returns and resets the profile (empty without a cpu backend).
+func (e *Engine) TakeProfile() cpu.Profile {
+	if e.CPU != nil {
+		return e.CPU.TakeProfile()
+	}
+	return cpu.Profile{}
+}
+
+// NewEngine builds the engine eo asks for m over w; key is the session key
+// of the mask stream.
+func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*Engine, error) {
+	switch eo.Backend {
+	case "", "cpu":
+	case "gomlx":
+		if m.Meta["mask"] == passes.MaskNone {
+			fw, err := gomlx.NewForward(eo.GomlxBackend, w)
+			if err != nil {
+				return nil, fmt.Errorf("--backend gomlx: %w", err)
+			}
+			return &Engine{Runtime: runtime.Adapt(fw.Name(), fw.Compile), close: func() { fw.Close() }}, nil
+		}
+		eo.Device = "gomlx:" + eo.GomlxBackend
+	default:
+		return nil, fmt.Errorf("%w: --backend %q: want cpu or gomlx", ErrEngine, eo.Backend)
+	}
+	be, done, err := newCPU(eo, w, key)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{Runtime: runtime.Adapt(be.Name(), be.Compile), CPU: be, close: done}, nil
+}
+
+// newCPU builds the cpu backend with the device eo.Device names. The
+// returned close releases both.
+func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, func(), error) {
+	opt := cpu.Options{Workers: eo.Workers, SessionKey: key}
+	closeDev := func() {}
+	switch {
+	case eo.Device == "" || eo.Device == "local":
+	case strings.HasPrefix(eo.Device, "gomlx:"):
+		d, err := gomlx.New(strings.TrimPrefix(eo.Device, "gomlx:"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("--device %s: %w", eo.Device, err)
+		}
+		opt.Device, closeDev = d, func() { d.Close() }
+	default:
+		return nil, nil, fmt.Errorf("%w: --device %q: want local, gomlx:go, gomlx:xla:cpu or gomlx:xla:cuda", ErrEngine, eo.Device)
+	}
+	be := cpu.New(w, opt)
+	return be, func() { be.Close(); closeDev() }, nil
+}
+
+// NewSession builds a session over a fresh engine; close releases both.
+func NewSession(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module, opt runtime.Options) (*runtime.Session, func(), error) {
+	eng, err := NewEngine(eo, w, key, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := runtime.NewSession(m, eng.Runtime, opt)
+	if err != nil {
+		eng.Close()
+		return nil, nil, err
+	}
+	return s, eng.Close, nil
+}
+
+// RandomKey returns 32 fresh random bytes: a session key for one run.
+func RandomKey() ([]byte, error) {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, fmt.Errorf("session key: %w", err)
+	}
+	return k, nil
+}

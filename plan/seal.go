@@ -1,0 +1,358 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unsafe"
+
+	"gelo/attest"
+	"gelo/ir"
+	"gelo/models"
+	"gelo/plan/planfile"
+)
+
+const (
+	// Backend is what a plan compiled by this build is lowered for and the
+	// only backend OpenSealed runs.
+	Backend = "cpu"
+	// tensorDType is how tensors enter the identity: the f32 values the
+	// runtime loads (a quantized plan derives its device weights from them;
+	// the "weights" flag says how).
+	tensorDType = "F32"
+	// TokenizerFileName is the file a tokenizer directory holds.
+	TokenizerFileName = "tokenizer.json"
+)
+
+// TensorDType is the dtype tensors are hashed as in the identity.
+func TensorDType() string { return tensorDType }
+
+// IsPlanName reports whether a file name asks for a plan file.
+func IsPlanName(path string) bool { return strings.HasSuffix(path, planfile.Ext) }
+
+// Seal builds the plan file of m, compiled with opt from model: its
+// source, config bytes, pass configuration, the IR, and the model identity
+// recomputed from the weights (hashed, not copied), the tokenizer
+// (tokenizer: a file or a directory holding tokenizer.json; "" means the
+// model directory's, if any) and the numerics flags.
+func Seal(m *ir.Module, model *models.Model, opt Options, tokenizer string) (*planfile.Plan, attest.Identity, error) {
+	src, config, err := sourceOf(model.Source, model.Config)
+	if err != nil {
+		return nil, attest.Identity{}, err
+	}
+	tokPath, tok, err := TokenizerFile(tokenizer, model.Dir)
+	if err != nil {
+		return nil, attest.Identity{}, err
+	}
+	src.Tokenizer = tokPath
+	p := &planfile.Plan{Backend: Backend, Source: src, Passes: passesOf(opt, m.Meta), Config: config}
+	p.SetModule(m)
+	id, err := ModelIdentity(model.Weights, config, tok, IdentityFlags(model.Config, p.Backend, p.Passes))
+	if err != nil {
+		return nil, attest.Identity{}, err
+	}
+	if p.Identity, err = json.Marshal(id); err != nil {
+		return nil, attest.Identity{}, fmt.Errorf("encoding the model identity: %v", err)
+	}
+	p.IdentityDigest = id.Digest.String()
+	return p, id, nil
+}
+
+// Encode writes p as plan-file bytes, and refuses to return bytes this
+// build would refuse to read.
+func Encode(p *planfile.Plan) ([]byte, error) {
+	data := planfile.Encode(p)
+	if _, err := planfile.Decode(data); err != nil {
+		return nil, fmt.Errorf("internal error: the plan does not read back: %w", err)
+	}
+	return data, nil
+}
+
+// sourceOf describes where a model's weights come from and returns the
+// config bytes the identity hashes: config.json as it is on disk, or a
+// variant's canonical JSON.
+func sourceOf(s models.Source, cfg *models.Config) (planfile.Source, []byte, error) {
+	if s.IsDir() {
+		path := filepath.Join(s.Dir, "config.json")
+		config, err := os.ReadFile(path)
+		if err != nil {
+			return planfile.Source{}, nil, fmt.Errorf("config: %w", err)
+		}
+		onDisk, err := models.ParseConfig(path, config)
+		if err != nil {
+			return planfile.Source{}, nil, err
+		}
+		if !bytes.Equal(onDisk.JSON(), cfg.JSON()) {
+			return planfile.Source{}, nil, fmt.Errorf("%s changed while the model was being loaded", path)
+		}
+		return planfile.Source{Kind: planfile.SourceDir, Name: s.Dir}, config, nil
+	}
+	return planfile.Source{Kind: planfile.SourceVariant, Name: s.Variant, Seed: s.Seed, SynthDType: s.SynthDType}, cfg.JSON(), nil
+}
+
+// TokenizerFile resolves the tokenizer bound into the identity: path (a
+// file, or a directory holding tokenizer.json), else the model directory's
+// tokenizer.json when it has one, else none ("" and nil).
+func TokenizerFile(path, modelDir string) (string, []byte, error) {
+	if path != "" {
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			path = filepath.Join(path, TokenizerFileName)
+		}
+	} else if modelDir != "" {
+		path = filepath.Join(modelDir, TokenizerFileName)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return "", nil, nil
+		}
+	} else {
+		return "", nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return path, data, nil
+}
+
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// f32Bytes returns the little-endian bytes of v: a view on little-endian
+// machines, a copy otherwise.
+func f32Bytes(v []float32) []byte {
+	if len(v) == 0 {
+		return []byte{}
+	}
+	if littleEndian {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+	}
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		b := math.Float32bits(x)
+		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
+	}
+	return out
+}
+
+// ModelIdentity hashes the weights as the runtime holds them (f32,
+// canonical order), the config bytes, the tokenizer and the numerics flags.
+func ModelIdentity(w *models.Weights, config, tokenizer []byte, flags map[string]string) (attest.Identity, error) {
+	names := w.Names()
+	tensors := make([]attest.TensorInput, len(names))
+	for i, n := range names {
+		data, shape, err := w.Get(n)
+		if err != nil {
+			return attest.Identity{}, err
+		}
+		tensors[i] = attest.TensorInput{Name: n, DType: tensorDType, Shape: shape, Data: f32Bytes(data)}
+	}
+	return attest.ComputeIdentity(attest.IdentityInput{Config: config, Tensors: tensors, Tokenizer: tokenizer, Flags: flags})
+}
+
+// Identity decodes the identity a plan seals and checks that it is
+// consistent, in canonical form, and that its numerics flags are the ones
+// the plan's config and pass configuration imply. path names the file in
+// errors.
+func Identity(path string, p *planfile.Plan) (attest.Identity, error) {
+	fail := func(format string, args ...any) error {
+		return &planfile.Error{File: path, Section: planfile.SectionIdentity, Msg: fmt.Sprintf(format, args...)}
+	}
+	var id attest.Identity
+	dec := json.NewDecoder(bytes.NewReader(p.Identity))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&id); err != nil {
+		return id, fail("not a model identity: %v", err)
+	}
+	if err := id.Validate(); err != nil {
+		return id, fail("%v", err)
+	}
+	if id.Digest.String() != p.IdentityDigest {
+		return id, fail("digest mismatch: meta says %s, the identity is %s", p.IdentityDigest, id.Digest)
+	}
+	if canon, err := json.Marshal(id); err != nil || !bytes.Equal(canon, p.Identity) {
+		return id, fail("not in canonical form")
+	}
+	cfg, err := models.ParseConfig("plan", p.Config)
+	if err != nil {
+		return id, &planfile.Error{File: path, Section: planfile.SectionConfig, Msg: err.Error(), Err: err}
+	}
+	want := IdentityFlags(cfg, p.Backend, p.Passes)
+	keys := make([]string, 0, len(want)+len(id.Flags))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range id.Flags {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		got, ok := id.Flags[k]
+		if !ok || got != want[k] {
+			return id, fail("numerics flag %q is %q (set: %v), the plan's config and passes imply %q", k, got, ok, want[k])
+		}
+	}
+	return id, nil
+}
+
+// ReadArtifact reads an IR text artifact or a plan file (by its magic, or
+// a .gelo name); for a plan it returns the plan too.
+func ReadArtifact(path string) (*ir.Module, *planfile.Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !planfile.IsPlan(data) && !IsPlanName(path) {
+		m, err := ir.Parse(string(data))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return m, nil, nil
+	}
+	p, err := planfile.Decode(data)
+	if err != nil {
+		var pe *planfile.Error
+		if errors.As(err, &pe) {
+			pe.File = path
+		}
+		return nil, nil, err
+	}
+	m, err := p.Module()
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, p, nil
+}
+
+// ReadSealed reads a plan file and its checked identity (for attest and
+// verify); IR text is refused.
+func ReadSealed(path string) (*planfile.Plan, attest.Identity, error) {
+	m, p, err := ReadArtifact(path)
+	if err != nil {
+		return nil, attest.Identity{}, err
+	}
+	if p == nil || m == nil {
+		return nil, attest.Identity{}, fmt.Errorf("%s is IR text, not a sealed plan file (compile with --out NAME%s)", path, planfile.Ext)
+	}
+	id, err := Identity(path, p)
+	if err != nil {
+		return nil, attest.Identity{}, err
+	}
+	return p, id, nil
+}
+
+// Overrides replace what a sealed plan records about where its model
+// comes from; whatever is loaded must still hash to the sealed identity.
+type Overrides struct {
+	// Model, if not "", loads this spec instead of the plan's source (and
+	// then the plan's recorded tokenizer path is not used).
+	Model string
+	// Seed, if not nil, replaces the plan's variant seed.
+	Seed *uint64
+	// Tokenizer, if not "", is the tokenizer file or directory to check.
+	Tokenizer string
+	// Progress, if not nil, sees the weight loading of a directory: the
+	// spec being loaded and the elements done out of the total.
+	Progress func(spec string, done, total int64)
+}
+
+// OpenSealed loads the weights a sealed plan was compiled for (from its
+// recorded source, or the overrides), recomputes the model identity and
+// refuses to go on when it differs from the sealed one, naming what
+// differs. path names the plan in errors. On success the caller owns the
+// model (Close it).
+func OpenSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, attest.Identity, error) {
+	if p.Backend != Backend {
+		return nil, attest.Identity{}, fmt.Errorf("plan %s is lowered for backend %q; this build runs %q plans", path, p.Backend, Backend)
+	}
+	want, err := Identity(path, p)
+	if err != nil {
+		return nil, attest.Identity{}, err
+	}
+	spec, seed, synth := p.Source.Name, p.Source.Seed, p.Source.SynthDType
+	if ov.Model != "" {
+		spec = ov.Model
+	}
+	if ov.Seed != nil {
+		seed = *ov.Seed
+	}
+	var progress func(done, total int64)
+	if ov.Progress != nil {
+		progress = func(done, total int64) { ov.Progress(spec, done, total) }
+	}
+	model, err := models.OpenAs(spec, seed, synth, progress)
+	if err != nil {
+		return nil, attest.Identity{}, fmt.Errorf("plan %s: %w", path, err)
+	}
+	fail := func(err error) (*models.Model, attest.Identity, error) {
+		model.Close()
+		return nil, attest.Identity{}, err
+	}
+	_, config, err := sourceOf(model.Source, model.Config)
+	if err != nil {
+		return fail(err)
+	}
+	tokPath := ov.Tokenizer
+	if tokPath == "" && ov.Model == "" {
+		tokPath = p.Source.Tokenizer
+	}
+	tokPath, tok, err := TokenizerFile(tokPath, model.Dir)
+	if err != nil {
+		return fail(fmt.Errorf("refusing to run sealed plan %s: %w", path, err))
+	}
+	got, err := ModelIdentity(model.Weights, config, tok, IdentityFlags(model.Config, p.Backend, p.Passes))
+	if err != nil {
+		return fail(err)
+	}
+	if err := want.Compare(got); err != nil {
+		var files []string
+		if want.Weights != got.Weights {
+			files = append(files, "weights: "+weightFiles(model.Source))
+		}
+		if want.Config != got.Config {
+			if model.IsDir() {
+				files = append(files, "config: "+filepath.Join(model.Dir, "config.json"))
+			} else {
+				files = append(files, "config: the built-in config of variant "+spec)
+			}
+		}
+		if want.Tokenizer != got.Tokenizer || want.HasTokenizer != got.HasTokenizer {
+			if tokPath == "" {
+				files = append(files, "tokenizer: none found")
+			} else {
+				files = append(files, "tokenizer: "+tokPath)
+			}
+		}
+		if want.FlagsDigest != got.FlagsDigest {
+			files = append(files, "numerics flags (from the config)")
+		}
+		return fail(fmt.Errorf("refusing to run sealed plan %s: the model loaded from %s is not the one it was sealed for (differs: %s): %w",
+			path, spec, strings.Join(files, "; "), err))
+	}
+	return model, got, nil
+}
+
+// weightFiles names where a model's weights were read from.
+func weightFiles(s models.Source) string {
+	if !s.IsDir() {
+		return fmt.Sprintf("the synthetic weights of variant %s, seed %d (%s)", s.Variant, s.Seed, s.SynthDType)
+	}
+	files, _ := filepath.Glob(filepath.Join(s.Dir, "*.safetensors"))
+	sort.Strings(files)
+	if len(files) == 0 {
+		return s.Dir
+	}
+	return strings.Join(files, ", ")
+}

@@ -24,7 +24,7 @@ func Compile(src models.Source, cfg *models.Config, opt Options, dump *Dump) (*i
 	if err := opt.Check(); err != nil {
 		return nil, err
 	}
-	m, err := models.Trace(cfg, models.TraceOptions{})
+	m, err := models.Trace(cfg, opt.Trace)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,9 @@ type Options struct {
 	// NoFuse lists the fusions switched off (passes.FusionNames), or
 	// holds "all" to switch every one off.
 	NoFuse []string
+	// Trace are the tracer's options (AllLogits: the tests' prefill that
+	// returns every row's logits). The IR records their effect.
+	Trace models.TraceOptions
 }
 
 // Defaults are the options of `gelo compile` without flags.

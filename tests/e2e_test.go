@@ -10,6 +10,7 @@ import (
 	"gelo/lower/cpu"
 	"gelo/models"
 	"gelo/passes"
+	"gelo/plan"
 	"gelo/runtime"
 )
 
@@ -17,14 +18,11 @@ import (
 // IR path itself to the reference, without mask round-off.
 var plain = passes.ProtectOptions{Mask: passes.MaskNone, Cadence: passes.PerForward}
 
-// compileModule traces cfg and runs the pipeline with protection po.
+// compileModule compiles cfg with protection po, the way every caller does (plan.Compile).
 func compileModule(t testing.TB, cfg *models.Config, opt models.TraceOptions, po passes.ProtectOptions) *ir.Module {
 	t.Helper()
-	m, err := models.Trace(cfg, opt)
+	m, err := plan.Compile(models.Source{}, cfg, plan.Options{ProtectOptions: po, Trace: opt}, nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := passes.Pipeline(po).Run(m); err != nil {
 		t.Fatal(err)
 	}
 	return m

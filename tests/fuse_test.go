@@ -7,16 +7,14 @@ import (
 	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
+	"gelo/plan"
 	"gelo/runtime"
 )
 
 func compileFused(t testing.TB, cfg *models.Config, po passes.ProtectOptions, off []string) *ir.Module {
 	t.Helper()
-	m, err := models.Trace(cfg, models.TraceOptions{})
+	m, err := plan.Compile(models.Source{}, cfg, plan.Options{ProtectOptions: po, NoFuse: off}, nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := passes.Pipeline(po, off...).Run(m); err != nil {
 		t.Fatal(err)
 	}
 	return m

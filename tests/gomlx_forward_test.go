@@ -10,6 +10,7 @@ import (
 	"gelo/lower/gomlx"
 	"gelo/models"
 	"gelo/passes"
+	"gelo/plan"
 	"gelo/runtime"
 )
 
@@ -76,11 +77,8 @@ func TestGomlxForwardParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := models.Trace(cfg, models.TraceOptions{})
+			m, err := plan.Compile(models.Source{}, cfg, plan.Options{ProtectOptions: plain, NoFuse: tc.noFuse}, nil)
 			if err != nil {
-				t.Fatal(err)
-			}
-			if err := passes.Pipeline(plain, tc.noFuse...).Run(m); err != nil {
 				t.Fatal(err)
 			}
 			prompt := testPrompt(12, cfg.VocabSize)

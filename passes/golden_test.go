@@ -266,7 +266,14 @@ func checkNoStrayGoldens(t *testing.T) {
 // diff hunk: the common lines before and after are cut to a few of
 // context, and long runs of changed lines are elided.
 func lineDiff(name, want, got string) string {
-	a, b := strings.SplitAfter(want, "\n"), strings.SplitAfter(got, "\n")
+	lines := func(s string) []string {
+		l := strings.SplitAfter(s, "\n")
+		if l[len(l)-1] == "" {
+			l = l[:len(l)-1]
+		}
+		return l
+	}
+	a, b := lines(want), lines(got)
 	pre := 0
 	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
 		pre++

@@ -299,7 +299,8 @@ func TestShieldStrip(t *testing.T) {
 type stackCase struct {
 	name string
 	// graph: %0 pass, %1 x, and the stack as "stack", the masked rows as
-	// "masked"; B is the data rows' dim (the batch, as per_row masks need), S the stacked one.
+	// "masked"; B is the data rows' dim (per_row masks read the batch B),
+	// S the stacked one.
 	graph  string
 	perRow bool // each row its own block and mask
 	center string
@@ -320,7 +321,7 @@ func stackCases(family string) []stackCase {
 }`
 	f := `family="` + family + `"`
 	return []stackCase{
-		{name: "plain", graph: head +
+		{name: "plain", center: centerNone, graph: head +
 			`  %2 = shield_stack %1, %0 {energy=4.0, ` + f + `, k_min=8, rows="S"} : f32[S,D] tee secret
   %3 = mask %2, %0 {` + f + `, slot=0} : f32[S,D] tee public
 ` + tail},
@@ -333,20 +334,13 @@ func stackCases(family string) []stackCase {
   %3 = mask %2, %0 {` + f + `, slot=0} : f32[S,D] tee public
 ` + tail},
 		{name: "centred-in-tee", center: centerInTEE, graph: head +
-			`  %2 = shield_stack %5, %0, %1 {energy=4.0, ` + f + `, k_min=8, rows="S"} : f32[S,D] tee secret
-  %3 = mask %2, %0 {` + f + `, slot=0} : f32[S,D] tee public
-` + tail},
-	}
-}
-
-// fixTEECentred puts the mean_rows and sub_row that feed a TEE-centred
-// stack in front of it (the case's text names their result %5).
-func fixTEECentred(text string) string {
-	text = strings.Replace(text, `  %2 = shield_stack %5, %0, %1`, `  %2 = mean_rows %1 : f32[1,D] tee secret
+			`  %2 = mean_rows %1 : f32[1,D] tee secret
   %3 = sub_row %1, %2 : f32[B,D] tee secret
-  %4 = shield_stack %3, %0, %1`, 1)
-	text = strings.Replace(text, `  %3 = mask %2, %0`, `  %5 = mask %4, %0`, 1)
-	return strings.Replace(text, `return stack=%2, masked=%3`, `return stack=%4, masked=%5, centred=%3`, 1)
+  %4 = shield_stack %3, %0, %1 {energy=4.0, ` + f + `, k_min=8, rows="S"} : f32[S,D] tee secret
+  %5 = mask %4, %0 {` + f + `, slot=0} : f32[S,D] tee public
+  return stack=%4, masked=%5, centred=%3
+}`},
+	}
 }
 
 // TestShieldStack replays pass 1's mask stream outside the backend: the
@@ -363,11 +357,7 @@ func TestShieldStack(t *testing.T) {
 				for _, workers := range []int{1, 3} {
 					n, d := sh[0], sh[1]
 					t.Run(fmt.Sprintf("%s/%s/%dx%d/w%d", family, sc.name, n, d, workers), func(t *testing.T) {
-						text := sc.graph
-						if sc.center == centerInTEE {
-							text = fixTEECentred(text)
-						}
-						p := program(t, workers, text, d, map[string]int{"B": n})
+						p := program(t, workers, sc.graph, d, map[string]int{"B": n})
 						x := randRows(rng, n*d)
 						set(t, p, "x", x)
 						run(t, p)

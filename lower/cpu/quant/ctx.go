@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"gelo/device/wire"
 )
 
 // job is a unit of parallel work: do(task) computes task number task
@@ -36,7 +38,7 @@ type Ctx struct {
 	qa quantJob
 
 	// act is the scratch of MatMul (grown on demand).
-	act Activations
+	act wire.Activations
 }
 
 // NewCtx returns a Ctx with a pool of workers participants (the caller plus
@@ -116,7 +118,7 @@ func (c *Ctx) run(j job, ntasks int) {
 
 // quantJob quantizes activation rows in parallel.
 type quantJob struct {
-	a       *Activations
+	a       *wire.Activations
 	x       []float32
 	rowsPer int
 }
@@ -126,15 +128,15 @@ const quantTaskValues = 16 << 10
 
 func (j *quantJob) do(task int) {
 	i0 := task * j.rowsPer
-	i1 := min(i0+j.rowsPer, j.a.m)
-	j.a.quantizeRows(j.x, i0, i1)
+	i1 := min(i0+j.rowsPer, j.a.Rows())
+	j.a.QuantizeRows(j.x, i0, i1)
 }
 
 // QuantizeActivations quantizes the row-major m x k matrix x into a (k a
 // positive multiple of 32), rows in parallel. The result is identical to
 // a.Quantize(x, m, k).
-func (c *Ctx) QuantizeActivations(a *Activations, x []float32, m, k int) error {
-	if err := a.prepare(x, m, k); err != nil {
+func (c *Ctx) QuantizeActivations(a *wire.Activations, x []float32, m, k int) error {
+	if err := a.Prepare(x, m, k); err != nil {
 		return err
 	}
 	j := &c.qa

@@ -85,6 +85,12 @@ func (bt *Batch) op(name string) string {
 	if bt.single {
 		return name
 	}
+	switch name { // constants: a step must not allocate
+	case "prefill":
+		return "batch prefill"
+	case "decode":
+		return "batch decode"
+	}
 	return "batch " + name
 }
 

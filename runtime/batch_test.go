@@ -143,3 +143,26 @@ func TestSessionIsBatchOfOne(t *testing.T) {
 		t.Fatalf("session error %v", err)
 	}
 }
+
+// TestBatchDecodeAllocatesNothing: a replayed batched decode step
+// allocates nothing in the runtime (the backend's own count is gated in
+// tests/replay_test.go).
+func TestBatchDecodeAllocatesNothing(t *testing.T) {
+	m, w := tinyModule(t)
+	bt, err := runtime.NewBatch(m, countingCPU(t, w), 2, runtime.Options{MaxContext: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := bt.Prefill(i, []int32{1, 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	toks := []int32{3, 4}
+	if _, err := bt.Decode(toks); err != nil { // captures the bucket
+		t.Fatal(err)
+	}
+	if a := testing.AllocsPerRun(5, func() { _, _ = bt.Decode(toks) }); a != 0 {
+		t.Fatalf("a replayed batched decode step allocates %v times", a)
+	}
+}

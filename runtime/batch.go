@@ -13,18 +13,27 @@ import (
 // decode together, one row each, at their own positions. The device sees
 // one many-row matmul per linear instead of B matvecs; under the default
 // per-sequence topology every sequence still has its own mask and shield.
+//
+// It is the one state machine of a running plan: a Session is a Batch of
+// one. It compiles the prefill graph once per prompt length and captures
+// the decode graph once per kv bucket (or, with Options.Eager, lowers it
+// anew for every step), all bound to the same cache storage.
 type Batch struct {
 	module  *ir.Module
 	backend Backend
 	maxT    int
 	vocab   int
 	b       int
+	single  bool // a Session's batch: errors read as the session's
 
 	caches  map[string][]float32 // [B, T, kv] per layer
 	prefill map[int]*step
-	decode  map[int]*step // captured by kv bucket
+	decode  map[int]*step // captured decode steps by kv bucket
+	eager   bool
 	pos     []int
-	pass    uint64
+	// pass numbers forward passes; it only grows (a Session's Reset keeps
+	// it), because the mask stream is keyed by it and must never repeat.
+	pass uint64
 }
 
 // NewBatch prepares b sequence slots over a compiled module.
@@ -32,12 +41,36 @@ func NewBatch(m *ir.Module, be Backend, b int, opt Options) (*Batch, error) {
 	if b <= 0 {
 		return nil, fmt.Errorf("batch: size must be positive, got %d", b)
 	}
-	s, err := NewSession(m, be, opt) // validates the module and options
-	if err != nil {
-		return nil, err
+	return newBatch(m, be, b, opt)
+}
+
+// newBatch validates the module and options (the session's checks) and
+// prepares b slots.
+func newBatch(m *ir.Module, be Backend, b int, opt Options) (*Batch, error) {
+	if opt.MaxContext <= 0 {
+		return nil, fmt.Errorf("session: max context must be positive, got %d", opt.MaxContext)
 	}
-	return &Batch{module: m, backend: be, maxT: opt.MaxContext, vocab: s.vocab, b: b,
-		caches: map[string][]float32{}, prefill: map[int]*step{}, decode: map[int]*step{}, pos: make([]int, b)}, nil
+	for _, name := range []string{"prefill", "decode"} {
+		if m.Graph(name) == nil {
+			return nil, fmt.Errorf("session: module has no %s graph", name)
+		}
+	}
+	bt := &Batch{module: m, backend: be, maxT: opt.MaxContext, b: b, caches: map[string][]float32{},
+		prefill: map[int]*step{}, decode: map[int]*step{}, eager: opt.Eager, pos: make([]int, b)}
+	dec := m.Graph("decode")
+	for _, o := range dec.Outputs {
+		if o.Name == outLogits {
+			t := dec.Node(o.Value).Type
+			if t.Rank() != 2 || t.Shape[1].IsSym() {
+				return nil, fmt.Errorf("session: decode logits have type %v, want [B, vocab]", t)
+			}
+			bt.vocab = t.Shape[1].Size
+		}
+	}
+	if bt.vocab == 0 {
+		return nil, errors.New("session: decode graph has no logits output")
+	}
+	return bt, nil
 }
 
 // Size is B.
@@ -45,6 +78,29 @@ func (bt *Batch) Size() int { return bt.b }
 
 // Pos is the number of tokens cached for sequence i.
 func (bt *Batch) Pos(i int) int { return bt.pos[i] }
+
+// op names a step in errors: a Session's read "prefill: ...", a Batch's
+// "batch prefill: ...".
+func (bt *Batch) op(name string) string {
+	if bt.single {
+		return name
+	}
+	switch name { // constants: a step must not allocate
+	case "prefill":
+		return "batch prefill"
+	case "decode":
+		return "batch decode"
+	}
+	return "batch " + name
+}
+
+// seqOf names sequence i in errors (nothing for a Session).
+func (bt *Batch) seqOf(i int) string {
+	if bt.single {
+		return ""
+	}
+	return fmt.Sprintf("sequence %d: ", i)
+}
 
 // storage returns (allocating once) a cache's (B, T, kv) storage.
 func (bt *Batch) storage(name string, perSeq int) []float32 {
@@ -56,18 +112,46 @@ func (bt *Batch) storage(name string, perSeq int) []float32 {
 	return c
 }
 
-// Prefill runs sequence i's prompt into its cache slot and returns its
-// last-row logits (valid until the next step).
+// bind points every KV cache input of st at sequence slot's part of the
+// storage (slot < 0: all B slots, the decode layout). A step already bound
+// to that slot is left alone.
+func (bt *Batch) bind(st *step, slot int) error {
+	if st.bound && st.slot == slot {
+		return nil
+	}
+	for _, name := range st.caches {
+		n, err := st.exe.Elems(name)
+		if err != nil {
+			return fmt.Errorf("session: %w", err)
+		}
+		var buf []float32
+		if slot >= 0 { // n is one sequence's part
+			buf = bt.storage(name, n)[slot*n : (slot+1)*n]
+		} else {
+			buf = bt.storage(name, n/bt.b)
+		}
+		if err := st.exe.BindFloat32(name, buf); err != nil {
+			return fmt.Errorf("session: cache %s: %w", name, err)
+		}
+	}
+	st.bound, st.slot = true, slot
+	return nil
+}
+
+// Prefill runs sequence i's prompt into its cache slot and returns the
+// logits the prefill graph outputs (the last row's, or every row's when
+// traced with AllLogits; valid until the next step).
 func (bt *Batch) Prefill(i int, tokens []int32) ([]float32, error) {
+	op := bt.op("prefill")
 	if i < 0 || i >= bt.b {
-		return nil, fmt.Errorf("batch prefill: sequence %d outside [0, %d)", i, bt.b)
+		return nil, fmt.Errorf("%s: sequence %d outside [0, %d)", op, i, bt.b)
 	}
 	n := len(tokens)
 	if n == 0 {
-		return nil, errors.New("batch prefill: empty prompt")
+		return nil, fmt.Errorf("%s: empty prompt", op)
 	}
 	if bt.pos[i]+n > bt.maxT {
-		return nil, fmt.Errorf("batch prefill: sequence %d: %d tokens after %d cached exceed the context of %d", i, n, bt.pos[i], bt.maxT)
+		return nil, fmt.Errorf("%s: %s%d tokens after %d cached exceed the context of %d", op, bt.seqOf(i), n, bt.pos[i], bt.maxT)
 	}
 	st, ok := bt.prefill[n]
 	if !ok {
@@ -78,28 +162,24 @@ func (bt *Batch) Prefill(i int, tokens []int32) ([]float32, error) {
 		bt.prefill[n] = st
 	}
 	// The prefill graph sees one sequence: bind its slot of every cache.
-	for _, name := range st.caches {
-		per, err := st.exe.Elems(name)
-		if err != nil {
-			return nil, err
-		}
-		if err := st.exe.BindFloat32(name, bt.storage(name, per)[i*per:(i+1)*per]); err != nil {
-			return nil, fmt.Errorf("batch prefill: cache %s: %w", name, err)
-		}
+	if err := bt.bind(st, i); err != nil {
+		return nil, err
 	}
 	for j, t := range tokens {
 		if t < 0 || int(t) >= bt.vocab {
-			return nil, fmt.Errorf("batch prefill: token %d at index %d is outside the vocabulary [0, %d)", t, j, bt.vocab)
+			return nil, fmt.Errorf("%s: token %d at index %d is outside the vocabulary [0, %d)", op, t, j, bt.vocab)
 		}
 		st.ids[j], st.pos[j], st.seq[j] = t, int32(bt.pos[i]+j), 0
 	}
 	if err := bt.runPass(st); err != nil {
-		return nil, fmt.Errorf("batch prefill: %w", err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	bt.pos[i] += n
 	return st.logits, nil
 }
 
+// runPass writes the pass counter into its arena slots and runs st: one
+// forward pass.
 func (bt *Batch) runPass(st *step) error {
 	if st.pass != nil {
 		st.pass[0], st.pass[1] = int32(uint32(bt.pass)), int32(uint32(bt.pass>>32))
@@ -109,46 +189,58 @@ func (bt *Batch) runPass(st *step) error {
 }
 
 // Decode appends one token to every sequence and returns the B x vocab
-// logits (valid until the next step).
+// logits (valid until the next step). The first step of each kv bucket
+// runs eagerly and is recorded; later steps in the bucket replay it.
+// With Options.Eager every step is lowered anew instead.
 func (bt *Batch) Decode(tokens []int32) ([]float32, error) {
+	op := bt.op("decode")
 	if len(tokens) != bt.b {
-		return nil, fmt.Errorf("batch decode: %d tokens for %d sequences", len(tokens), bt.b)
+		return nil, fmt.Errorf("%s: %d tokens for %d sequences", op, len(tokens), bt.b)
 	}
 	longest := slices.Max(bt.pos)
 	if longest >= bt.maxT {
-		return nil, fmt.Errorf("batch decode: context of %d tokens is full", bt.maxT)
+		return nil, fmt.Errorf("%s: context of %d tokens is full", op, bt.maxT)
 	}
 	bucket := Bucket(longest+1, bt.maxT)
-	st, ok := bt.decode[bucket]
-	if !ok {
+	st, captured := bt.decode[bucket]
+	if !captured || bt.eager {
 		var err error
 		if st, err = compileStep(bt.backend, bt.module.Graph("decode"), map[string]int{"B": bt.b, "T": bt.maxT, "L": bucket}); err != nil {
 			return nil, err
 		}
-		for _, name := range st.caches {
-			total, err := st.exe.Elems(name)
-			if err != nil {
-				return nil, err
-			}
-			if err := st.exe.BindFloat32(name, bt.storage(name, total/bt.b)); err != nil {
-				return nil, fmt.Errorf("batch decode: cache %s: %w", name, err)
-			}
+		if err := bt.bind(st, -1); err != nil {
+			return nil, err
 		}
-		bt.decode[bucket] = st
+		if !bt.eager {
+			bt.decode[bucket] = st // run this step eagerly, replay it from now on
+		}
 	}
 	for j, t := range tokens {
 		if t < 0 || int(t) >= bt.vocab {
-			return nil, fmt.Errorf("batch decode: token %d of sequence %d is outside the vocabulary [0, %d)", t, j, bt.vocab)
+			if bt.single {
+				return nil, fmt.Errorf("%s: token %d at index %d is outside the vocabulary [0, %d)", op, t, j, bt.vocab)
+			}
+			return nil, fmt.Errorf("%s: token %d of sequence %d is outside the vocabulary [0, %d)", op, t, j, bt.vocab)
 		}
 		st.ids[j], st.pos[j], st.seq[j] = t, int32(bt.pos[j]), int32(j)
 	}
 	if err := bt.runPass(st); err != nil {
-		return nil, fmt.Errorf("batch decode: %w", err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	for j := range bt.pos {
 		bt.pos[j]++
 	}
 	return st.logits, nil
+}
+
+// Captured lists the kv buckets that have a recorded decode step.
+func (bt *Batch) Captured() []int {
+	var bs []int
+	for b := range bt.decode {
+		bs = append(bs, b)
+	}
+	slices.Sort(bs)
+	return bs
 }
 
 // Generate prefills every prompt into its slot and decodes greedily in

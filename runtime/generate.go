@@ -51,7 +51,7 @@ func (s *Session) Generate(prompt []int32, opt GenerateOptions) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(logits) != s.vocab {
+	if len(logits) != s.Vocab() {
 		return nil, errors.New("generate: prefill returns logits for every row; trace without AllLogits")
 	}
 	var out []int
@@ -71,7 +71,7 @@ func (s *Session) Generate(prompt []int32, opt GenerateOptions) ([]int, error) {
 				return out, err
 			}
 		}
-		if slices.Contains(opt.EOS, tok) || len(out) >= opt.MaxTokens || s.pos >= s.maxT {
+		if slices.Contains(opt.EOS, tok) || len(out) >= opt.MaxTokens || s.Pos() >= s.MaxContext() {
 			return out, nil
 		}
 		if logits, err = s.Decode(int32(tok)); err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"gelo/keystream"
 )
 
 // SamplerOptions configure a Sampler. The zero value is valid and means
@@ -111,7 +113,7 @@ func SeedKey(seed uint64) []byte {
 // Sample allocates nothing. A Sampler is not safe for concurrent use.
 type Sampler struct {
 	opt  SamplerOptions
-	rng  sampleRNG
+	rng  keystream.Stream
 	dead bool
 
 	bk   []uint16     // per-token bucket (bucket path)
@@ -167,11 +169,11 @@ func (s *Sampler) Reset(key []byte) error {
 		return errors.New("sampler: nil sampler")
 	}
 	if len(key) == 0 {
-		s.rng.zeroise()
+		s.rng.Wipe()
 		if s.opt.Temperature != 0 {
 			return fmt.Errorf("sampler: temperature %v needs a non-empty key", s.opt.Temperature)
 		}
-	} else if err := s.rng.reset(key); err != nil {
+	} else if err := keySampleStream(&s.rng, key); err != nil {
 		return err
 	}
 	s.dead = false
@@ -185,7 +187,7 @@ func (s *Sampler) Zeroise() {
 	if s == nil {
 		return
 	}
-	s.rng.zeroise()
+	s.rng.Wipe()
 	s.wipeScratch()
 	s.dead = true
 }
@@ -224,7 +226,7 @@ func (s *Sampler) Sample(logits []float32, history []int) (int, error) {
 	if s.opt.Temperature == 0 {
 		return best, nil
 	}
-	return s.pick(logits, best, s.rng.float64()), nil
+	return s.pick(logits, best, s.rng.Float64()), nil
 }
 
 // prepare sizes the scratch, applies the penalties and returns the argmax

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"gelo/keystream"
 )
 
 // sampleLogits are the fixed 8-token logits of the distribution tests.
@@ -382,36 +384,23 @@ func TestSameKeySameTokens(t *testing.T) {
 // it). The expected words were computed by an independent implementation
 // of RFC 5869 and RFC 8439.
 func TestSampleStreamPinned(t *testing.T) {
-	var r sampleRNG
-	if err := r.reset(SeedKey(1)); err != nil {
+	var r keystream.Stream
+	if err := keySampleStream(&r, SeedKey(1)); err != nil {
 		t.Fatal(err)
 	}
-	if a, b := r.uint64(), r.uint64(); a != 0x8f012a7e1f2ef625 || b != 0xa5d4e24537898a0a {
+	if a, b := r.Uint64(), r.Uint64(); a != 0x8f012a7e1f2ef625 || b != 0xa5d4e24537898a0a {
 		t.Fatalf("stream starts %#x %#x", a, b)
 	}
-	_ = r.reset(SeedKey(1))
-	if f := r.float64(); f != 0.5586115415491653 {
+	_ = keySampleStream(&r, SeedKey(1))
+	if f := r.Float64(); f != 0.5586115415491653 {
 		t.Fatalf("first uniform %v", f)
 	}
 	for range 1000 {
-		if f := r.float64(); f < 0 || f >= 1 {
+		if f := r.Float64(); f < 0 || f >= 1 {
 			t.Fatalf("float64 %v outside [0, 1)", f)
 		}
 	}
-	// Near the per-key limit the stream rekeys itself, deterministically
-	// and without hitting the ChaCha20 counter panic.
-	var a, b sampleRNG
-	_ = a.reset(SeedKey(2))
-	_ = b.reset(SeedKey(2))
-	a.drawn, b.drawn = sampleRekeyAfter-sampleRNGBuf/2, sampleRekeyAfter-sampleRNGBuf/2
-	for range 3 * sampleRNGBuf / 8 {
-		if x, y := a.uint64(), b.uint64(); x != y {
-			t.Fatal("rekeyed streams differ")
-		}
-	}
-	if a.drawn >= sampleRekeyAfter/2 {
-		t.Fatalf("no rekey: %d bytes drawn under one key", a.drawn)
-	}
+	// The rekey near the per-key limit is keystream's (TestRekey there).
 }
 
 // sampleChi2SF is the chi-square survival function P(X >= x) for df degrees of
@@ -675,7 +664,7 @@ func TestSamplerZeroise(t *testing.T) {
 		slices.ContainsFunc(s.mass[:], func(v float64) bool { return v != 0 }) {
 		t.Fatal("scratch not wiped")
 	}
-	if s.rng.live || s.rng.c != (sampleRNG{}).c || s.bk != nil {
+	if s.rng != (keystream.Stream{}) || s.bk != nil {
 		t.Fatal("key stream or scratch kept")
 	}
 	z := slices.Clone(sampleLogits)

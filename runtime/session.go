@@ -1,9 +1,7 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 
 	"gelo/ir"
 )
@@ -45,51 +43,21 @@ func Bucket(kv, maxT int) int {
 }
 
 // Session holds one sequence's state in the TEE: its KV cache and
-// position. It compiles the prefill graph once per prompt length and the
-// decode graph once, all bound to the same cache storage.
+// position. It is a Batch of one (the same state machine: prefill steps by
+// prompt length, captured decode steps by kv bucket, one cache storage).
 type Session struct {
-	module  *ir.Module
-	backend Backend
-	maxT    int
-	vocab   int
-
-	caches  map[string][]float32
-	prefill map[int]*step
-	decode  map[int]*step // captured decode steps by kv bucket
-	eager   bool
-	pos     int
-	tok     [1]int32 // decode's token, kept here so a step allocates nothing
-	// pass numbers forward passes; it only grows (Reset keeps it), because
-	// the mask stream is keyed by it and must never repeat in a session.
-	pass uint64
+	bt  *Batch
+	tok [1]int32 // decode's token, kept here so a step allocates nothing
 }
 
 // NewSession prepares a session over a compiled module.
 func NewSession(m *ir.Module, be Backend, opt Options) (*Session, error) {
-	if opt.MaxContext <= 0 {
-		return nil, fmt.Errorf("session: max context must be positive, got %d", opt.MaxContext)
+	bt, err := newBatch(m, be, 1, opt)
+	if err != nil {
+		return nil, err
 	}
-	s := &Session{module: m, backend: be, maxT: opt.MaxContext, caches: map[string][]float32{},
-		prefill: map[int]*step{}, decode: map[int]*step{}, eager: opt.Eager}
-	for _, name := range []string{"prefill", "decode"} {
-		if m.Graph(name) == nil {
-			return nil, fmt.Errorf("session: module has no %s graph", name)
-		}
-	}
-	dec := m.Graph("decode")
-	for _, o := range dec.Outputs {
-		if o.Name == outLogits {
-			t := dec.Node(o.Value).Type
-			if t.Rank() != 2 || t.Shape[1].IsSym() {
-				return nil, fmt.Errorf("session: decode logits have type %v, want [B, vocab]", t)
-			}
-			s.vocab = t.Shape[1].Size
-		}
-	}
-	if s.vocab == 0 {
-		return nil, errors.New("session: decode graph has no logits output")
-	}
-	return s, nil
+	bt.single = true
+	return &Session{bt: bt}, nil
 }
 
 // step is a compiled executable with its input and output buffers looked
@@ -99,6 +67,8 @@ type step struct {
 	ids, pos, seq, pass []int32
 	logits              []float32
 	caches              []string // names of its KV cache inputs
+	bound               bool     // its caches are bound, to slot
+	slot                int      // (a sequence, or -1 for all B)
 }
 
 // compileStep lowers g and looks up its step buffers.
@@ -129,130 +99,43 @@ func compileStep(be Backend, g *ir.Graph, bind map[string]int) (*step, error) {
 	return st, nil
 }
 
-// compile lowers g and binds every KV cache input to session storage.
-func (s *Session) compile(g *ir.Graph, bind map[string]int) (*step, error) {
-	st, err := compileStep(s.backend, g, bind)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range st.caches {
-		size, err := st.exe.Elems(name)
-		if err != nil {
-			return nil, fmt.Errorf("session: %w", err)
-		}
-		store, ok := s.caches[name]
-		if !ok {
-			store = make([]float32, size)
-			s.caches[name] = store
-		}
-		if err := st.exe.BindFloat32(name, store); err != nil {
-			return nil, fmt.Errorf("session: cache %s: %w", name, err)
-		}
-	}
-	return st, nil
-}
-
 // Pos is the number of tokens in the cache.
-func (s *Session) Pos() int { return s.pos }
+func (s *Session) Pos() int { return s.bt.pos[0] }
 
 // MaxContext is the cache capacity.
-func (s *Session) MaxContext() int { return s.maxT }
+func (s *Session) MaxContext() int { return s.bt.maxT }
 
 // Vocab is the logits width.
-func (s *Session) Vocab() int { return s.vocab }
+func (s *Session) Vocab() int { return s.bt.vocab }
 
 // Cache returns the storage of a named KV cache (k.L or v.L) for tests
 // and the leak harness; it stays in the TEE and must not be modified.
 func (s *Session) Cache(name string) ([]float32, bool) {
-	c, ok := s.caches[name]
+	c, ok := s.bt.caches[name]
 	return c, ok
 }
 
-// Reset empties the cache so the session can serve a new prompt.
+// Reset empties the cache so the session can serve a new prompt. The
+// pass counter keeps growing: the mask stream must never repeat.
 func (s *Session) Reset() {
-	for _, c := range s.caches {
+	for _, c := range s.bt.caches {
 		clear(c)
 	}
-	s.pos = 0
-}
-
-// run writes a step's inputs (tokens, positions, sequence slots, the pass
-// counter) into its arena slots and runs it: one forward pass.
-func (s *Session) run(st *step, tokens []int32, start int) error {
-	for i, t := range tokens {
-		if t < 0 || int(t) >= s.vocab {
-			return fmt.Errorf("token %d at index %d is outside the vocabulary [0, %d)", t, i, s.vocab)
-		}
-		st.ids[i] = t
-		st.pos[i] = int32(start + i)
-		st.seq[i] = 0
-	}
-	if st.pass != nil {
-		st.pass[0], st.pass[1] = int32(uint32(s.pass)), int32(uint32(s.pass>>32))
-	}
-	s.pass++
-	return st.exe.Run()
+	s.bt.pos[0] = 0
 }
 
 // Prefill runs the prompt through the model, appending it to the cache,
 // and returns the logits the prefill graph outputs (the last row's, or
 // every row's when traced with AllLogits). The slice is valid until the
 // next step.
-func (s *Session) Prefill(tokens []int32) ([]float32, error) {
-	n := len(tokens)
-	if n == 0 {
-		return nil, errors.New("prefill: empty prompt")
-	}
-	if s.pos+n > s.maxT {
-		return nil, fmt.Errorf("prefill: %d tokens after %d cached exceed the context of %d", n, s.pos, s.maxT)
-	}
-	st, ok := s.prefill[n]
-	if !ok {
-		var err error
-		st, err = s.compile(s.module.Graph("prefill"), map[string]int{"n": n, "T": s.maxT})
-		if err != nil {
-			return nil, err
-		}
-		s.prefill[n] = st
-	}
-	if err := s.run(st, tokens, s.pos); err != nil {
-		return nil, fmt.Errorf("prefill: %w", err)
-	}
-	s.pos += n
-	return st.logits, nil
-}
+func (s *Session) Prefill(tokens []int32) ([]float32, error) { return s.bt.Prefill(0, tokens) }
 
 // Decode appends one token and returns the next-token logits (valid until
 // the next step).
 func (s *Session) Decode(token int32) ([]float32, error) {
-	if s.pos >= s.maxT {
-		return nil, fmt.Errorf("decode: context of %d tokens is full", s.maxT)
-	}
-	bucket := Bucket(s.pos+1, s.maxT)
-	st, captured := s.decode[bucket]
-	if !captured || s.eager {
-		var err error
-		if st, err = s.compile(s.module.Graph("decode"), map[string]int{"B": 1, "T": s.maxT, "L": bucket}); err != nil {
-			return nil, err
-		}
-		if !s.eager {
-			s.decode[bucket] = st // run this step eagerly, replay it from now on
-		}
-	}
 	s.tok[0] = token
-	if err := s.run(st, s.tok[:], s.pos); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	s.pos++
-	return st.logits, nil
+	return s.bt.Decode(s.tok[:])
 }
 
 // Captured lists the kv buckets that have a recorded decode step.
-func (s *Session) Captured() []int {
-	var bs []int
-	for b := range s.decode {
-		bs = append(bs, b)
-	}
-	slices.Sort(bs)
-	return bs
-}
+func (s *Session) Captured() []int { return s.bt.Captured() }

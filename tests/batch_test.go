@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"gelo/device"
 	"gelo/lower/cpu"
 	"gelo/models"
 	"gelo/passes"
@@ -110,7 +111,7 @@ func TestPerSequenceTopologyKeepsSequencesApart(t *testing.T) {
 	}{{passes.DefaultProtect(), 3 * 16}, {shared, 16}} {
 		m := compileModule(t, cfg, models.TraceOptions{}, tc.po)
 		be0 := cpu.New(w, cpu.Options{})
-		spy := runtime.NewSpy(cpu.NewLocalDevice(be0.Kernels()))
+		spy := device.NewSpy(cpu.NewLocalDevice(be0.Kernels()))
 		be := cpu.New(w, cpu.Options{Device: spy, SessionKey: testKey})
 		bt, err := runtime.NewBatch(m, runtime.Adapt(be.Name(), be.Compile), 3, runtime.Options{MaxContext: 16})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"gelo/device"
 	"gelo/ir"
 	"gelo/lower/cpu"
 	"gelo/lower/gomlx"
@@ -17,9 +18,9 @@ import (
 
 // deviceSession builds a session whose device-placed matmuls go to dev,
 // wrapped in a spy.
-func deviceSession(t testing.TB, m *ir.Module, w *models.Weights, dev cpu.Device, maxCtx int) (*runtime.Session, *runtime.SpyDevice) {
+func deviceSession(t testing.TB, m *ir.Module, w *models.Weights, dev device.Device, maxCtx int) (*runtime.Session, *device.SpyDevice) {
 	t.Helper()
-	spy := runtime.NewSpy(dev)
+	spy := device.NewSpy(dev)
 	be := cpu.New(w, cpu.Options{Device: spy, SessionKey: testKey})
 	t.Cleanup(be.Close)
 	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: maxCtx})

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"gelo/device"
 	"gelo/ir"
 	"gelo/lower/cpu"
 	"gelo/models"
@@ -29,11 +30,11 @@ func protections() []passes.ProtectOptions {
 func name(po passes.ProtectOptions) string { return po.Mask + "/" + po.Cadence }
 
 // spySession builds a session whose device is wrapped by a spy.
-func spySession(t testing.TB, m *ir.Module, w *models.Weights, key []byte, maxCtx int) (*runtime.Session, *runtime.SpyDevice) {
+func spySession(t testing.TB, m *ir.Module, w *models.Weights, key []byte, maxCtx int) (*runtime.Session, *device.SpyDevice) {
 	t.Helper()
 	be0 := cpu.New(w, cpu.Options{})
 	t.Cleanup(be0.Close)
-	spy := runtime.NewSpy(cpu.NewLocalDevice(be0.Kernels()))
+	spy := device.NewSpy(cpu.NewLocalDevice(be0.Kernels()))
 	be := cpu.New(w, cpu.Options{Device: spy, SessionKey: key})
 	t.Cleanup(be.Close)
 	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: maxCtx})
@@ -159,7 +160,7 @@ func cosine(a, b []float32) float64 {
 	return ab / math.Sqrt(aa*bb)
 }
 
-func rows(c runtime.Crossing) [][]float32 {
+func rows(c device.Crossing) [][]float32 {
 	out := make([][]float32, c.Rows)
 	for i := range out {
 		out[i] = c.Data[i*c.Cols : (i+1)*c.Cols]
@@ -168,11 +169,11 @@ func rows(c runtime.Crossing) [][]float32 {
 }
 
 // passRecord is what the spy saw during one forward pass.
-type passRecord []runtime.Crossing
+type passRecord []device.Crossing
 
 // recordPasses runs a prefill and decode steps, splitting the spy's
 // record at pass boundaries.
-func recordPasses(t testing.TB, s *runtime.Session, spy *runtime.SpyDevice, prompt []int32, steps int) []passRecord {
+func recordPasses(t testing.TB, s *runtime.Session, spy *device.SpyDevice, prompt []int32, steps int) []passRecord {
 	t.Helper()
 	var passes []passRecord
 	mark := spy.Len()
@@ -326,7 +327,7 @@ func TestNoTokenOrCacheCrosses(t *testing.T) {
 			if c.Rows != 16 { // HD3: next_pow2(5 + 8) = 16 and next_pow2(1 + 8) = 16
 				t.Errorf("pass %d: %s crossed %d rows, want 16", p, c.Op, c.Rows)
 			}
-			if c.Op == "lm_head" && c.Dir == runtime.ToTEE {
+			if c.Op == "lm_head" && c.Dir == device.ToTEE {
 				for _, row := range rows(c) {
 					if cs := math.Abs(cosine(row, plainLogits[p])); cs > 0.5 {
 						t.Errorf("pass %d: masked logits row parallel to the plain logits (|cos| %.3f)", p, cs)

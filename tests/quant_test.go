@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"gelo/device/wire"
 	"gelo/ir"
 	"gelo/lower/cpu"
-	"gelo/lower/cpu/quant"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
@@ -50,7 +50,7 @@ func klDiv(got, want []float32) float64 {
 // dequantized returns w with every matrix rounded through format's blocks
 // (quantized and expanded back to f32): the weights a quantized plan's
 // device multiplies by, for the f32 plan to run exactly.
-func dequantized(t *testing.T, w *models.Weights, format quant.Format) *models.Weights {
+func dequantized(t *testing.T, w *models.Weights, format wire.Format) *models.Weights {
 	t.Helper()
 	data := map[string][]float32{}
 	for _, name := range w.Names() {
@@ -60,7 +60,7 @@ func dequantized(t *testing.T, w *models.Weights, format quant.Format) *models.W
 		}
 		v = append([]float32(nil), v...)
 		if len(shape) == 2 {
-			m, err := quant.Quantize(format, v, shape[0], shape[1])
+			m, err := wire.Quantize(format, v, shape[0], shape[1])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,8 +159,8 @@ func TestQuantizedLogits(t *testing.T) {
 	weightOnly := map[string][][]float32{}
 	for _, f := range []struct {
 		name   string
-		format quant.Format
-	}{{passes.WeightsQ8_0, quant.Q8_0}, {passes.WeightsQ4_0, quant.Q4_0}} {
+		format wire.Format
+	}{{passes.WeightsQ8_0, wire.Q8_0}, {passes.WeightsQ4_0, wire.Q4_0}} {
 		weightOnly[f.name] = run(plain, dequantized(t, w, f.format), refToks)
 		var worst float64
 		for i := range ref {

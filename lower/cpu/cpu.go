@@ -1,6 +1,6 @@
 // Package cpu is gelo's pure-Go backend: it lowers a placed graph to a flat
 // list of kernel calls over preallocated buffers. Both sides of the trust
-// boundary run here; the device side is whatever the runtime's Device
+// boundary run here; the device side is whatever device.Device
 // wraps, and this backend is also the reference the others are held to.
 package cpu
 
@@ -12,6 +12,8 @@ import (
 	"time"
 	"unsafe"
 
+	"gelo/device"
+	"gelo/device/wire"
 	"gelo/ir"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/cpu/mask"
@@ -21,26 +23,6 @@ import (
 	"gelo/passes"
 )
 
-// Device is the untrusted side as this backend sees it: public weights
-// are uploaded once, then each device-placed matmul sends its operand rows
-// and gets the product back. runtime.Device has the same method set, so a
-// runtime spy can wrap any implementation.
-type Device interface {
-	// Upload makes a public weight [rows, cols] resident on the device.
-	Upload(name string, w []float32, rows, cols int) error
-	// UploadBF16 makes a public bfloat16 weight resident: half the bytes,
-	// the same products (MatMul widens it exactly).
-	UploadBF16(name string, w []uint16, rows, cols int) error
-	// MatMul computes y[m, rows] = x[m, cols] W^T for a resident f32 or
-	// bf16 weight; op is the IR op that sends it.
-	MatMul(op, weight string, x []float32, m int, y []float32) error
-	// UploadQ makes a block-quantized public weight resident.
-	UploadQ(name string, w *quant.Matrix) error
-	// MatMulQ multiplies q8_0 activation rows (what crosses in a quantized
-	// plan) by a resident quantized weight.
-	MatMulQ(op, weight string, x *quant.Activations, y []float32) error
-}
-
 // Options configure a backend.
 type Options struct {
 	// Workers is the kernel goroutine count (<= 0: GOMAXPROCS). Results
@@ -48,7 +30,7 @@ type Options struct {
 	Workers int
 	// Device runs device-placed ops; nil means a LocalDevice sharing this
 	// backend's kernels.
-	Device Device
+	Device device.Device
 	// SessionKey keys the per-pass mask stream, HKDF(key, pass counter).
 	// Protected programs refuse to run without one.
 	SessionKey []byte
@@ -60,14 +42,14 @@ type Options struct {
 type Backend struct {
 	weights *models.Weights
 	ctx     *kernels.Ctx
-	dev     Device
+	dev     device.Device
 	key     []byte
 
 	mu       sync.Mutex
 	ropes    map[ropeKey]*kernels.Rope
 	uploaded map[string]bool
 	stacks   map[string][]float32 // stacked weights by joined name
-	qmats    map[string]*quant.Matrix
+	qmats    map[string]*wire.Matrix
 	bf16s    map[string][]uint16 // bf16 device weights by (joined) name
 	qctx     *quant.Ctx
 	pass     uint64 // highest pass number run so far
@@ -141,7 +123,7 @@ type ropeKey struct {
 func New(w *models.Weights, opt Options) *Backend {
 	b := &Backend{weights: w, ctx: kernels.NewCtx(opt.Workers), dev: opt.Device,
 		key: append([]byte(nil), opt.SessionKey...), ropes: map[ropeKey]*kernels.Rope{}, uploaded: map[string]bool{},
-		stacks: map[string][]float32{}, qmats: map[string]*quant.Matrix{}, bf16s: map[string][]uint16{}}
+		stacks: map[string][]float32{}, qmats: map[string]*wire.Matrix{}, bf16s: map[string][]uint16{}}
 	b.qctx = quant.NewCtx(opt.Workers)
 	if b.dev == nil {
 		b.dev = newLocalDevice(b.ctx, b.qctx)
@@ -209,10 +191,10 @@ type Program struct {
 	bound   map[ir.ValueID]bool
 
 	b        *Backend
-	external []ir.ValueID         // inputs the caller must bind (KV caches)
-	q        []*quant.Matrix      // quantized weights by value
-	b16      [][]uint16           // bf16 weights by value
-	qa       []*quant.Activations // q8_0 rows by value
+	external []ir.ValueID        // inputs the caller must bind (KV caches)
+	q        []*wire.Matrix      // quantized weights by value
+	b16      [][]uint16          // bf16 weights by value
+	qa       []*wire.Activations // q8_0 rows by value
 	bind     map[string]int
 	plan     *passes.MemPlan
 	arena    []float32
@@ -240,7 +222,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		g: g, f32: make([][]float32, len(g.Nodes)), i32: make([][]int32, len(g.Nodes)),
 		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
 		b: b, slots: map[int64]*slot{},
-		q: make([]*quant.Matrix, len(g.Nodes)), qa: make([]*quant.Activations, len(g.Nodes)),
+		q: make([]*wire.Matrix, len(g.Nodes)), qa: make([]*wire.Activations, len(g.Nodes)),
 		b16: make([][]uint16, len(g.Nodes)),
 	}
 	bind, err := BindShieldDims(g, bind)
@@ -301,7 +283,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			// q8_0 rows: the f32 rows are masked in scratch, then written
 			// as blocks; only the blocks cross.
 			p.f32[i] = make([]float32, size)
-			p.qa[i] = quant.NewActivations(p.dims[i][0], p.dims[i][1])
+			p.qa[i] = wire.NewActivations(p.dims[i][0], p.dims[i][1])
 		case n.Op == "weight":
 			name, _ := n.Attrs.Str("name")
 			data, shape, err := b.weights.Get(name)
@@ -563,7 +545,7 @@ func WeightName(g *ir.Graph, v ir.ValueID) (string, bool) {
 
 // quantized returns (building once per backend) the block-quantized
 // form of a weight or of stacked weights.
-func (b *Backend) quantized(p *Program, n *ir.Node) (*quant.Matrix, error) {
+func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 	name, ok := WeightName(p.g, n.ID)
 	if !ok {
 		return nil, fmt.Errorf("not a named weight")
@@ -575,9 +557,9 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*quant.Matrix, error) {
 	if ok {
 		return qm, nil
 	}
-	format := quant.Q8_0
+	format := wire.Q8_0
 	if n.Type.DType == ir.Q4_0 {
-		format = quant.Q4_0
+		format = wire.Q4_0
 	}
 	rows, cols := p.dims[n.ID][0], p.dims[n.ID][1]
 	if n.Op == "weight" {
@@ -588,7 +570,7 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*quant.Matrix, error) {
 		if !slices.Equal(shape, p.dims[n.ID]) {
 			return nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, p.dims[n.ID])
 		}
-		if qm, err = quant.Quantize(format, data, rows, cols); err != nil {
+		if qm, err = wire.Quantize(format, data, rows, cols); err != nil {
 			return nil, fmt.Errorf("quantize %q: %w", name, err)
 		}
 	} else {
@@ -602,7 +584,7 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*quant.Matrix, error) {
 			data = append(data, part.Data...)
 		}
 		var err error
-		if qm, err = quant.NewMatrix(format, rows, cols, data); err != nil {
+		if qm, err = wire.NewMatrix(format, rows, cols, data); err != nil {
 			return nil, err
 		}
 	}

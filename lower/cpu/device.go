@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"sync"
 
+	"gelo/device"
+	"gelo/device/wire"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/cpu/quant"
 )
+
+var _ device.Device = (*LocalDevice)(nil)
 
 // LocalDevice runs the device side in this process on the same kernels:
 // the reference device, and what the spy wraps in the leak tests.
@@ -15,7 +19,7 @@ type LocalDevice struct {
 	qctx *quant.Ctx
 	mu   sync.RWMutex
 	w    map[string]localWeight
-	q    map[string]*quant.Matrix
+	q    map[string]*wire.Matrix
 }
 
 type localWeight struct {
@@ -29,11 +33,11 @@ type localWeight struct {
 func NewLocalDevice(ctx *kernels.Ctx) *LocalDevice { return newLocalDevice(ctx, nil) }
 
 func newLocalDevice(ctx *kernels.Ctx, qctx *quant.Ctx) *LocalDevice {
-	return &LocalDevice{ctx: ctx, qctx: qctx, w: map[string]localWeight{}, q: map[string]*quant.Matrix{}}
+	return &LocalDevice{ctx: ctx, qctx: qctx, w: map[string]localWeight{}, q: map[string]*wire.Matrix{}}
 }
 
 // UploadQ keeps a block-quantized weight.
-func (d *LocalDevice) UploadQ(name string, w *quant.Matrix) error {
+func (d *LocalDevice) UploadQ(name string, w *wire.Matrix) error {
 	if err := w.Validate(); err != nil {
 		return fmt.Errorf("device upload %q: %w", name, err)
 	}
@@ -44,7 +48,7 @@ func (d *LocalDevice) UploadQ(name string, w *quant.Matrix) error {
 }
 
 // MatMulQ multiplies q8_0 rows by a resident quantized weight.
-func (d *LocalDevice) MatMulQ(op, weight string, x *quant.Activations, y []float32) error {
+func (d *LocalDevice) MatMulQ(op, weight string, x *wire.Activations, y []float32) error {
 	d.mu.RLock()
 	w, ok := d.q[weight]
 	d.mu.RUnlock()

@@ -1,4 +1,4 @@
-// Package gomlx is a Device (see runtime.Device and cpu.Device) that runs
+// Package gomlx is a device.Device that runs
 // the device side of gelo on a GoMLX backend: the pure-Go "simplego"
 // engine everywhere, or XLA through a PJRT plugin where the binary is
 // built with the xla tag and a plugin is installed.
@@ -70,6 +70,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"gelo/device"
 )
 
 // ErrNoPlugin is wrapped by New when an XLA backend is asked for and no
@@ -85,6 +87,8 @@ var ErrNoXLA = errors.New("gelo was built without XLA support: rebuild with -tag
 func Unavailable(err error) bool {
 	return errors.Is(err, ErrNoPlugin) || errors.Is(err, ErrNoXLA)
 }
+
+var _ device.Device = (*Device)(nil)
 
 // Device runs device-placed matmuls on a GoMLX backend. It is safe for
 // concurrent use.

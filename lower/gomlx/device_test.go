@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"gelo/device"
+	"gelo/device/wire"
 	"gelo/lower/cpu"
 	"gelo/lower/cpu/kernels"
-	"gelo/lower/cpu/quant"
 )
 
 func randSlice(r *rand.Rand, n int) []float32 {
@@ -309,7 +310,6 @@ func BenchmarkMatMulOverhead(b *testing.B) {
 }
 
 // Both method sets the backends call.
-var _ cpu.Device = (*Device)(nil)
 
 // TestConcurrentMatMul: concurrent calls on shared weights (and a
 // compile racing them) give each caller its own product.
@@ -362,18 +362,18 @@ func TestMatMulQMatchesLocalDevice(t *testing.T) {
 	local := cpu.NewLocalDevice(ctx)
 	dev := newGo(t, true)
 	r := rand.New(rand.NewPCG(13, 14))
-	for _, f := range []quant.Format{quant.Q8_0, quant.Q4_0} {
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
 		for _, s := range []struct{ m, rows, cols int }{{1, 64, 32}, {9, 96, 256}, {16, 1024, 3072}} {
 			t.Run(fmt.Sprintf("%v/m=%d/%dx%d", f, s.m, s.rows, s.cols), func(t *testing.T) {
-				wm, err := quant.Quantize(f, randSlice(r, s.rows*s.cols), s.rows, s.cols)
+				wm, err := wire.Quantize(f, randSlice(r, s.rows*s.cols), s.rows, s.cols)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var xa quant.Activations
+				var xa wire.Activations
 				if err := xa.Quantize(randSlice(r, s.m*s.cols), s.m, s.cols); err != nil {
 					t.Fatal(err)
 				}
-				for _, d := range []cpu.Device{dev, local} {
+				for _, d := range []device.Device{dev, local} {
 					if err := d.UploadQ("wq", wm); err != nil {
 						t.Fatal(err)
 					}
@@ -391,10 +391,10 @@ func TestMatMulQMatchesLocalDevice(t *testing.T) {
 				}
 				xf := make([]float32, s.m*s.cols)
 				for i := range s.m {
-					for b := range s.cols / quant.QK {
+					for b := range s.cols / wire.QK {
 						q, sc := xa.Block(i, b)
 						for j, v := range q {
-							xf[i*s.cols+b*quant.QK+j] = float32(v) * sc
+							xf[i*s.cols+b*wire.QK+j] = float32(v) * sc
 						}
 					}
 				}
@@ -412,7 +412,7 @@ func TestMatMulQMatchesLocalDevice(t *testing.T) {
 	if err := dev.MatMulQ("matmul", "wq", nil, nil); err == nil {
 		t.Error("MatMulQ with nil activations succeeded")
 	}
-	if err := dev.MatMulQ("matmul", "wq", &quant.Activations{}, nil); err == nil {
+	if err := dev.MatMulQ("matmul", "wq", &wire.Activations{}, nil); err == nil {
 		t.Error("MatMulQ with empty activations succeeded")
 	}
 }

@@ -55,6 +55,7 @@ import (
 
 	"gelo/ir"
 	"gelo/models"
+	"gelo/models/rope"
 )
 
 // Forward compiles whole unprotected graphs on one GoMLX backend, over
@@ -516,16 +517,16 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 		T := max(p.maxT, 1)
 		key := fmt.Sprintf("rope:%d:%g:%d", hd, theta, T)
 		var c, s []float32
-		mk := func() {
-			if c != nil {
-				return
+		mk := func() (err error) {
+			if c == nil {
+				c, s, err = rope.Tables(hd, theta, T)
 			}
-			c, s = ropeTables(hd, theta, T)
+			return err
 		}
-		if cos, err = resident(key+":cos", func() ([]float32, []int, error) { mk(); return c, []int{T, hd / 2}, nil }); err != nil {
+		if cos, err = resident(key+":cos", func() ([]float32, []int, error) { err := mk(); return c, []int{T, hd / 2}, err }); err != nil {
 			return nil, nil, err
 		}
-		sin, err = resident(key+":sin", func() ([]float32, []int, error) { mk(); return s, []int{T, hd / 2}, nil })
+		sin, err = resident(key+":sin", func() ([]float32, []int, error) { err := mk(); return s, []int{T, hd / 2}, err })
 		return cos, sin, err
 	}
 
@@ -782,24 +783,6 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 		return nil, err
 	}
 	return exe, nil
-}
-
-// ropeTables are the cpu kernels' tables (kernels.NewRope): the inverse
-// frequency and angle in float64, cos and sin rounded to float32 once.
-func ropeTables(hd int, theta float64, maxPos int) (cos, sin []float32) {
-	h := hd / 2
-	cos, sin = make([]float32, maxPos*h), make([]float32, maxPos*h)
-	inv := make([]float64, h)
-	for i := range inv {
-		inv[i] = math.Pow(theta, -2*float64(i)/float64(hd))
-	}
-	for p := 0; p < maxPos; p++ {
-		for i, fr := range inv {
-			s, c := math.Sincos(float64(p) * fr)
-			cos[p*h+i], sin[p*h+i] = float32(c), float32(s)
-		}
-	}
-	return cos, sin
 }
 
 // Float32 returns a named f32 output (logits) or a bound f32 input.

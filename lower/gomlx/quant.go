@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"sync"
 
-	"gelo/lower/cpu/quant"
+	"gelo/device/wire"
 )
 
 // UploadQ makes a block-quantized public weight resident. Neither engine
 // has block-quantized kernels, so the weight is expanded once to float32
-// (quant.Matrix.Dequantize: exactly the values the blocks encode) and kept
+// (wire.Matrix.Dequantize: exactly the values the blocks encode) and kept
 // like any other weight: four bytes a value on the device instead of the
 // format's ~1.06 (Q8_0) or ~0.56 (Q4_0).
-func (d *Device) UploadQ(name string, w *quant.Matrix) error {
+func (d *Device) UploadQ(name string, w *wire.Matrix) error {
 	if err := w.Validate(); err != nil {
 		return fmt.Errorf("gomlx upload %q: %w", name, err)
 	}
@@ -28,8 +28,8 @@ func (d *Device) UploadQ(name string, w *quant.Matrix) error {
 // (q * d per block, as the spy records them) and multiplied like MatMul,
 // so y = x W^T over the encoded values, up to float32 summation order.
 // What crosses is unchanged: the q8_0 rows in, y out.
-func (d *Device) MatMulQ(op, weight string, x *quant.Activations, y []float32) error {
-	if x == nil || x.Rows() <= 0 || x.Cols() <= 0 || x.Cols()%quant.QK != 0 {
+func (d *Device) MatMulQ(op, weight string, x *wire.Activations, y []float32) error {
+	if x == nil || x.Rows() <= 0 || x.Cols() <= 0 || x.Cols()%wire.QK != 0 {
 		return fmt.Errorf("gomlx %s %q: empty or malformed q8_0 activations", op, weight)
 	}
 	m, k := x.Rows(), x.Cols()
@@ -39,14 +39,8 @@ func (d *Device) MatMulQ(op, weight string, x *quant.Activations, y []float32) e
 		*bufp = make([]float32, m*k)
 	}
 	f := (*bufp)[:m*k]
-	for i := 0; i < m; i++ {
-		for b := 0; b < k/quant.QK; b++ {
-			q, s := x.Block(i, b)
-			out := f[i*k+b*quant.QK : i*k+(b+1)*quant.QK]
-			for j, v := range q {
-				out[j] = float32(v) * s
-			}
-		}
+	if err := x.Dequantize(f); err != nil {
+		return fmt.Errorf("gomlx %s %q: %w", op, weight, err)
 	}
 	return d.MatMul(op, weight, f, m, y)
 }

@@ -3,6 +3,8 @@ package safetensors
 import (
 	"fmt"
 	"math"
+
+	"github.com/x448/float16"
 )
 
 // Element types gelo reads and writes as floats.
@@ -50,71 +52,15 @@ func F32ToBF16(f float32) uint16 {
 }
 
 // F16ToF32 widens an IEEE 754 binary16 value; exact for every input,
-// including subnormals, infinities and NaNs (payload preserved).
-func F16ToF32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h) & 0x3ff
-	switch exp {
-	case 0:
-		if man == 0 {
-			return math.Float32frombits(sign)
-		}
-		// Subnormal: value = man * 2^-24. Normalise the mantissa.
-		e := uint32(127 - 15 + 1)
-		for man&0x400 == 0 {
-			man <<= 1
-			e--
-		}
-		man &= 0x3ff
-		return math.Float32frombits(sign | e<<23 | man<<13)
-	case 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | man<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | man<<13)
-}
+// including subnormals and infinities. NaNs come back quiet with their
+// payload, as F16C's VCVTPH2PS does. The module has one f16 conversion,
+// github.com/x448/float16; this and F32ToF16 name it for the loaders.
+func F16ToF32(h uint16) float32 { return float16.Frombits(h).Float32() }
 
 // F32ToF16 rounds a float32 to IEEE 754 binary16, to nearest with ties to
 // even: too-large values become infinities, tiny ones subnormals or zero,
 // NaNs stay NaN (quiet).
-func F32ToF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int32(b>>23) & 0xff
-	man := b & 0x7fffff
-	if exp == 0xff {
-		if man != 0 {
-			return sign | 0x7e00 | uint16(man>>13)
-		}
-		return sign | 0x7c00
-	}
-	e := exp - 127 + 15
-	if e >= 0x1f {
-		return sign | 0x7c00
-	}
-	if e <= 0 {
-		// Subnormal or zero in binary16: shift the full mantissa (with the
-		// implicit bit) right and round to nearest even.
-		if e < -10 {
-			return sign
-		}
-		m := man | 0x800000
-		shift := uint32(14 - e)
-		half := uint32(1) << (shift - 1)
-		r := m >> shift
-		rem := m & (1<<shift - 1)
-		if rem > half || (rem == half && r&1 == 1) {
-			r++
-		}
-		return sign | uint16(r)
-	}
-	r := uint32(e)<<10 | man>>13
-	rem := man & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
-		r++ // may carry into the exponent, up to infinity: correct
-	}
-	return sign | uint16(r)
-}
+func F32ToF16(f float32) uint16 { return float16.Fromfloat32(f).Bits() }
 
 // DecodeFloat32 converts len(dst) elements of dtype (F32, BF16 or F16,
 // little-endian) from src into dst. src must hold exactly that many

@@ -607,3 +607,31 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestF16AllHalves pins the one f16 conversion (x448/float16) on all 65536
+// halves against the definition: subnormals man*2^-24, normals
+// (1+man/1024)*2^(exp-15), NaNs quiet with their payload kept (F16C).
+func TestF16AllHalves(t *testing.T) {
+	for h := 0; h < 1<<16; h++ {
+		sign, exp, man := h>>15, (h>>10)&0x1f, h&0x3ff
+		var want uint32
+		switch {
+		case exp == 0x1f && man != 0:
+			want = uint32(sign)<<31 | 0x7fc00000 | uint32(man)<<13
+		case exp == 0x1f:
+			want = uint32(sign)<<31 | 0x7f800000
+		default:
+			v := math.Ldexp(float64(man), -24)
+			if exp != 0 {
+				v = math.Ldexp(1+float64(man)/1024, exp-15)
+			}
+			if sign == 1 {
+				v = -v
+			}
+			want = math.Float32bits(float32(v))
+		}
+		if got := math.Float32bits(F16ToF32(uint16(h))); got != want {
+			t.Fatalf("F16ToF32(%#04x) = %#08x, want %#08x", h, got, want)
+		}
+	}
+}

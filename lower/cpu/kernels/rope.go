@@ -2,16 +2,12 @@ package kernels
 
 import (
 	"fmt"
-	"math"
+
+	"gelo/models/rope"
 )
 
-// Rope holds the rotary-embedding tables for one head_dim/theta.
-//
-// For position p and 0 <= i < hd/2, angle(p,i) = p * theta^(-2i/hd), with
-// the inverse frequency and the angle computed in float64 and cos/sin
-// rounded to float32 once. (HF computes inv_freq and the angle in float32;
-// ours is the exactly rounded value, so the two can differ in the last bits
-// of cos/sin at large positions.)
+// Rope holds the rotary-embedding tables for one head_dim/theta
+// (rope.Tables: the one builder, shared with the other backends).
 type Rope struct {
 	hd, maxPos int
 	cos, sin   []float32 // [maxPos][hd/2]
@@ -21,23 +17,11 @@ type Rope struct {
 // and positive, maxPos positive and theta > 0 (it panics otherwise: these
 // come from a validated model config).
 func NewRope(headDim int, theta float64, maxPos int) *Rope {
-	if headDim <= 0 || headDim%2 != 0 || maxPos <= 0 || !(theta > 0) {
-		panic(fmt.Sprintf("kernels: NewRope: bad arguments headDim=%d theta=%v maxPos=%d", headDim, theta, maxPos))
+	cos, sin, err := rope.Tables(headDim, theta, maxPos)
+	if err != nil {
+		panic(fmt.Sprintf("kernels: NewRope: %v", err))
 	}
-	h := headDim / 2
-	r := &Rope{hd: headDim, maxPos: maxPos, cos: make([]float32, maxPos*h), sin: make([]float32, maxPos*h)}
-	inv := make([]float64, h)
-	for i := range inv {
-		inv[i] = math.Pow(theta, -2*float64(i)/float64(headDim))
-	}
-	for p := 0; p < maxPos; p++ {
-		for i, f := range inv {
-			s, c := math.Sincos(float64(p) * f)
-			r.cos[p*h+i] = float32(c)
-			r.sin[p*h+i] = float32(s)
-		}
-	}
-	return r
+	return &Rope{hd: headDim, maxPos: maxPos, cos: cos, sin: sin}
 }
 
 // HeadDim returns the head dimension of the tables.

@@ -3,9 +3,6 @@ package mask
 import (
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
 )
 
 // Mask is one sampled orthogonal mask A (s x s) of a forward pass.
@@ -43,97 +40,6 @@ func checkShape(kind string, s, n, d int) error {
 		return fmt.Errorf("mask: %s: len = %d, want s*d = %d*%d", kind, n, s, d)
 	}
 	return nil
-}
-
-// blockTask is a unit of parallel work: runBlock(worker, block) must only
-// write data that belongs to `block` (plus worker-private scratch).
-type blockTask interface {
-	runBlock(worker, block int)
-}
-
-// team runs blockTasks on a fixed number of goroutines. With run, block b
-// always goes to worker b mod active; with runDynamic, workers claim the
-// next unclaimed block until none is left (for tasks whose worker-private
-// scratch carries nothing from block to block). Either way a block's
-// arithmetic never depends on which worker runs it, so results do not
-// depend on the worker count or the schedule. Goroutine closures are
-// built once, so run and runDynamic allocate nothing.
-type team struct {
-	workers int
-	fns     []func()
-	wg      sync.WaitGroup
-	task    blockTask
-	nblocks int
-	active  int
-	dynamic bool
-	next    atomic.Int64 // runDynamic: next unclaimed block
-}
-
-func newTeam(workers int) *team {
-	if workers < 1 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	t := &team{workers: workers, fns: make([]func(), workers)}
-	for w := range t.fns {
-		t.fns[w] = func() {
-			t.work(w)
-			t.wg.Done()
-		}
-	}
-	return t
-}
-
-func (t *team) work(w int) {
-	if t.dynamic {
-		for {
-			b := int(t.next.Add(1) - 1)
-			if b >= t.nblocks {
-				return
-			}
-			t.task.runBlock(w, b)
-		}
-	}
-	for b := w; b < t.nblocks; b += t.active {
-		t.task.runBlock(w, b)
-	}
-}
-
-// run executes task over nblocks blocks on up to maxActive workers
-// (maxActive < 1 means all), block b on worker b mod active.
-func (t *team) run(task blockTask, nblocks, maxActive int) {
-	t.dynamic = false
-	t.start(task, nblocks, maxActive)
-}
-
-// runDynamic is run with blocks handed out on demand: a worker that starts
-// late or is descheduled (a busy machine) holds up only the block it has
-// claimed, not a fixed share of the blocks.
-func (t *team) runDynamic(task blockTask, nblocks, maxActive int) {
-	t.dynamic = true
-	t.next.Store(0)
-	t.start(task, nblocks, maxActive)
-	t.dynamic = false
-}
-
-func (t *team) start(task blockTask, nblocks, maxActive int) {
-	if nblocks <= 0 {
-		return
-	}
-	active := t.workers
-	if maxActive >= 1 && maxActive < active {
-		active = maxActive
-	}
-	if nblocks < active {
-		active = nblocks
-	}
-	t.task, t.nblocks, t.active = task, nblocks, active
-	t.wg.Add(active - 1)
-	for w := 1; w < active; w++ {
-		go t.fns[w]()
-	}
-	t.work(0)
-	t.wg.Wait()
-	t.task = nil
 }
 
 // Workspace owns the buffers and the worker team that masks sample into

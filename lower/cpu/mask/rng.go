@@ -1,30 +1,16 @@
 package mask
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"hash"
 	"math"
 
-	"golang.org/x/crypto/chacha20"
-	"golang.org/x/crypto/hkdf"
+	"gelo/keystream"
 )
 
 // KDFSalt is the HKDF-SHA256 salt that separates mask material from every
 // other use of the session key.
 const KDFSalt = "gelo/mask/v1"
-
-// rngBufSize is the number of keystream bytes generated per refill.
-const rngBufSize = 4096
-
-// rekeyAfter bounds the keystream drawn under one ChaCha20 key/nonce. The
-// ChaCha20 block counter is 32 bits (256 GiB of keystream); long before
-// that the generator deterministically rekeys itself from its own stream
-// (key' || nonce' = next 44 keystream bytes) so it can never hit the
-// counter-overflow panic of x/crypto/chacha20.
-const rekeyAfter = 1 << 37
 
 // ErrZeroised is returned when a mask or generator is used after Zeroise.
 var ErrZeroised = errors.New("mask: material has been zeroised")
@@ -44,10 +30,7 @@ var ErrZeroised = errors.New("mask: material has been zeroised")
 // the buffered keystream and the cached Gaussian; a zeroised RNG returns
 // zeros and is refused by every constructor in this package.
 type RNG struct {
-	c     chacha20.Cipher
-	buf   [rngBufSize]byte
-	pos   int
-	drawn uint64 // keystream bytes drawn under the current key
+	ks keystream.Stream
 
 	spare    float64 // second value of the last polar pair
 	hasSpare bool
@@ -63,21 +46,12 @@ type RNG struct {
 	shieldSeed [32]byte
 
 	info [12]byte
-	live bool
 
-	kdf kdfCache
-}
-
-// kdfCache keeps what HKDF derives from the session key alone (the PRK
-// and the HMAC keyed with it), so re-keying for each pass allocates
-// nothing. It lives as long as the session key: Zeroise (end of a pass)
-// keeps it, Forget (end of the session) wipes it.
-type kdfCache struct {
-	key []byte // copy of the session key the cache is for
-	prk [sha256.Size]byte
-	mac hash.Hash
-	t   [2 * sha256.Size]byte
-	ctr [1]byte
+	// kdf keeps what HKDF derives from the session key alone, so re-keying
+	// for each pass allocates nothing. It lives as long as the session
+	// key: Zeroise (end of a pass) keeps it, Forget (end of the session)
+	// wipes it.
+	kdf keystream.KDF
 }
 
 // NewPassRNG returns the mask-material generator for forward pass `pass`
@@ -102,97 +76,27 @@ func (r *RNG) Reset(sessionKey []byte, pass uint64) error {
 	}
 	copy(r.info[:4], "pass")
 	binary.BigEndian.PutUint64(r.info[4:], pass)
-	k := &r.kdf
-	if k.mac == nil || !hmac.Equal(k.key, sessionKey) {
-		r.Forget()
-		prk := hkdf.Extract(sha256.New, sessionKey, []byte(KDFSalt))
-		copy(k.prk[:], prk)
-		clear(prk)
-		k.key = append(k.key[:0], sessionKey...)
-		k.mac = hmac.New(sha256.New, k.prk[:])
-	}
-	// HKDF-Expand (RFC 5869) for 44 bytes: T1 = HMAC(PRK, info | 1),
-	// T2 = HMAC(PRK, T1 | info | 2); the same bytes hkdf.Expand gives.
-	okm := k.t[:0]
-	for i := byte(1); i <= 2; i++ {
-		k.mac.Reset()
-		if i == 2 {
-			k.mac.Write(k.t[:sha256.Size])
-		}
-		k.mac.Write(r.info[:])
-		k.ctr[0] = i
-		k.mac.Write(k.ctr[:])
-		okm = k.mac.Sum(okm)
-	}
-	err := r.key(k.t[:chacha20.KeySize], k.t[chacha20.KeySize:chacha20.KeySize+chacha20.NonceSize])
-	clear(k.t[:])
-	return err
+	return r.kdf.Key(&r.ks, sessionKey, KDFSalt, r.info[:])
 }
 
 // Forget wipes what the RNG keeps of the session key (Zeroise keeps it
 // between passes so re-keying allocates nothing). Call it when the
-// session ends. The HMAC's internal pads cannot be wiped through its API;
-// they are dropped for the collector.
+// session ends.
 func (r *RNG) Forget() {
 	if r == nil {
 		return
 	}
-	clear(r.kdf.key)
-	r.kdf.key = r.kdf.key[:0]
-	clear(r.kdf.prk[:])
-	clear(r.kdf.t[:])
-	r.kdf.mac = nil
-}
-
-func (r *RNG) key(key, nonce []byte) error {
-	c, err := chacha20.NewUnauthenticatedCipher(key, nonce)
-	if err != nil {
-		return err
-	}
-	r.c = *c
-	*c = chacha20.Cipher{}
-	r.pos = rngBufSize
-	r.drawn = 0
-	r.live = true
-	return nil
+	r.kdf.Forget()
 }
 
 // Live reports whether r is keyed (not nil, not zeroised).
-func (r *RNG) Live() bool { return r != nil && r.live }
-
-func (r *RNG) refill() {
-	if !r.live {
-		clear(r.buf[:])
-		r.pos = 0
-		return
-	}
-	if r.drawn+rngBufSize > rekeyAfter {
-		var kn [chacha20.KeySize + chacha20.NonceSize]byte
-		clear(kn[:])
-		r.c.XORKeyStream(kn[:], kn[:])
-		_ = r.key(kn[:chacha20.KeySize], kn[chacha20.KeySize:])
-		clear(kn[:])
-	}
-	clear(r.buf[:])
-	r.c.XORKeyStream(r.buf[:], r.buf[:])
-	r.drawn += rngBufSize
-	r.pos = 0
-}
+func (r *RNG) Live() bool { return r != nil && r.ks.Live() }
 
 // Uint64 returns the next 64 keystream bits (little-endian).
-func (r *RNG) Uint64() uint64 {
-	if r.pos+8 > rngBufSize {
-		r.refill()
-	}
-	v := binary.LittleEndian.Uint64(r.buf[r.pos:])
-	r.pos += 8
-	return v
-}
+func (r *RNG) Uint64() uint64 { return r.ks.Uint64() }
 
 // Float64 returns a uniform value in [0, 1) with 53 random bits.
-func (r *RNG) Float64() float64 {
-	return float64(r.Uint64()>>11) * 0x1p-53
-}
+func (r *RNG) Float64() float64 { return r.ks.Float64() }
 
 // Normal returns a standard Gaussian variate (Marsaglia polar method on
 // float64; values come in pairs, the second one is cached).
@@ -214,7 +118,7 @@ func (r *RNG) normalPair() (float64, float64) {
 		v := 2*r.Float64() - 1
 		s := float64(u*u) + float64(v*v) // explicit roundings: never fused
 		if s >= 1 || s == 0 {
-			if !r.live {
+			if !r.ks.Live() {
 				return 0, 0
 			}
 			continue
@@ -284,13 +188,9 @@ func (r *RNG) Zeroise() {
 	if r == nil {
 		return
 	}
-	r.c = chacha20.Cipher{}
-	clear(r.buf[:])
-	r.pos = rngBufSize
-	r.drawn = 0
+	r.ks.Wipe()
 	r.spare, r.hasSpare = 0, false
 	r.signWord, r.signBits = 0, 0
 	wipeShieldGen(&r.shieldGen, &r.shieldSeed)
 	clear(r.info[:])
-	r.live = false
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"gelo/device/wire"
 )
 
 // f32MatMul returns the float32 baseline y = x · w^T (kernels.Ctx.MatMulT
@@ -82,19 +84,19 @@ func BenchmarkMatVec(b *testing.B) {
 				})
 			}
 			ws = nil
-			for _, f := range []Format{Q8_0, Q4_0} {
-				w, err := Quantize(f, w32, n, k)
+			for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+				w, err := wire.Quantize(f, w32, n, k)
 				if err != nil {
 					b.Fatal(err)
 				}
-				qs := make([]*Matrix, copiesFor(len(w.Data), cold))
+				qs := make([]*wire.Matrix, copiesFor(len(w.Data), cold))
 				qs[0] = w
 				for i := 1; i < len(qs); i++ {
 					cp := *w
 					cp.Data = append([]byte(nil), w.Data...)
 					qs[i] = &cp
 				}
-				var a Activations
+				var a wire.Activations
 				if err := a.Quantize(x, 1, k); err != nil {
 					b.Fatal(err)
 				}
@@ -137,8 +139,8 @@ func BenchmarkGEMM(b *testing.B) {
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
-		for _, f := range []Format{Q8_0, Q4_0} {
-			w, err := Quantize(f, w32, n, k)
+		for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+			w, err := wire.Quantize(f, w32, n, k)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -150,7 +152,7 @@ func BenchmarkGEMM(b *testing.B) {
 				b.Run(fmt.Sprintf("%v/%s/m%d_k%d_n%d", f, name, m, k, n), func(b *testing.B) {
 					c := NewCtx(0)
 					defer c.Close()
-					var a Activations
+					var a wire.Activations
 					if err := a.Quantize(x, m, k); err != nil {
 						b.Fatal(err)
 					}
@@ -181,7 +183,7 @@ func BenchmarkQuantizeActivations(b *testing.B) {
 			c := NewCtx(0)
 			defer c.Close()
 			x := benchWeights(k, m)
-			var a Activations
+			var a wire.Activations
 			b.SetBytes(int64(m * k * 4))
 			for i := 0; i < b.N; i++ {
 				_ = c.QuantizeActivations(&a, x, m, k)
@@ -212,13 +214,13 @@ func TestMatVecReport(t *testing.T) {
 		for i := 1; i < len(ws); i++ {
 			ws[i] = append([]float32(nil), w32...)
 		}
-		qs := map[Format][]*Matrix{}
-		for _, f := range []Format{Q8_0, Q4_0} {
-			w, err := Quantize(f, w32, n, k)
+		qs := map[wire.Format][]*wire.Matrix{}
+		for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+			w, err := wire.Quantize(f, w32, n, k)
 			if err != nil {
 				t.Fatal(err)
 			}
-			set := make([]*Matrix, copiesFor(len(w.Data), true))
+			set := make([]*wire.Matrix, copiesFor(len(w.Data), true))
 			set[0] = w
 			for i := 1; i < len(set); i++ {
 				cp := *w
@@ -227,7 +229,7 @@ func TestMatVecReport(t *testing.T) {
 			}
 			qs[f] = set
 		}
-		var a Activations
+		var a wire.Activations
 		if err := a.Quantize(x, 1, k); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +243,7 @@ func TestMatVecReport(t *testing.T) {
 				t0 := time.Now()
 				mm(y, x, ws[r%len(ws)], 1, k, n)
 				times["f32"] = append(times["f32"], time.Since(t0).Seconds())
-				for _, f := range []Format{Q8_0, Q4_0} {
+				for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
 					set := qs[f]
 					t0 := time.Now()
 					if err := c.MatMulQ(y, &a, set[r%len(set)], nil); err != nil {
@@ -259,7 +261,7 @@ func TestMatVecReport(t *testing.T) {
 			}
 			fb, fm := best("f32")
 			line := fmt.Sprintf("in%d_out%d workers=%d: f32 best %.0fus (%.1f GB/s) median %.0fus", k, n, workers, fb*1e6, float64(n*k*4)/fb/1e9, fm*1e6)
-			for _, f := range []Format{Q8_0, Q4_0} {
+			for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
 				b, m := best(f.String())
 				bytes := float64(len(qs[f][0].Data))
 				line += fmt.Sprintf(" | %v best %.0fus (%.1f GB/s, %.2fx) median %.0fus (%.2fx)", f, b*1e6, bytes/b/1e9, fb/b, m*1e6, fm/m)
@@ -300,20 +302,20 @@ func BenchmarkGEMM16(b *testing.B) {
 			})
 			ws = nil
 		}
-		for _, f := range []Format{Q8_0, Q4_0} {
-			fname := map[Format]string{Q8_0: "q8_0", Q4_0: "q4_0"}[f]
-			w, err := Quantize(f, w32, n, k)
+		for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+			fname := map[wire.Format]string{wire.Q8_0: "q8_0", wire.Q4_0: "q4_0"}[f]
+			w, err := wire.Quantize(f, w32, n, k)
 			if err != nil {
 				b.Fatal(err)
 			}
-			qs := make([]*Matrix, copiesFor(len(w.Data), true))
+			qs := make([]*wire.Matrix, copiesFor(len(w.Data), true))
 			qs[0] = w
 			for i := 1; i < len(qs); i++ {
 				cp := *w
 				cp.Data = append([]byte(nil), w.Data...)
 				qs[i] = &cp
 			}
-			var a Activations
+			var a wire.Activations
 			if err := a.Quantize(x, m, k); err != nil {
 				b.Fatal(err)
 			}

@@ -1,9 +1,8 @@
 package quant
 
 import (
-	"runtime"
-	"sync"
-	"sync/atomic"
+	"gelo/device/wire"
+	"gelo/lower/cpu/pool"
 )
 
 // job is a unit of parallel work: do(task) computes task number task
@@ -12,6 +11,12 @@ import (
 type job interface {
 	do(task int)
 }
+
+// poolJob adapts the Ctx's current job to pool.Job (a field of the Ctx,
+// so running it allocates nothing).
+type poolJob struct{ j job }
+
+func (p *poolJob) Do(task, _ int) { p.j.do(task) }
 
 // Ctx owns a persistent worker pool (and scratch) for the quantized
 // kernels, so that steady-state calls allocate nothing.
@@ -23,100 +28,40 @@ type job interface {
 //
 // Call Close when done to stop the pool goroutines.
 type Ctx struct {
-	workers int
-	wake    []chan struct{} // one per pool goroutine (workers-1 of them)
-	wg      sync.WaitGroup
-	next    atomic.Int64 // next task index to claim
-	ntasks  int64
-	cur     job
-	closed  bool
+	pool *pool.Pool
+	pj   poolJob
 
 	// Preallocated jobs.
 	mm matmulJob
 	qa quantJob
 
 	// act is the scratch of MatMul (grown on demand).
-	act Activations
+	act wire.Activations
 }
 
 // NewCtx returns a Ctx with a pool of workers participants (the caller plus
 // workers-1 goroutines started now). workers <= 0 means runtime.GOMAXPROCS(0).
-func NewCtx(workers int) *Ctx {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	c := &Ctx{workers: workers}
-	c.wake = make([]chan struct{}, workers-1)
-	for i := range c.wake {
-		ch := make(chan struct{}, 1)
-		c.wake[i] = ch
-		go c.worker(ch)
-	}
-	return c
-}
+func NewCtx(workers int) *Ctx { return &Ctx{pool: pool.New(workers)} }
 
 // Workers returns the number of participants (caller included).
-func (c *Ctx) Workers() int { return c.workers }
+func (c *Ctx) Workers() int { return c.pool.Workers() }
 
 // Close stops the pool goroutines. Later calls run serially on the caller.
 // Close is idempotent.
-func (c *Ctx) Close() {
-	if c.closed {
-		return
-	}
-	c.closed = true
-	for _, ch := range c.wake {
-		close(ch)
-	}
-}
-
-func (c *Ctx) worker(ch chan struct{}) {
-	for range ch {
-		c.drain()
-		c.wg.Done()
-	}
-}
-
-func (c *Ctx) drain() {
-	j, n := c.cur, c.ntasks
-	for {
-		t := c.next.Add(1) - 1
-		if t >= n {
-			return
-		}
-		j.do(int(t))
-	}
-}
+func (c *Ctx) Close() { c.pool.Close() }
 
 // run executes tasks 0..ntasks-1 of j on the pool and returns when all are
 // done. Which participant runs which task is dynamic, so a task's result
 // must not depend on who runs it.
 func (c *Ctx) run(j job, ntasks int) {
-	if ntasks <= 0 {
-		return
-	}
-	helpers := min(c.workers-1, ntasks-1)
-	if helpers <= 0 || c.closed {
-		for t := 0; t < ntasks; t++ {
-			j.do(t)
-		}
-		return
-	}
-	c.cur = j
-	c.ntasks = int64(ntasks)
-	c.next.Store(0)
-	c.wg.Add(helpers)
-	for i := 0; i < helpers; i++ {
-		c.wake[i] <- struct{}{}
-	}
-	c.drain()
-	c.wg.Wait()
-	c.cur = nil
+	c.pj.j = j
+	c.pool.Run(&c.pj, ntasks)
+	c.pj.j = nil
 }
 
 // quantJob quantizes activation rows in parallel.
 type quantJob struct {
-	a       *Activations
+	a       *wire.Activations
 	x       []float32
 	rowsPer int
 }
@@ -126,15 +71,15 @@ const quantTaskValues = 16 << 10
 
 func (j *quantJob) do(task int) {
 	i0 := task * j.rowsPer
-	i1 := min(i0+j.rowsPer, j.a.m)
-	j.a.quantizeRows(j.x, i0, i1)
+	i1 := min(i0+j.rowsPer, j.a.Rows())
+	j.a.QuantizeRows(j.x, i0, i1)
 }
 
 // QuantizeActivations quantizes the row-major m x k matrix x into a (k a
 // positive multiple of 32), rows in parallel. The result is identical to
 // a.Quantize(x, m, k).
-func (c *Ctx) QuantizeActivations(a *Activations, x []float32, m, k int) error {
-	if err := a.prepare(x, m, k); err != nil {
+func (c *Ctx) QuantizeActivations(a *wire.Activations, x []float32, m, k int) error {
+	if err := a.Prepare(x, m, k); err != nil {
 		return err
 	}
 	j := &c.qa

@@ -2,7 +2,11 @@
 
 package quant
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"gelo/device/wire"
+)
 
 // useAsm selects the AVX2 assembly kernels (VCVTPH2PS needs F16C). It is
 // decided once at init from CPU feature detection (tests flip it to compare
@@ -42,16 +46,16 @@ func q4mm16AVX512(x *int8, dx *float32, sx *int32, w *byte, ldw, nb, rows int, y
 // internal indexing bug, never a stray memory access) and dispatch.
 
 // mv8 sets y[r] = dot(x, w[r*ldw:]) for r < 8 (nb >= 1 blocks).
-func mv8(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
+func mv8(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
 	bb := f.BlockBytes()
-	_, _, _ = x[nb*QK-1], dx[nb-1], sx[nb-1]
+	_, _, _ = x[nb*wire.QK-1], dx[nb-1], sx[nb-1]
 	_ = w[7*ldw+nb*bb-1]
 	_ = y[7]
 	if !useAsm {
 		mv8Go(f, x, dx, w, ldw, nb, y)
 		return
 	}
-	if f == Q8_0 {
+	if f == wire.Q8_0 {
 		q8mv8AVX2(&x[0], &dx[0], &w[0], ldw, nb, &y[0])
 	} else {
 		q4mv8AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, &y[0])
@@ -60,16 +64,16 @@ func mv8(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y 
 
 // mm24 sets y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for r < 2, c < 4, with
 // k = 32*nb (activation rows r use dx[r*nb:] and sx[r*nb:]).
-func mm24(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
+func mm24(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
 	bb := f.BlockBytes()
-	_, _, _ = x[2*nb*QK-1], dx[2*nb-1], sx[2*nb-1]
+	_, _, _ = x[2*nb*wire.QK-1], dx[2*nb-1], sx[2*nb-1]
 	_ = w[3*ldw+nb*bb-1]
 	_ = y[ldy+3]
 	if !useAsm {
 		mm24Go(f, x, dx, w, ldw, nb, y, ldy)
 		return
 	}
-	if f == Q8_0 {
+	if f == wire.Q8_0 {
 		q8mm24AVX2(&x[0], &dx[0], &w[0], ldw, nb, &y[0], ldy)
 	} else {
 		q4mm24AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, &y[0], ldy)
@@ -78,16 +82,16 @@ func mm24(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y
 
 // mm16 sets y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for r < rows, c < 16,
 // with k = 32*nb, for block_q8_0 or block_q4_0 weights (rows >= 1).
-func mm16(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
+func mm16(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
 	bb := f.BlockBytes()
-	_, _, _ = x[rows*nb*QK-1], dx[rows*nb-1], sx[rows*nb-1]
+	_, _, _ = x[rows*nb*wire.QK-1], dx[rows*nb-1], sx[rows*nb-1]
 	_ = w[15*ldw+nb*bb-1]
 	_ = y[(rows-1)*ldy+15]
 	if !useAVX512 || !useAsm {
 		mm16Go(f, x, dx, w, ldw, nb, rows, y, ldy)
 		return
 	}
-	if f == Q8_0 {
+	if f == wire.Q8_0 {
 		q8mm16AVX512(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, rows, &y[0], ldy)
 	} else {
 		q4mm16AVX512(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, rows, &y[0], ldy)

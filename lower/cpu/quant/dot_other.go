@@ -2,6 +2,8 @@
 
 package quant
 
+import "gelo/device/wire"
+
 // useAsm is always false without assembly kernels.
 var useAsm = false
 
@@ -10,14 +12,14 @@ const haveAsm = false
 // useAVX512 is always false without assembly kernels.
 var useAVX512 = false
 
-func mv8(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
+func mv8(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
 	mv8Go(f, x, dx, w, ldw, nb, y)
 }
 
-func mm24(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
+func mm24(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
 	mm24Go(f, x, dx, w, ldw, nb, y, ldy)
 }
 
-func mm16(f Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
+func mm16(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
 	mm16Go(f, x, dx, w, ldw, nb, rows, y, ldy)
 }

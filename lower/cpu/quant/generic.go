@@ -1,5 +1,11 @@
 package quant
 
+import (
+	"github.com/x448/float16"
+
+	"gelo/device/wire"
+)
+
 // Portable kernels. Each output is computed in the canonical order of the
 // package documentation with exact int32 block sums and explicit float32
 // roundings (the conversions keep the compiler from fusing a multiply-add on
@@ -7,20 +13,20 @@ package quant
 
 // scaleF16 reads the little-endian fp16 scale at the start of a block.
 func scaleF16(blk []byte) float32 {
-	return f16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+	return float16.Frombits(uint16(blk[0]) | uint16(blk[1])<<8).Float32()
 }
 
 // dotQ8Go returns the canonical product of an activation row (x, dx: nb
 // blocks) with a row of nb block_q8_0.
 func dotQ8Go(x []int8, dx []float32, w []byte, nb int) float32 {
-	x, dx, w = x[:nb*QK:nb*QK], dx[:nb:nb], w[:nb*BlockBytesQ8_0:nb*BlockBytesQ8_0]
+	x, dx, w = x[:nb*wire.QK:nb*wire.QK], dx[:nb:nb], w[:nb*wire.BlockBytesQ8_0:nb*wire.BlockBytesQ8_0]
 	var acc float32
 	for b := 0; b < nb; b++ {
-		blk := w[b*BlockBytesQ8_0 : (b+1)*BlockBytesQ8_0 : (b+1)*BlockBytesQ8_0]
-		qs := blk[2:BlockBytesQ8_0:BlockBytesQ8_0]
-		xs := x[b*QK : (b+1)*QK : (b+1)*QK]
+		blk := w[b*wire.BlockBytesQ8_0 : (b+1)*wire.BlockBytesQ8_0 : (b+1)*wire.BlockBytesQ8_0]
+		qs := blk[2:wire.BlockBytesQ8_0:wire.BlockBytesQ8_0]
+		xs := x[b*wire.QK : (b+1)*wire.QK : (b+1)*wire.QK]
 		var s0, s1, s2, s3 int32
-		for t := 0; t < QK; t += 4 {
+		for t := 0; t < wire.QK; t += 4 {
 			s0 += int32(int8(qs[t])) * int32(xs[t])
 			s1 += int32(int8(qs[t+1])) * int32(xs[t+1])
 			s2 += int32(int8(qs[t+2])) * int32(xs[t+2])
@@ -36,16 +42,16 @@ func dotQ8Go(x []int8, dx []float32, w []byte, nb int) float32 {
 // dotQ4Go returns the canonical product of an activation row (x, dx: nb
 // blocks) with a row of nb block_q4_0.
 func dotQ4Go(x []int8, dx []float32, w []byte, nb int) float32 {
-	x, dx, w = x[:nb*QK:nb*QK], dx[:nb:nb], w[:nb*BlockBytesQ4_0:nb*BlockBytesQ4_0]
+	x, dx, w = x[:nb*wire.QK:nb*wire.QK], dx[:nb:nb], w[:nb*wire.BlockBytesQ4_0:nb*wire.BlockBytesQ4_0]
 	var acc float32
 	for b := 0; b < nb; b++ {
-		blk := w[b*BlockBytesQ4_0 : (b+1)*BlockBytesQ4_0 : (b+1)*BlockBytesQ4_0]
-		qs := blk[2:BlockBytesQ4_0:BlockBytesQ4_0]
-		xs := x[b*QK : (b+1)*QK : (b+1)*QK]
+		blk := w[b*wire.BlockBytesQ4_0 : (b+1)*wire.BlockBytesQ4_0 : (b+1)*wire.BlockBytesQ4_0]
+		qs := blk[2:wire.BlockBytesQ4_0:wire.BlockBytesQ4_0]
+		xs := x[b*wire.QK : (b+1)*wire.QK : (b+1)*wire.QK]
 		var s0, s1 int32
-		for j := 0; j < QK/2; j++ {
+		for j := 0; j < wire.QK/2; j++ {
 			s0 += (int32(qs[j]&0x0f) - 8) * int32(xs[j])
-			s1 += (int32(qs[j]>>4) - 8) * int32(xs[j+QK/2])
+			s1 += (int32(qs[j]>>4) - 8) * int32(xs[j+wire.QK/2])
 		}
 		isum := s0 + s1
 		s := float32(scaleF16(blk) * dx[b])
@@ -55,23 +61,23 @@ func dotQ4Go(x []int8, dx []float32, w []byte, nb int) float32 {
 }
 
 // dotGo dispatches on the format.
-func dotGo(f Format, x []int8, dx []float32, w []byte, nb int) float32 {
-	if f == Q8_0 {
+func dotGo(f wire.Format, x []int8, dx []float32, w []byte, nb int) float32 {
+	if f == wire.Q8_0 {
 		return dotQ8Go(x, dx, w, nb)
 	}
 	return dotQ4Go(x, dx, w, nb)
 }
 
 // mv8Go: y[r] = dot(x, w[r*ldw:]) for r < 8.
-func mv8Go(f Format, x []int8, dx []float32, w []byte, ldw, nb int, y []float32) {
+func mv8Go(f wire.Format, x []int8, dx []float32, w []byte, ldw, nb int, y []float32) {
 	for r := 0; r < 8; r++ {
 		y[r] = dotGo(f, x, dx, w[r*ldw:], nb)
 	}
 }
 
 // mm24Go: for r < 2, c < 4: y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) (k = 32*nb).
-func mm24Go(f Format, x []int8, dx []float32, w []byte, ldw, nb int, y []float32, ldy int) {
-	k := nb * QK
+func mm24Go(f wire.Format, x []int8, dx []float32, w []byte, ldw, nb int, y []float32, ldy int) {
+	k := nb * wire.QK
 	for r := 0; r < 2; r++ {
 		for c := 0; c < 4; c++ {
 			y[r*ldy+c] = dotGo(f, x[r*k:], dx[r*nb:], w[c*ldw:], nb)
@@ -81,8 +87,8 @@ func mm24Go(f Format, x []int8, dx []float32, w []byte, ldw, nb int, y []float32
 
 // mm16Go: for r < rows, c < 16: y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for
 // block_q8_0 or block_q4_0 weights (k = 32*nb).
-func mm16Go(f Format, x []int8, dx []float32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
-	k := nb * QK
+func mm16Go(f wire.Format, x []int8, dx []float32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
+	k := nb * wire.QK
 	for r := 0; r < rows; r++ {
 		for c := 0; c < 16; c++ {
 			y[r*ldy+c] = dotGo(f, x[r*k:], dx[r*nb:], w[c*ldw:], nb)

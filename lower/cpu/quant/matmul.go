@@ -1,6 +1,10 @@
 package quant
 
-import "fmt"
+import (
+	"fmt"
+
+	"gelo/device/wire"
+)
 
 // Work split of MatMulQ (depends only on m, n and the row size of w).
 const (
@@ -19,8 +23,10 @@ const (
 
 type matmulJob struct {
 	y, bias  []float32
-	a        *Activations
-	w        *Matrix
+	q        []int8    // activation quants, scales and block sums
+	dx       []float32 // (views of the wire.Activations)
+	sx       []int32
+	w        *wire.Matrix
 	m, n, nb int
 	ldw      int // bytes per weight row
 	gemm     bool
@@ -44,14 +50,14 @@ type matmulJob struct {
 // eight rows per kernel call. m >= 2 tiles the product into tasks of (64
 // activation rows) x (a ~192 KiB panel of w) computed with 2x4 micro-tiles.
 // It returns an error (computing nothing) on a shape mismatch.
-func (c *Ctx) MatMulQ(y []float32, xq *Activations, w *Matrix, bias []float32) error {
+func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []float32) error {
 	if err := w.Validate(); err != nil {
 		return fmt.Errorf("quant: MatMulQ: %w", err)
 	}
-	if xq == nil || xq.m <= 0 {
+	if xq == nil || xq.Rows() <= 0 {
 		return fmt.Errorf("quant: MatMulQ: empty activations")
 	}
-	m, k, n := xq.m, xq.k, w.Rows
+	m, k, n := xq.Rows(), xq.Cols(), w.Rows
 	if k != w.Cols {
 		return fmt.Errorf("quant: MatMulQ: activation cols %d != weight cols %d", k, w.Cols)
 	}
@@ -62,8 +68,9 @@ func (c *Ctx) MatMulQ(y []float32, xq *Activations, w *Matrix, bias []float32) e
 		return fmt.Errorf("quant: MatMulQ: len(bias) = %d < n = %d", len(bias), n)
 	}
 	j := &c.mm
-	j.y, j.bias, j.a, j.w = y, bias, xq, w
-	j.m, j.n, j.nb = m, n, k/QK
+	j.y, j.bias, j.w = y, bias, w
+	j.q, j.dx, j.sx = xq.Quants(), xq.Scales(), xq.Sums()
+	j.m, j.n, j.nb = m, n, k/wire.QK
 	j.ldw = w.RowBytes()
 	if m == 1 {
 		j.gemm = false
@@ -73,21 +80,22 @@ func (c *Ctx) MatMulQ(y []float32, xq *Activations, w *Matrix, bias []float32) e
 	} else {
 		j.gemm = true
 		per := max(4, (gemmPanelBytes/j.ldw)&^3)
-		if useAVX512 && (w.Format == Q8_0 || w.Format == Q4_0) {
+		if useAVX512 && (w.Format == wire.Q8_0 || w.Format == wire.Q4_0) {
 			per = max(16, (gemmPanelBytes/j.ldw)&^15) // whole 16-column tiles
 		}
 		j.colsPer, j.colTasks = per, max(1, n/per)
 		j.rowsPer, j.rowTasks = gemmRowBlock, max(1, m/gemmRowBlock)
 	}
 	c.run(j, j.colTasks*j.rowTasks)
-	j.y, j.bias, j.a, j.w = nil, nil, nil, nil
+	j.y, j.bias, j.w = nil, nil, nil
+	j.q, j.dx, j.sx = nil, nil, nil
 	return nil
 }
 
 // MatMul quantizes the row-major m x k float32 input x (k = w.Cols) into
 // the Ctx's scratch activations and computes MatMulQ. The scratch grows on
 // demand (allocating only when a larger shape is first seen).
-func (c *Ctx) MatMul(y, x []float32, m int, w *Matrix, bias []float32) error {
+func (c *Ctx) MatMul(y, x []float32, m int, w *wire.Matrix, bias []float32) error {
 	if err := w.Validate(); err != nil {
 		return fmt.Errorf("quant: MatMul: %w", err)
 	}
@@ -109,15 +117,15 @@ func (j *matmulJob) do(task int) {
 	if ib == j.rowTasks-1 {
 		i1 = j.m
 	}
-	f, a, n, nb, ldw := j.w.Format, j.a, j.n, j.nb, j.ldw
-	k := nb * QK
+	f, n, nb, ldw := j.w.Format, j.n, j.nb, j.ldw
+	k := nb * wire.QK
 	wd := j.w.Data
 	if !j.gemm || j1-j0 < 4 {
 		// Matvec rows (m = 1), or a panel narrower than a micro-tile
 		// (n < 4): eight weight rows per call, the tail tile shifted back
 		// to end at j1 (it recomputes some outputs bit-identically).
 		for i := i0; i < i1; i++ {
-			x, dx, sx := a.q[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb], a.s[i*nb:(i+1)*nb]
+			x, dx, sx := j.q[i*k:(i+1)*k], j.dx[i*nb:(i+1)*nb], j.sx[i*nb:(i+1)*nb]
 			yr := j.y[i*n : (i+1)*n]
 			if j1-j0 < 8 {
 				for jj := j0; jj < j1; jj++ {
@@ -135,7 +143,7 @@ func (j *matmulJob) do(task int) {
 		}
 		return
 	}
-	if useAVX512 && (f == Q8_0 || f == Q4_0) && j1-j0 >= 16 {
+	if useAVX512 && (f == wire.Q8_0 || f == wire.Q4_0) && j1-j0 >= 16 {
 		// GEMM block, AVX-512: 16 weight rows by up to mm16Rows
 		// activation rows per call, the tail tile shifted back to end at
 		// j1 (it recomputes some outputs bit-identically).
@@ -143,7 +151,7 @@ func (j *matmulJob) do(task int) {
 			jc := min(jg, j1-16)
 			for ig := i0; ig < i1; ig += mm16Rows {
 				r := min(mm16Rows, i1-ig)
-				mm16(f, a.q[ig*k:], a.d[ig*nb:], a.s[ig*nb:], wd[jc*ldw:], ldw, nb, r, j.y[ig*n+jc:], n)
+				mm16(f, j.q[ig*k:], j.dx[ig*nb:], j.sx[ig*nb:], wd[jc*ldw:], ldw, nb, r, j.y[ig*n+jc:], n)
 			}
 		}
 		if j.bias != nil {
@@ -160,7 +168,7 @@ func (j *matmulJob) do(task int) {
 		wt := wd[jc*ldw:]
 		for ig := i0; ig < i1; ig += 2 {
 			ic := min(ig, i1-2)
-			mm24(f, a.q[ic*k:], a.d[ic*nb:], a.s[ic*nb:], wt, ldw, nb, j.y[ic*n+jc:], n)
+			mm24(f, j.q[ic*k:], j.dx[ic*nb:], j.sx[ic*nb:], wt, ldw, nb, j.y[ic*n+jc:], n)
 		}
 	}
 	if j.bias != nil {

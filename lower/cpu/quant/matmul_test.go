@@ -6,24 +6,28 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/x448/float16"
+
+	"gelo/device/wire"
 )
 
 // refMatMul is the naive reference: for every output, exact integer block
 // sums straight from the block bytes, then the canonical float32 order
 // (blocks in increasing order, one rounding per operation, bias last).
-func refMatMul(a *Activations, w *Matrix, bias []float32) []float32 {
+func refMatMul(a *wire.Activations, w *wire.Matrix, bias []float32) []float32 {
 	m, k, n := a.Rows(), a.Cols(), w.Rows
 	y := make([]float32, m*n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
 			var acc float32
-			for b := 0; b < k/QK; b++ {
+			for b := 0; b < k/wire.QK; b++ {
 				xq, dx := a.Block(i, b)
 				blk := w.Block(j, b)
 				var isum int64
-				for t := 0; t < QK; t++ {
+				for t := 0; t < wire.QK; t++ {
 					var qw int64
-					if w.Format == Q8_0 {
+					if w.Format == wire.Q8_0 {
 						qw = int64(int8(blk[2+t]))
 					} else {
 						nib := blk[2+t%16]
@@ -99,14 +103,14 @@ func TestMatMulQReference(t *testing.T) {
 		{2, 32, 3}, {2, 64, 4}, {3, 96, 5}, {5, 256, 13}, {4, 64, 8}, {64, 128, 64},
 		{67, 96, 37}, {130, 64, 21}, {9, 1024, 300},
 	}
-	for _, f := range []Format{Q8_0, Q4_0} {
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
 		for _, sh := range shapes {
 			m, k, n := sh[0], sh[1], sh[2]
-			w, err := Quantize(f, randData(rng, n*k, 0.1), n, k)
+			w, err := wire.Quantize(f, randData(rng, n*k, 0.1), n, k)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var a Activations
+			var a wire.Activations
 			if err := a.Quantize(randData(rng, m*k, 1), m, k); err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +160,7 @@ func TestMatMulQModes(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for _, f := range []Format{Q8_0, Q4_0} {
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
 		for ki, k := range ks {
 			for ni, n := range ns {
 				m := 2 + (ki*len(ns)+ni)%39 // 2..40, varied per shape
@@ -166,11 +170,11 @@ func TestMatMulQModes(t *testing.T) {
 				if testing.Short() && k == 3072 && n > 64 {
 					continue
 				}
-				w, err := Quantize(f, randData(rng, n*k, 0.1), n, k)
+				w, err := wire.Quantize(f, randData(rng, n*k, 0.1), n, k)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var a Activations
+				var a wire.Activations
 				if err := a.Quantize(randData(rng, m*k, 1), m, k); err != nil {
 					t.Fatal(err)
 				}
@@ -206,10 +210,10 @@ func TestMatMulQModes(t *testing.T) {
 	}
 	// Every m from 2 to 40 at one shape with a 16-column remainder.
 	k, n := 128, 53
-	for _, f := range []Format{Q8_0, Q4_0} {
-		w, _ := Quantize(f, randData(rng, n*k, 0.1), n, k)
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+		w, _ := wire.Quantize(f, randData(rng, n*k, 0.1), n, k)
 		for m := 2; m <= 40; m++ {
-			var a Activations
+			var a wire.Activations
 			_ = a.Quantize(randData(rng, m*k, 1), m, k)
 			want := refMatMul(&a, w, nil)
 			for _, mode := range modes {
@@ -232,14 +236,14 @@ func TestMatMulQExtremes(t *testing.T) {
 	c := NewCtx(2)
 	defer c.Close()
 	m, k, n := 3, 256, 19
-	for _, f := range []Format{Q8_0, Q4_0} {
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
 		bb := f.BlockBytes()
-		data := make([]byte, n*k/QK*bb)
+		data := make([]byte, n*k/wire.QK*bb)
 		for i := range data {
 			data[i] = byte(rng.Uint32())
 		}
-		for blk := 0; blk < n*k/QK; blk++ {
-			h := f32ToF16(float32(rng.NormFloat64()) * 0.01)
+		for blk := 0; blk < n*k/wire.QK; blk++ {
+			h := float16.Fromfloat32(float32(rng.NormFloat64()) * 0.01).Bits()
 			binary.LittleEndian.PutUint16(data[blk*bb:], h)
 			switch blk % 4 { // saturate some blocks
 			case 0:
@@ -256,13 +260,13 @@ func TestMatMulQExtremes(t *testing.T) {
 				}
 			}
 		}
-		w, err := NewMatrix(f, n, k, data)
+		w, err := wire.NewMatrix(f, n, k, data)
 		if err != nil {
 			t.Fatal(err)
 		}
 		x := make([]float32, m*k)
 		for i := range x {
-			switch (i / QK) % 3 {
+			switch (i / wire.QK) % 3 {
 			case 0:
 				x[i] = 5 // q = 127 everywhere
 			case 1:
@@ -272,7 +276,7 @@ func TestMatMulQExtremes(t *testing.T) {
 			}
 		}
 		x[3] = -5
-		var a Activations
+		var a wire.Activations
 		if err := a.Quantize(x, m, k); err != nil {
 			t.Fatal(err)
 		}
@@ -298,8 +302,8 @@ func TestMatMulQDeterminism(t *testing.T) {
 	m, k, n := 37, 320, 203
 	xs := randData(rng, m*k, 1)
 	bias := randData(rng, n, 0.5)
-	for _, f := range []Format{Q8_0, Q4_0} {
-		w, err := Quantize(f, randData(rng, n*k, 0.05), n, k)
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+		w, err := wire.Quantize(f, randData(rng, n*k, 0.05), n, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,8 +355,8 @@ func TestMatMulQNaN(t *testing.T) {
 	k, n := 128, 24
 	x := randData(rng, 2*k, 1)
 	x[k+70] = float32(math.NaN())
-	for _, f := range []Format{Q8_0, Q4_0} {
-		w, _ := Quantize(f, randData(rng, n*k, 1), n, k)
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+		w, _ := wire.Quantize(f, randData(rng, n*k, 1), n, k)
 		for _, asm := range asmModes() {
 			y := make([]float32, 2*n)
 			withAsm(asm, func() {
@@ -377,8 +381,8 @@ func TestMatMulQAccuracy(t *testing.T) {
 	defer c.Close()
 	m, k, n := 4, 512, 64
 	x := randData(rng, m*k, 1)
-	for _, f := range []Format{Q8_0, Q4_0} {
-		w, _ := Quantize(f, randData(rng, n*k, 0.05), n, k)
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+		w, _ := wire.Quantize(f, randData(rng, n*k, 0.05), n, k)
 		wd := make([]float32, n*k)
 		_ = w.Dequantize(wd)
 		y := make([]float32, m*n)
@@ -406,8 +410,8 @@ func TestMatMulQAccuracy(t *testing.T) {
 func TestMatMulQErrors(t *testing.T) {
 	c := NewCtx(1)
 	defer c.Close()
-	w, _ := Quantize(Q8_0, make([]float32, 8*64), 8, 64)
-	var a Activations
+	w, _ := wire.Quantize(wire.Q8_0, make([]float32, 8*64), 8, 64)
+	var a wire.Activations
 	_ = a.Quantize(make([]float32, 2*64), 2, 64)
 	y := make([]float32, 16)
 	if err := c.MatMulQ(y[:15], &a, w, nil); err == nil {
@@ -416,7 +420,7 @@ func TestMatMulQErrors(t *testing.T) {
 	if err := c.MatMulQ(y, &a, w, make([]float32, 7)); err == nil {
 		t.Error("short bias accepted")
 	}
-	if err := c.MatMulQ(y, &Activations{}, w, nil); err == nil {
+	if err := c.MatMulQ(y, &wire.Activations{}, w, nil); err == nil {
 		t.Error("empty activations accepted")
 	}
 	if err := c.MatMulQ(y, nil, w, nil); err == nil {
@@ -425,7 +429,7 @@ func TestMatMulQErrors(t *testing.T) {
 	if err := c.MatMulQ(y, &a, nil, nil); err == nil {
 		t.Error("nil matrix accepted")
 	}
-	var b Activations
+	var b wire.Activations
 	_ = b.Quantize(make([]float32, 96), 1, 96)
 	if err := c.MatMulQ(y, &b, w, nil); err == nil {
 		t.Error("k mismatch accepted")
@@ -450,13 +454,13 @@ func TestMatMulQAllocs(t *testing.T) {
 	c := NewCtx(2)
 	defer c.Close()
 	k, n := 256, 72
-	for _, f := range []Format{Q8_0, Q4_0} {
-		w, _ := Quantize(f, randData(rng, n*k, 1), n, k)
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+		w, _ := wire.Quantize(f, randData(rng, n*k, 1), n, k)
 		for _, m := range []int{1, 2, 65} {
 			x := randData(rng, m*k, 1)
 			y := make([]float32, m*n)
 			bias := randData(rng, n, 1)
-			var a Activations
+			var a wire.Activations
 			_ = a.Quantize(x, m, k)
 			_ = c.MatMul(y, x, m, w, bias) // warm-up: grows the scratch
 			if got := testing.AllocsPerRun(20, func() {
@@ -483,7 +487,7 @@ func TestMatMulQAllocs(t *testing.T) {
 }
 
 func TestFormatString(t *testing.T) {
-	if fmt.Sprint(Q8_0, Q4_0, Format(3)) != "q8_0 q4_0 Format(3)" {
-		t.Error(fmt.Sprint(Q8_0, Q4_0, Format(3)))
+	if fmt.Sprint(wire.Q8_0, wire.Q4_0, wire.Format(3)) != "q8_0 q4_0 Format(3)" {
+		t.Error(fmt.Sprint(wire.Q8_0, wire.Q4_0, wire.Format(3)))
 	}
 }

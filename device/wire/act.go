@@ -1,14 +1,16 @@
-package quant
+package wire
 
 import (
 	"fmt"
 	"math"
 )
 
-// Activations holds m rows of k values quantized for MatMulQ: per row, k
-// int8 quants (row-major, contiguous), one float32 scale per block of 32
-// and the int32 sum of each block's quants. It is produced only by Quantize
-// (or Ctx.QuantizeActivations), which guarantees the invariants the kernels
+// Activations holds m rows of k values quantized for a quantized product:
+// per row, k int8 quants (row-major, contiguous), one float32 scale per
+// block of 32 and the int32 sum of each block's quants: the q8_0 payload
+// that crosses to the device. It is produced only by Quantize (or
+// Prepare then QuantizeRows, as quant.Ctx does in parallel), which
+// guarantees the invariants the kernels
 // rely on (quants in [-127, 127], sums consistent). The zero value is an
 // empty, usable Activations; its buffers grow on demand and are reused, so
 // quantizing repeatedly into the same Activations allocates nothing once it
@@ -58,22 +60,49 @@ func (a *Activations) grow(n int) {
 	}
 }
 
-// prepare validates the shape and sizes the buffers for m x k.
-func (a *Activations) prepare(x []float32, m, k int) error {
+// Quants, Scales and Sums are views of the whole payload (k quants a row,
+// one scale and one sum per block of 32), for the kernels. They must not be
+// modified.
+func (a *Activations) Quants() []int8    { return a.q }
+func (a *Activations) Scales() []float32 { return a.d }
+func (a *Activations) Sums() []int32     { return a.s }
+
+// Dequantize writes the m x k values the payload encodes (q * d, one
+// float32 product each) into dst[0:m*k]: what a device without a q8_0
+// kernel multiplies, and what the spy records.
+func (a *Activations) Dequantize(dst []float32) error {
+	if len(dst) < a.m*a.k {
+		return fmt.Errorf("wire: dequantize activations: len(dst) = %d < %d", len(dst), a.m*a.k)
+	}
+	for i := 0; i < a.m; i++ {
+		for b := 0; b < a.k/QK; b++ {
+			q, d := a.Block(i, b)
+			out := dst[i*a.k+b*QK : i*a.k+(b+1)*QK]
+			for j, v := range q {
+				out[j] = float32(v) * d
+			}
+		}
+	}
+	return nil
+}
+
+// Prepare validates the shape of x (m x k, k a positive multiple of 32)
+// and sizes a for it; QuantizeRows then fills it, in any row order.
+func (a *Activations) Prepare(x []float32, m, k int) error {
 	if a == nil {
-		return fmt.Errorf("quant: nil Activations")
+		return fmt.Errorf("wire: nil Activations")
 	}
 	if m <= 0 || k <= 0 {
-		return fmt.Errorf("quant: quantize activations: bad shape %d x %d", m, k)
+		return fmt.Errorf("wire: quantize activations: bad shape %d x %d", m, k)
 	}
 	if k%QK != 0 {
 		return fmt.Errorf("%w: activation cols k = %d", ErrCols, k)
 	}
 	if m > maxElems/k {
-		return fmt.Errorf("quant: quantize activations: shape %d x %d too large", m, k)
+		return fmt.Errorf("wire: quantize activations: shape %d x %d too large", m, k)
 	}
 	if len(x) < m*k {
-		return fmt.Errorf("quant: quantize activations: len(x) = %d < m*k = %d", len(x), m*k)
+		return fmt.Errorf("wire: quantize activations: len(x) = %d < m*k = %d", len(x), m*k)
 	}
 	a.grow(m * k)
 	a.m, a.k = m, k
@@ -82,18 +111,20 @@ func (a *Activations) prepare(x []float32, m, k int) error {
 }
 
 // Quantize quantizes the row-major m x k matrix x into a (k a positive
-// multiple of 32), serially. See Ctx.QuantizeActivations for the parallel
+// multiple of 32), serially. quant.Ctx.QuantizeActivations is the parallel
 // version (identical result).
 func (a *Activations) Quantize(x []float32, m, k int) error {
-	if err := a.prepare(x, m, k); err != nil {
+	if err := a.Prepare(x, m, k); err != nil {
 		return err
 	}
-	a.quantizeRows(x, 0, m)
+	a.QuantizeRows(x, 0, m)
 	return nil
 }
 
-// quantizeRows quantizes rows [i0, i1) of x (a already prepared).
-func (a *Activations) quantizeRows(x []float32, i0, i1 int) {
+// QuantizeRows quantizes rows [i0, i1) of x into a (after Prepare with the
+// same x); each row's result depends on that row alone.
+func (a *Activations) QuantizeRows(x []float32, i0, i1 int) {
+	i0, i1 = max(i0, 0), min(i1, a.m, len(x)/max(a.k, 1))
 	k := a.k
 	for b := i0 * k / QK; b < i1*k/QK; b++ {
 		a.d[b], a.s[b] = quantizeActBlock(a.q[b*QK:(b+1)*QK], x[b*QK:(b+1)*QK])

@@ -1,4 +1,4 @@
-package quant
+package wire
 
 import (
 	"encoding/binary"
@@ -51,7 +51,7 @@ func (f Format) BlockBytes() int {
 }
 
 // ErrCols is returned (wrapped) when a length is not a multiple of QK.
-var ErrCols = errors.New("quant: length is not a multiple of 32")
+var ErrCols = errors.New("wire: length is not a multiple of 32")
 
 func abs32(v float32) float32 {
 	return math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
@@ -117,13 +117,13 @@ func checkQuantize(f Format, dst []byte, src []float32) error {
 	}
 	nb := len(src) / QK
 	if need := nb * f.BlockBytes(); len(dst) < need {
-		return fmt.Errorf("quant: quantize %s: len(dst) = %d, need %d", f, len(dst), need)
+		return fmt.Errorf("wire: quantize %s: len(dst) = %d, need %d", f, len(dst), need)
 	}
 	for b := 0; b < nb; b++ {
 		blk := src[b*QK : (b+1)*QK]
 		for j, v := range blk {
 			if !finite(v) {
-				return fmt.Errorf("quant: quantize %s: non-finite value %v at index %d", f, v, b*QK+j)
+				return fmt.Errorf("wire: quantize %s: non-finite value %v at index %d", f, v, b*QK+j)
 			}
 		}
 		var d float32
@@ -133,7 +133,7 @@ func checkQuantize(f Format, dst []byte, src []float32) error {
 			d = scaleQ4_0(blk)
 		}
 		if h := f32ToF16(d); h&0x7c00 == 0x7c00 {
-			return fmt.Errorf("quant: quantize %s: block %d: scale %g overflows float16", f, b, d)
+			return fmt.Errorf("wire: quantize %s: block %d: scale %g overflows float16", f, b, d)
 		}
 	}
 	return nil
@@ -214,10 +214,10 @@ func quantizeBlockQ4_0(dst []byte, src []float32) {
 func checkDequantize(f Format, dst []float32, src []byte) error {
 	bb := f.BlockBytes()
 	if len(src)%bb != 0 {
-		return fmt.Errorf("quant: dequantize %s: len(src) = %d is not a multiple of %d", f, len(src), bb)
+		return fmt.Errorf("wire: dequantize %s: len(src) = %d is not a multiple of %d", f, len(src), bb)
 	}
 	if need := len(src) / bb * QK; len(dst) < need {
-		return fmt.Errorf("quant: dequantize %s: len(dst) = %d, need %d", f, len(dst), need)
+		return fmt.Errorf("wire: dequantize %s: len(dst) = %d, need %d", f, len(dst), need)
 	}
 	return nil
 }

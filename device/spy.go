@@ -1,26 +1,13 @@
-package runtime
+package device
 
 import (
 	"fmt"
 	"sync"
 
-	"gelo/lower/cpu/quant"
+	"gelo/device/wire"
 )
 
-// Device is the untrusted side of the boundary: public weights are
-// uploaded once, then it multiplies whatever rows it is sent. Backends
-// declare the same method set where they use it, so any Device (a local
-// one, a gomlx one, a spy around either) plugs into any backend.
-type Device interface {
-	Upload(name string, w []float32, rows, cols int) error
-	// UploadBF16 keeps a bfloat16 weight; MatMul then widens it exactly.
-	UploadBF16(name string, w []uint16, rows, cols int) error
-	MatMul(op, weight string, x []float32, m int, y []float32) error
-	// UploadQ and MatMulQ are the quantized plan's pair: GGUF block
-	// weights, and q8_0 activation rows as the payload that crosses.
-	UploadQ(name string, w *quant.Matrix) error
-	MatMulQ(op, weight string, x *quant.Activations, y []float32) error
-}
+var _ Device = (*SpyDevice)(nil)
 
 // Direction says which way a payload crossed.
 type Direction string
@@ -104,7 +91,7 @@ func (s *SpyDevice) add(dir Direction, op, weight string, rows, cols int, data [
 }
 
 // UploadQ records the quantized weight's name and shape, then forwards it.
-func (s *SpyDevice) UploadQ(name string, w *quant.Matrix) error {
+func (s *SpyDevice) UploadQ(name string, w *wire.Matrix) error {
 	s.mu.Lock()
 	s.uploads = append(s.uploads, name)
 	s.shapes[name] = [2]int{w.Rows, w.Cols}
@@ -114,7 +101,7 @@ func (s *SpyDevice) UploadQ(name string, w *quant.Matrix) error {
 
 // MatMulQ records the q8_0 rows sent (as the values they encode) and the
 // product returned.
-func (s *SpyDevice) MatMulQ(op, weight string, x *quant.Activations, y []float32) error {
+func (s *SpyDevice) MatMulQ(op, weight string, x *wire.Activations, y []float32) error {
 	s.mu.Lock()
 	shape, ok := s.shapes[weight]
 	s.mu.Unlock()
@@ -123,13 +110,8 @@ func (s *SpyDevice) MatMulQ(op, weight string, x *quant.Activations, y []float32
 	}
 	m, k := x.Rows(), x.Cols()
 	vals := make([]float32, m*k)
-	for i := 0; i < m; i++ {
-		for b := 0; b < k/quant.QK; b++ {
-			q, d := x.Block(i, b)
-			for j, v := range q {
-				vals[i*k+b*quant.QK+j] = float32(v) * d
-			}
-		}
+	if err := x.Dequantize(vals); err != nil {
+		return fmt.Errorf("spy: %s: %w", op, err)
 	}
 	s.mu.Lock()
 	s.record = append(s.record, Crossing{Seq: len(s.record), Dir: ToDevice, Op: op, Weight: weight, Rows: m, Cols: k, Data: vals, Q8: true})

@@ -1,4 +1,4 @@
-package quant
+package wire
 
 import (
 	"encoding/binary"
@@ -24,7 +24,7 @@ func Quantize(format Format, w []float32, rows, cols int) (*Matrix, error) {
 		return nil, err
 	}
 	if len(w) < rows*cols {
-		return nil, fmt.Errorf("quant: Quantize: len(w) = %d < rows*cols = %d", len(w), rows*cols)
+		return nil, fmt.Errorf("wire: Quantize: len(w) = %d < rows*cols = %d", len(w), rows*cols)
 	}
 	m := &Matrix{Format: format, Rows: rows, Cols: cols}
 	m.Data = make([]byte, rows*m.RowBytes())
@@ -53,16 +53,16 @@ func NewMatrix(format Format, rows, cols int, data []byte) (*Matrix, error) {
 
 func checkShape(format Format, rows, cols int) error {
 	if !format.Valid() {
-		return fmt.Errorf("quant: unsupported format %v", format)
+		return fmt.Errorf("wire: unsupported format %v", format)
 	}
 	if rows <= 0 || cols <= 0 {
-		return fmt.Errorf("quant: bad shape %d x %d", rows, cols)
+		return fmt.Errorf("wire: bad shape %d x %d", rows, cols)
 	}
 	if cols%QK != 0 {
 		return fmt.Errorf("%w: cols = %d", ErrCols, cols)
 	}
 	if rows > maxElems/cols {
-		return fmt.Errorf("quant: shape %d x %d too large", rows, cols)
+		return fmt.Errorf("wire: shape %d x %d too large", rows, cols)
 	}
 	return nil
 }
@@ -75,13 +75,13 @@ const maxElems = math.MaxInt / 64
 // that Data holds at least Rows*RowBytes() bytes.
 func (m *Matrix) Validate() error {
 	if m == nil {
-		return fmt.Errorf("quant: nil Matrix")
+		return fmt.Errorf("wire: nil Matrix")
 	}
 	if err := checkShape(m.Format, m.Rows, m.Cols); err != nil {
 		return err
 	}
 	if need := m.Rows * m.RowBytes(); len(m.Data) < need {
-		return fmt.Errorf("quant: %s matrix %d x %d needs %d bytes, has %d", m.Format, m.Rows, m.Cols, need, len(m.Data))
+		return fmt.Errorf("wire: %s matrix %d x %d needs %d bytes, has %d", m.Format, m.Rows, m.Cols, need, len(m.Data))
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func (m *Matrix) Scale(r, b int) float32 {
 func (m *Matrix) DequantizeRow(dst []float32, r int) error {
 	row := m.Row(r)
 	if row == nil {
-		return fmt.Errorf("quant: DequantizeRow: row %d out of range (or invalid matrix)", r)
+		return fmt.Errorf("wire: DequantizeRow: row %d out of range (or invalid matrix)", r)
 	}
 	if m.Format == Q8_0 {
 		return DequantizeQ8_0(dst, row)
@@ -141,7 +141,7 @@ func (m *Matrix) Dequantize(dst []float32) error {
 		return err
 	}
 	if len(dst) < m.Rows*m.Cols {
-		return fmt.Errorf("quant: Dequantize: len(dst) = %d < %d", len(dst), m.Rows*m.Cols)
+		return fmt.Errorf("wire: Dequantize: len(dst) = %d < %d", len(dst), m.Rows*m.Cols)
 	}
 	data := m.Data[:m.Rows*m.RowBytes()]
 	if m.Format == Q8_0 {

@@ -1,0 +1,31 @@
+// Package device is the trust boundary's one contract: the Device
+// interface every backend's untrusted side implements (a local one, gomlx,
+// later others), and the SpyDevice that wraps any of them and records each
+// crossing for the leak tests and the attack harness. The payload formats
+// of a quantized plan are in the subpackage wire.
+//
+// It sits between the passes and the backends in the import flow: lower/*
+// implements Device, runtime and the tests wrap it, and it imports neither.
+package device
+
+import "gelo/device/wire"
+
+// Device is the untrusted side of the boundary: public weights are
+// uploaded once, then each device-placed matmul sends its operand rows and
+// gets the product back.
+type Device interface {
+	// Upload makes a public weight [rows, cols] resident on the device.
+	Upload(name string, w []float32, rows, cols int) error
+	// UploadBF16 makes a public bfloat16 weight resident: half the bytes,
+	// the same products (MatMul widens it exactly).
+	UploadBF16(name string, w []uint16, rows, cols int) error
+	// MatMul computes y[m, rows] = x[m, cols] W^T for a resident f32 or
+	// bf16 weight; op is the IR op that sends it.
+	MatMul(op, weight string, x []float32, m int, y []float32) error
+	// UploadQ makes a block-quantized public weight (GGUF blocks)
+	// resident.
+	UploadQ(name string, w *wire.Matrix) error
+	// MatMulQ multiplies q8_0 activation rows (the payload that crosses in
+	// a quantized plan) by a resident quantized weight.
+	MatMulQ(op, weight string, x *wire.Activations, y []float32) error
+}

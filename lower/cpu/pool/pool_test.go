@@ -1,0 +1,93 @@
+package pool
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type countJob struct {
+	hits []atomic.Int32
+	who  []int
+}
+
+func (j *countJob) Do(task, worker int) {
+	j.hits[task].Add(1)
+	j.who[task] = worker
+}
+
+func TestRunEveryTaskOnce(t *testing.T) {
+	p := New(4)
+	defer p.Close()
+	for _, n := range []int{0, 1, 3, 4, 5, 100} {
+		for _, run := range []func(Job, int){p.Run, func(j Job, n int) { p.RunN(j, n, 2) },
+			func(j Job, n int) { p.RunStatic(j, n, 0) }} {
+			j := &countJob{hits: make([]atomic.Int32, n), who: make([]int, n)}
+			run(j, n)
+			for i := range j.hits {
+				if h := j.hits[i].Load(); h != 1 {
+					t.Fatalf("n=%d: task %d ran %d times", n, i, h)
+				}
+			}
+		}
+	}
+}
+
+func TestRunStaticAssignment(t *testing.T) {
+	p := New(4)
+	defer p.Close()
+	for _, maxActive := range []int{0, 1, 3} {
+		const n = 23
+		j := &countJob{hits: make([]atomic.Int32, n), who: make([]int, n)}
+		p.RunStatic(j, n, maxActive)
+		active := 4
+		if maxActive >= 1 {
+			active = maxActive
+		}
+		for task, w := range j.who {
+			if w != task%active {
+				t.Fatalf("maxActive %d: task %d on worker %d, want %d", maxActive, task, w, task%active)
+			}
+		}
+	}
+}
+
+func TestClosedRunsSerially(t *testing.T) {
+	p := New(3)
+	p.Close()
+	p.Close()
+	j := &countJob{hits: make([]atomic.Int32, 10), who: make([]int, 10)}
+	p.Run(j, 10)
+	for task, w := range j.who {
+		if w != 0 || j.hits[task].Load() != 1 {
+			t.Fatalf("task %d: worker %d, %d runs", task, w, j.hits[task].Load())
+		}
+	}
+}
+
+// TestDroppedPoolStops: a Pool never closed stops its goroutines once it
+// is collected (the masks' convenience constructors drop theirs).
+func TestDroppedPoolStops(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 20 {
+		New(4)
+	}
+	for range 100 {
+		runtime.GC()
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d goroutines, %d before", runtime.NumGoroutine(), before)
+}
+
+func TestRunAllocatesNothing(t *testing.T) {
+	p := New(4)
+	defer p.Close()
+	j := &countJob{hits: make([]atomic.Int32, 64), who: make([]int, 64)}
+	if a := testing.AllocsPerRun(100, func() { p.Run(j, 64); p.RunStatic(j, 64, 0) }); a != 0 {
+		t.Fatalf("%v allocations per run", a)
+	}
+}

@@ -22,7 +22,13 @@ const (
 // payload is recorded as the values it encodes (block scale x quant), so
 // the leak tests compare what the device can read.
 type Crossing struct {
-	Seq    int
+	Seq int
+	// Pass, Phase and Index place the crossing: the forward pass it
+	// belongs to (as the driver marked it with Mark), that pass's phase
+	// (prefill or decode), and its position among the pass's payloads.
+	Pass   int
+	Phase  string
+	Index  int
 	Dir    Direction
 	Op     string
 	Weight string
@@ -42,6 +48,19 @@ type SpyDevice struct {
 	record  []Crossing
 	uploads []string
 	shapes  map[string][2]int
+	pass    int
+	phase   string
+	index   int
+}
+
+// Mark starts a forward pass: the crossings that follow carry pass and
+// phase, and are numbered from 0 within it. The driver of the session
+// calls it before each Prefill or Decode; the device itself cannot know
+// where passes begin, though a real attacker could tell from timing.
+func (s *SpyDevice) Mark(pass int, phase string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pass, s.phase, s.index = pass, phase, 0
 }
 
 // NewSpy wraps inner.
@@ -86,8 +105,9 @@ func (s *SpyDevice) MatMul(op, weight string, x []float32, m int, y []float32) e
 func (s *SpyDevice) add(dir Direction, op, weight string, rows, cols int, data []float32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.record = append(s.record, Crossing{Seq: len(s.record), Dir: dir, Op: op, Weight: weight,
+	s.record = append(s.record, Crossing{Seq: len(s.record), Pass: s.pass, Phase: s.phase, Index: s.index, Dir: dir, Op: op, Weight: weight,
 		Rows: rows, Cols: cols, Data: append([]float32(nil), data...)})
+	s.index++
 }
 
 // UploadQ records the quantized weight's name and shape, then forwards it.
@@ -114,7 +134,9 @@ func (s *SpyDevice) MatMulQ(op, weight string, x *wire.Activations, y []float32)
 		return fmt.Errorf("spy: %s: %w", op, err)
 	}
 	s.mu.Lock()
-	s.record = append(s.record, Crossing{Seq: len(s.record), Dir: ToDevice, Op: op, Weight: weight, Rows: m, Cols: k, Data: vals, Q8: true})
+	s.record = append(s.record, Crossing{Seq: len(s.record), Pass: s.pass, Phase: s.phase, Index: s.index, Dir: ToDevice, Op: op, Weight: weight,
+		Rows: m, Cols: k, Data: vals, Q8: true})
+	s.index++
 	s.mu.Unlock()
 	if err := s.Inner.MatMulQ(op, weight, x, y); err != nil {
 		return err

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"gelo/device"
 	"gelo/ir"
 	"gelo/lower/cpu"
+	"gelo/lower/cpu/kernels"
 	"gelo/lower/gomlx"
 	"gelo/models"
 	"gelo/passes"
@@ -34,6 +36,11 @@ type EngineOptions struct {
 	// Workers is the kernel worker count (0: GOMAXPROCS); results do not
 	// depend on it.
 	Workers int
+	// Spy wraps the device in a device.SpyDevice that records every
+	// payload (Engine.Spy): what the device sees, for the recorder and the
+	// attack harness. The cpu backend only: the whole-forward gomlx engine
+	// has no boundary to watch.
+	Spy bool
 }
 
 // Engine runs compiled modules: the runtime backend, and the cpu backend
@@ -42,7 +49,9 @@ type EngineOptions struct {
 type Engine struct {
 	Runtime runtime.Backend
 	CPU     *cpu.Backend
-	close   func()
+	// Spy is the recording device when EngineOptions.Spy asked for one.
+	Spy   *device.SpyDevice
+	close func()
 }
 
 // Close releases the backend and its device.
@@ -73,7 +82,7 @@ func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*
 	switch eo.Backend {
 	case "", "cpu":
 	case "gomlx":
-		if m.Meta["mask"] == passes.MaskNone {
+		if m.Meta["mask"] == passes.MaskNone && !eo.Spy {
 			fw, err := gomlx.NewForward(eo.GomlxBackend, w)
 			if err != nil {
 				return nil, fmt.Errorf("--backend gomlx: %w", err)
@@ -84,31 +93,40 @@ func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*
 	default:
 		return nil, fmt.Errorf("%w: --backend %q: want cpu or gomlx", ErrEngine, eo.Backend)
 	}
-	be, done, err := newCPU(eo, w, key)
+	be, spy, done, err := newCPU(eo, w, key)
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{Runtime: runtime.Adapt(be.Name(), be.Compile), CPU: be, close: done}, nil
+	return &Engine{Runtime: runtime.Adapt(be.Name(), be.Compile), CPU: be, Spy: spy, close: done}, nil
 }
 
 // newCPU builds the cpu backend with the device eo.Device names. The
 // returned close releases both.
-func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, func(), error) {
+func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *device.SpyDevice, func(), error) {
 	opt := cpu.Options{Workers: eo.Workers, SessionKey: key}
 	closeDev := func() {}
 	switch {
 	case eo.Device == "" || eo.Device == "local":
+		if eo.Spy {
+			ctx := kernels.NewCtx(eo.Workers)
+			opt.Device, closeDev = cpu.NewLocalDevice(ctx), ctx.Close
+		}
 	case strings.HasPrefix(eo.Device, "gomlx:"):
 		d, err := gomlx.New(strings.TrimPrefix(eo.Device, "gomlx:"))
 		if err != nil {
-			return nil, nil, fmt.Errorf("--device %s: %w", eo.Device, err)
+			return nil, nil, nil, fmt.Errorf("--device %s: %w", eo.Device, err)
 		}
 		opt.Device, closeDev = d, func() { d.Close() }
 	default:
-		return nil, nil, fmt.Errorf("%w: --device %q: want local, gomlx:go, gomlx:xla:cpu or gomlx:xla:cuda", ErrEngine, eo.Device)
+		return nil, nil, nil, fmt.Errorf("%w: --device %q: want local, gomlx:go, gomlx:xla:cpu or gomlx:xla:cuda", ErrEngine, eo.Device)
+	}
+	var spy *device.SpyDevice
+	if eo.Spy {
+		spy = device.NewSpy(opt.Device)
+		opt.Device = spy
 	}
 	be := cpu.New(w, opt)
-	return be, func() { be.Close(); closeDev() }, nil
+	return be, spy, func() { be.Close(); closeDev() }, nil
 }
 
 // NewSession builds a session over a fresh engine; close releases both.

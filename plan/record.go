@@ -1,0 +1,114 @@
+package plan
+
+import (
+	"fmt"
+	"strconv"
+
+	"gelo/device"
+	"gelo/device/record"
+	"gelo/ir"
+	"gelo/models"
+	"gelo/runtime"
+)
+
+// PassTruth is what the TEE fed one forward pass: the ground truth an
+// attack on the recording is scored against. It is never written into a
+// recording.
+type PassTruth struct {
+	Pass   int
+	Prompt int    // index of the prompt the pass belongs to
+	Phase  string // "prefill" or "decode"
+	Pos    int    // position of the first row
+	Tokens []int32
+}
+
+// Phases of a forward pass, as recordings name them.
+const (
+	PhasePrefill = "prefill"
+	PhaseDecode  = "decode"
+)
+
+// RecordOptions bound a recorded generation.
+type RecordOptions struct {
+	// MaxTokens new tokens per prompt, greedy (the first comes from the
+	// prefill, so a prompt gives MaxTokens - 1 decode passes).
+	MaxTokens  int
+	MaxContext int
+	// Header is copied into the recording's header (the identity, the
+	// options); Record adds the pass count.
+	Header map[string]string
+}
+
+// Record runs greedy generation for each prompt on a fresh session with
+// the device wrapped by a spy, marking each forward pass, and returns what
+// the device saw and, apart, the truth of every pass.
+func Record(m *ir.Module, w *models.Weights, eo EngineOptions, key []byte, prompts [][]int32, ro RecordOptions) (*record.Recording, []PassTruth, error) {
+	if ro.MaxTokens <= 0 {
+		return nil, nil, fmt.Errorf("record: max tokens must be positive, got %d", ro.MaxTokens)
+	}
+	eo.Spy = true
+	eng, err := NewEngine(eo, w, key, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer eng.Close()
+	s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: ro.MaxContext})
+	if err != nil {
+		return nil, nil, err
+	}
+	var truth []PassTruth
+	pass := 0
+	run := func(p int, phase string, tokens []int32, f func() ([]float32, error)) ([]float32, error) {
+		truth = append(truth, PassTruth{Pass: pass, Prompt: p, Phase: phase, Pos: s.Pos(), Tokens: append([]int32(nil), tokens...)})
+		eng.Spy.Mark(pass, phase)
+		pass++
+		return f()
+	}
+	for p, prompt := range prompts {
+		s.Reset()
+		if len(prompt) == 0 || len(prompt)+ro.MaxTokens > s.MaxContext() {
+			return nil, nil, fmt.Errorf("record: prompt %d: %d tokens + %d new do not fit the context of %d", p, len(prompt), ro.MaxTokens, s.MaxContext())
+		}
+		logits, err := run(p, PhasePrefill, prompt, func() ([]float32, error) { return s.Prefill(prompt) })
+		if err != nil {
+			return nil, nil, fmt.Errorf("record: prompt %d: %w", p, err)
+		}
+		for range ro.MaxTokens - 1 {
+			tok := int32(runtime.Argmax(logits))
+			if logits, err = run(p, PhaseDecode, []int32{tok}, func() ([]float32, error) { return s.Decode(tok) }); err != nil {
+				return nil, nil, fmt.Errorf("record: prompt %d: %w", p, err)
+			}
+		}
+	}
+	hdr := map[string]string{}
+	for k, v := range ro.Header {
+		hdr[k] = v
+	}
+	hdr["gelo.passes"] = strconv.Itoa(pass)
+	hdr["gelo.prompts"] = strconv.Itoa(len(prompts))
+	rec := &record.Recording{Header: hdr, Crossings: append([]device.Crossing(nil), eng.Spy.Record()...)}
+	return rec, truth, nil
+}
+
+// RecordHeader is the header a recording of m from model carries: the
+// model identity and the compile options, so a reader knows what it
+// attacks.
+func RecordHeader(m *ir.Module, model *models.Model, opt Options) (map[string]string, error) {
+	p, id, err := Seal(m, model, opt, "")
+	if err != nil {
+		return nil, err
+	}
+	d := p.Digest()
+	hdr := map[string]string{
+		record.KeyIdentity: id.Digest.String(),
+		record.KeyPlan:     fmt.Sprintf("%x", d),
+		"gelo.model":       model.Spec,
+	}
+	for k, v := range IdentityFlags(model.Config, p.Backend, p.Passes) {
+		hdr["gelo.flag."+k] = v
+	}
+	if m.Meta["insecure"] != "" {
+		hdr["gelo.insecure"] = m.Meta["insecure"]
+	}
+	return hdr, nil
+}

@@ -25,6 +25,7 @@ func verbs() []verb {
 		{"replay", "capture a decode step once, replay it N times, prove it bit-identical to eager", runReplay},
 		{"synth", "write a deterministic synthetic model in the Hugging Face layout", runSynth},
 		{"bench", "prefill and decode tok/s against the machine's bandwidth bound", runBench},
+		{"record", "run generation with the device spied and write every payload it saw (safetensors)", runRecord},
 		{"attest", "SEV-SNP evidence binding a sealed plan to a nonce (--simulated off SEV-SNP hardware)", runAttest},
 		{"verify", "check a sealed plan and its attestation evidence (nonce, signature chain, policy)", runVerify},
 	}

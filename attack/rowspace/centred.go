@@ -25,9 +25,11 @@ import (
 type CentredOptions struct {
 	Options
 	// Candidates is how many best-ranked rows feed the estimate of the
-	// mean's residual direction (default: twice the rank of U, at least 8).
+	// mean's residual direction (default: half the rank of U, at least 4:
+	// with n data rows and k shield rows the rank is n + k - 1, so the
+	// default keeps the estimate mostly true rows when n >= k).
 	Candidates int
-	// Rounds of re-estimation (default 2).
+	// Rounds of re-estimation (default 3).
 	Rounds int
 }
 
@@ -55,13 +57,13 @@ func SpanMembershipCentred(U, D *mat.Dense, opts CentredOptions) (*Result, error
 	}
 	m := opts.Candidates
 	if m <= 0 {
-		m = max(2*r, 8)
+		m = max(r/2, 4)
 	}
 	V, _ := D.Dims()
 	m = min(m, V)
 	rounds := opts.Rounds
 	if rounds <= 0 {
-		rounds = 2
+		rounds = 3
 	}
 	aug := mat.NewDense(r+1, d, nil)
 	aug.Slice(0, r, 0, d).(*mat.Dense).Copy(q)

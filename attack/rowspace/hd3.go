@@ -217,9 +217,9 @@ func HD3Distinguish(U, X *mat.Dense, opts HD3Options) (*HD3Verdict, error) {
 }
 
 // DyadicScore is a second HD3 distinguisher that needs X of full row rank
-// (d >= s): the least-squares mask M = U X^+ is D3 C D1 for an HD3 mask,
-// with C = H D2 H a dyadic convolution (C_ij depends only on i XOR j), so
-// |M_ij| is constant on each class i XOR j. The score is the share of the
+// (d >= s): the least-squares mask M = U X^+ is D3 C D1 H for an HD3
+// mask, with C = H D2 H a dyadic convolution (C_ij depends only on
+// i XOR j), so |(M H)_ij| is constant on each class i XOR j. The score is the share of the
 // variance of |M_ij| left within classes: ~0 for HD3, ~1 for Haar.
 func DyadicScore(U, X *mat.Dense) (float64, error) {
 	s, d := U.Dims()
@@ -233,6 +233,9 @@ func DyadicScore(U, X *mat.Dense) (float64, error) {
 	// M^T = (X^T)^+ U^T: solve X^T M^T = U^T in the least-squares sense.
 	var mt mat.Dense
 	if err := mt.Solve(X.T(), U.T()); err != nil {
+		return 0, err
+	}
+	if err := WHT(&mt); err != nil { // H M^T = (M H)^T
 		return 0, err
 	}
 	mean := make([]float64, s)

@@ -37,7 +37,9 @@ type CentredOptions struct {
 // subtracted and withheld. Each round it takes the Candidates rows nearest
 // to the current space, takes the top right singular vector of their unit
 // residuals (the mean's residual direction when true rows dominate the
-// candidates), adds it to the basis and re-ranks the whole dictionary.
+// candidates), adds it to the basis and re-ranks the whole dictionary;
+// from the second round on the candidates are cut at the largest jump in
+// distance among them.
 // Result.Rank counts the added direction.
 func SpanMembershipCentred(U, D *mat.Dense, opts CentredOptions) (*Result, error) {
 	if err := checkDict(U, D); err != nil {
@@ -51,7 +53,7 @@ func SpanMembershipCentred(U, D *mat.Dense, opts CentredOptions) (*Result, error
 	if r >= d {
 		return nil, errors.New("rowspace: payload spans every direction; no residual to estimate")
 	}
-	dist, err := Distances(q, D)
+	dist, err := distances(q, D)
 	if err != nil {
 		return nil, err
 	}
@@ -68,9 +70,21 @@ func SpanMembershipCentred(U, D *mat.Dense, opts CentredOptions) (*Result, error
 	aug := mat.NewDense(r+1, d, nil)
 	aug.Slice(0, r, 0, d).(*mat.Dense).Copy(q)
 	for round := 0; round < rounds; round++ {
-		rank := Rank(dist)
-		res := mat.NewDense(m, d, nil)
-		for i, t := range rank[:m] {
+		rank := rankTies(dist, opts.TieSeed)
+		use := m
+		if round > 0 {
+			// Once the direction is roughly right the true rows sit
+			// apart from the rest: cut the candidates at the largest
+			// jump in distance, so junk does not bias the estimate.
+			best := 0.0
+			for i := 1; i < m; i++ {
+				if g := dist[rank[i]] - dist[rank[i-1]]; g > best {
+					best, use = g, i
+				}
+			}
+		}
+		res := mat.NewDense(use, d, nil)
+		for i, t := range rank[:use] {
 			v := D.RawRowView(t)
 			row := res.RawRowView(i)
 			copy(row, v)
@@ -108,11 +122,11 @@ func SpanMembershipCentred(U, D *mat.Dense, opts CentredOptions) (*Result, error
 			u[l] /= nu
 		}
 		aug.SetRow(r, u)
-		if dist, err = Distances(aug, D); err != nil {
+		if dist, err = distances(aug, D); err != nil {
 			return nil, err
 		}
 	}
-	return &Result{Ranking: Rank(dist), Dist: dist, Rank: r + 1}, nil
+	return &Result{Ranking: rankTies(dist, opts.TieSeed), Dist: dist, Rank: r + 1, Full: r+1 >= d}, nil
 }
 
 // Centre returns the rows of H minus their mean, and the mean row: what

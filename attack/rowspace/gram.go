@@ -24,6 +24,8 @@ type SpikeOptions struct {
 	// (median and 1.4826 MAD; nearly all candidates are absent).
 	ShieldK       int
 	ShieldRowNorm float64
+	// TieSeed orders tied candidates (see Options.TieSeed).
+	TieSeed uint64
 }
 
 // SpikeResult holds the standardised statistics.
@@ -78,7 +80,7 @@ func GramSpike(U, D *mat.Dense, opts SpikeOptions) (*SpikeResult, error) {
 		}
 		neg[i] = -z[i]
 	}
-	return &SpikeResult{T: t, Z: z, Ranking: Rank(neg), NullMean: mu, NullSD: sd}, nil
+	return &SpikeResult{T: t, Z: z, Ranking: rankTies(neg, opts.TieSeed), NullMean: mu, NullSD: sd}, nil
 }
 
 // robust returns the median and 1.4826 * median absolute deviation.
@@ -116,9 +118,9 @@ func StripShield(U, D *mat.Dense, drop int, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("rowspace: cannot drop %d of %d directions", drop, r)
 	}
 	rest := q.Slice(drop, r, 0, d).(*mat.Dense)
-	dist, err := Distances(rest, D)
+	dist, err := distances(rest, D)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Ranking: Rank(dist), Dist: dist, Rank: r - drop}, nil
+	return &Result{Ranking: rankTies(dist, opts.TieSeed), Dist: dist, Rank: r - drop, Full: r-drop >= d}, nil
 }

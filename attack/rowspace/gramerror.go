@@ -20,8 +20,11 @@ import (
 // ignored, which is what makes it pad-invariant). Both Grams are Frobenius
 // unit vectors, so the value lies in [0, sqrt 2]: 0 when U's leading rows
 // have H's similarity structure (up to scale), sqrt 2 when the Grams are
-// opposite; rows unrelated to H read about sqrt(2 - 2/n) for the positive
-// semidefinite Grams. Lower is more fingerprintable. It errors when U has
+// opposite (the seed quotes sqrt(2 - 2/n) as the ideal mask's asymptote;
+// what an ideal mask reads depends on H's own structure: rows with no
+// similarity structure have near-identity Grams, which any mask roughly
+// keeps, so they read low whatever the mask). Lower is more
+// fingerprintable. It errors when U has
 // fewer rows than H or the widths differ, and returns NaN when either
 // Gram is zero.
 func GramError(U, H *mat.Dense) (float64, error) {

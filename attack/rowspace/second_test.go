@@ -58,6 +58,28 @@ func TestCentredRegimes(t *testing.T) {
 		t.Fatalf("centred-aware worst true distance %.3g (plain %.3f), want ~0", ct, pt)
 	}
 
+	// Other shapes: few rows under many shield rows (HD3 pads 4 + 8 to
+	// 16), and a long prompt.
+	for _, tc := range []struct{ n, k int }{{4, 12}, {2, 14}, {80, 16}} {
+		ids := tokens(tc.n, testV, rng)
+		U := centredPayload(secret(D, ids), tc.k, false, uint64(tc.n))
+		p, err := SpanMembership(U, D, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := SpanMembershipCentred(U, D, CentredOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt, po := split(p.Dist, ids)
+		ct, co := split(c.Dist, ids)
+		rp, rc := SetRecall(p.Ranking, ids), SetRecall(c.Ranking, ids)
+		t.Logf("  withheld mean n=%d k=%d: plain recall %.3f (%.3f vs %.3f), centred-aware %.3f (%.2g vs %.3f)", tc.n, tc.k, rp, pt, po, rc, ct, co)
+		if rc != 1 || ct > 1e-6 {
+			t.Fatalf("n=%d k=%d: centred-aware recall %.3f, worst true dist %.3g", tc.n, tc.k, rc, ct)
+		}
+	}
+
 	// Must fail: the whitened full-span shield leaves no residual at all.
 	if _, err := SpanMembershipCentred(whitened(t, H, rng), D, CentredOptions{}); err == nil {
 		t.Fatal("centred variant ran on a full-span payload")

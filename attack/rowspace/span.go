@@ -36,6 +36,10 @@ type Options struct {
 	RankTol float64
 	// MaxRank caps the basis at this many leading directions (0: no cap).
 	MaxRank int
+	// TieSeed orders tied rows (a seeded permutation, not token id: when
+	// the payload spans everything every distance is 0, and ranking by id
+	// would favour low ids, which are frequent tokens in real prompts).
+	TieSeed uint64
 }
 
 // Result of a span-membership test.
@@ -49,6 +53,9 @@ type Result struct {
 	Dist []float64
 	// Rank is the dimension of the basis used.
 	Rank int
+	// Full reports that the space used is everything (Rank = d): every
+	// distance is 0 and the ranking is the tie order, pure chance.
+	Full bool
 }
 
 // Basis returns an orthonormal basis of rowspace(U) as the rows of an
@@ -102,12 +109,76 @@ func SpanMembership(U, D *mat.Dense, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	dist, err := Distances(q, D)
+	dist, err := distances(q, D)
 	if err != nil {
 		return nil, err
 	}
-	r, _ := q.Dims()
-	return &Result{Ranking: Rank(dist), Dist: dist, Rank: r}, nil
+	r, d := q.Dims()
+	return &Result{Ranking: rankTies(dist, opts.TieSeed), Dist: dist, Rank: r, Full: r >= d}, nil
+}
+
+// distances picks the cheaper side: above half the width it projects on
+// the orthogonal complement (d - r rows, and no cancellation in 1 - p^2).
+func distances(q, D *mat.Dense) ([]float64, error) {
+	r, d := q.Dims()
+	if 2*r <= d {
+		return Distances(q, D)
+	}
+	c, err := Complement(q)
+	if err != nil {
+		return nil, err
+	}
+	return ComplementDistances(c, D)
+}
+
+// Complement returns an orthonormal basis (rows) of the orthogonal
+// complement of the row space of the orthonormal basis Q (r x d): the last
+// d - r columns of the full Q factor of Q^T. It is nil when r = d.
+func Complement(Q *mat.Dense) (*mat.Dense, error) {
+	r, d := Q.Dims()
+	if r >= d {
+		return nil, nil
+	}
+	var qr mat.QR
+	qr.Factorize(Q.T())
+	var f mat.Dense
+	qr.QTo(&f) // d x d
+	c := mat.NewDense(d-r, d, nil)
+	c.Copy(f.Slice(0, d, r, d).T())
+	return c, nil
+}
+
+// ComplementDistances returns, for every row v of D, |C v|/|v| for an
+// orthonormal basis C of the complement: the same distance as Distances
+// on the space itself. A nil C (the space is everything) gives zeros.
+func ComplementDistances(C, D *mat.Dense) ([]float64, error) {
+	V, d := D.Dims()
+	dist := make([]float64, V)
+	if C == nil {
+		return dist, nil
+	}
+	r, dc := C.Dims()
+	if d != dc {
+		return nil, fmt.Errorf("rowspace: basis has %d columns, dictionary %d", dc, d)
+	}
+	var p mat.Dense
+	for lo := 0; lo < V; lo += blockRows {
+		hi := min(lo+blockRows, V)
+		p.Reset()
+		p.ReuseAs(hi-lo, r)
+		p.Mul(D.Slice(lo, hi, 0, d), C.T())
+		for i := lo; i < hi; i++ {
+			row := D.RawRowView(i)
+			nv := dot(row, row)
+			if nv == 0 {
+				dist[i] = 1
+				continue
+			}
+			pr := p.RawRowView(i - lo)
+			dist[i] = math.Sqrt(math.Min(dot(pr, pr)/nv, 1))
+		}
+	}
+	return dist, nil
 }
 
 // Distances returns, for every row v of D, the distance of v/|v| to the
@@ -150,6 +221,13 @@ func Rank(score []float64) []int {
 	for i := range idx {
 		idx[i] = i
 	}
+	sort.SliceStable(idx, func(a, b int) bool { return score[idx[a]] < score[idx[b]] })
+	return idx
+}
+
+// rankTies is Rank with ties in a seeded random order.
+func rankTies(score []float64, seed uint64) []int {
+	idx := NewRand(seed).Perm(len(score))
 	sort.SliceStable(idx, func(a, b int) bool { return score[idx[a]] < score[idx[b]] })
 	return idx
 }

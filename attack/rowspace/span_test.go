@@ -1,6 +1,7 @@
 package rowspace
 
 import (
+	"math"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -93,6 +94,9 @@ func TestSpanWhitenedFails(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !res.Full {
+			t.Fatalf("whitened payload of rank %d not reported full", res.Rank)
+		}
 		sum += SetRecall(res.Ranking, ids)
 		if TopK(res.Ranking, ids[0], 5) {
 			top5++
@@ -122,5 +126,52 @@ func TestMetrics(t *testing.T) {
 	}
 	if got := SetRecall(r, []int{3, 9, 3}); got != 0.5 {
 		t.Fatalf("SetRecall = %v", got)
+	}
+}
+
+// Both sides of distances agree, and the complement path is exact for
+// rows in the space.
+func TestComplementAgrees(t *testing.T) {
+	rng := NewRand(14)
+	D := dict(512, 64, 0, rng)
+	U := masked(secret(D, tokens(30, 512, rng)), 10, 4, rng) // rank 40 > 32
+	q, _, err := Basis(U, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := Distances(q, D)
+	c, _ := Complement(q)
+	b, _ := ComplementDistances(c, D)
+	for i := range a {
+		if d := a[i] - b[i]; d > 1e-6 || d < -1e-6 {
+			t.Fatalf("row %d: %.9f vs %.9f", i, a[i], b[i])
+		}
+	}
+}
+
+// Float payloads are rounded (f32) or quantised (q8_0): relative noise
+// 1e-3 on U lifts the true distance off zero but keeps it first.
+func TestSpanDecodeNoisy(t *testing.T) {
+	rng := NewRand(15)
+	D := dict(testV, testD, 0, rng)
+	hits := 0
+	worst := 0.0
+	for step := 0; step < 10; step++ {
+		tok := tokens(1, testV, rng)
+		U := masked(secret(D, tok), 15, 4, rng)
+		scale := 1e-3 * mat.Norm(U, 2) / math.Sqrt(float64(16*testD))
+		U.Apply(func(_, _ int, v float64) float64 { return v + scale*rng.NormFloat64() }, U)
+		res, err := SpanMembership(U, D, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Ranking[0] == tok[0] {
+			hits++
+		}
+		worst = max(worst, res.Dist[tok[0]])
+	}
+	t.Logf("decode with 1e-3 relative noise: top-1 %d/10, worst true dist %.3f", hits, worst)
+	if hits != 10 {
+		t.Fatalf("top-1 %d/10 under noise", hits)
 	}
 }

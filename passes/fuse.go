@@ -377,16 +377,16 @@ func matchConcat(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 					bs = append(bs, b.old(n.Inputs[2]))
 				}
 			}
-			in := []ir.ValueID{b.old(x), b.add(ir.OpConcatWeights, nil, ir.Device, ws...)}
+			in := []ir.ValueID{b.old(x), b.add(ir.OpConcatWeights, nil, classPlace(ir.OpConcatWeights), ws...)}
 			if biased {
-				in = append(in, b.add(ir.OpConcatWeights, nil, ir.Device, bs...))
+				in = append(in, b.add(ir.OpConcatWeights, nil, classPlace(ir.OpConcatWeights), bs...))
 			}
-			fused := b.add(ir.OpMatMul, nil, ir.Device, in...)
+			fused := b.add(ir.OpMatMul, nil, mm[0].Place, in...)
 			res := map[ir.ValueID]ir.ValueID{}
 			start := 0
 			for _, n := range mm {
 				width := n.Type.Shape[1].Size
-				res[n.ID] = b.add(ir.OpSliceCols, ir.Attrs{"start": int64(start), "width": int64(width)}, ir.TEE, fused)
+				res[n.ID] = b.add(ir.OpSliceCols, ir.Attrs{"start": int64(start), "width": int64(width)}, classPlace(ir.OpSliceCols), fused)
 				start += width
 			}
 			return res

@@ -37,6 +37,10 @@ var classPolicy = map[ir.Class]struct {
 	ir.ClassBoundary:       {ir.TEE, "boundary op: runs in the TEE on its side of the crossing"},
 }
 
+// classPlace is where the placement table puts op: what a rewrite that
+// emits a new node (stacked weights, column slices) places it by.
+func classPlace(op string) ir.Placement { return classPolicy[ir.ClassOf(op)].place }
+
 // DefaultPolicy is gelo's placement table: every registered op placed by
 // its class.
 func DefaultPolicy() Policy {

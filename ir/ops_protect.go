@@ -51,7 +51,7 @@ func init() {
 		if !ok {
 			return t, nil
 		}
-		if q != "q8_0" {
+		if q != Q8_0.String() {
 			return Type{}, fmt.Errorf("quant %q: activations cross as q8_0 only", q)
 		}
 		if last := t.Shape[t.Rank()-1]; last.IsSym() || last.Size%32 != 0 {

@@ -11,10 +11,6 @@ import (
 // kernel lowers one TEE-placed node to its instruction.
 type kernel func(l *lowering) (func() error, error)
 
-// teeKernels is the backend's op table for TEE-placed nodes: every op it
-// runs an instruction for in the TEE, keyed by op.
-var teeKernels map[string]kernel
-
 // deviceKernels are the ops a device-placed node may hold: each sends its
 // operand rows to the Device.
 var deviceKernels = map[string]func(b *Backend, p *Program, n *ir.Node) (func() error, error){
@@ -40,37 +36,37 @@ func Supports(op string) bool {
 	return tee || dev || st
 }
 
-func init() {
-	teeKernels = map[string]kernel{
-		ir.OpShieldStack:      lowerShieldStack,
-		ir.OpMask:             lowerMask,
-		ir.OpUnmask:           lowerMask,
-		ir.OpShieldStrip:      lowerShieldStrip,
-		ir.OpSliceCols:        lowerSliceCols,
-		ir.OpSwiGLU:           lowerSwiGLU,
-		ir.OpAddRMSNorm:       lowerAddRMSNorm,
-		ir.OpNormRope:         lowerNormRope,
-		ir.OpNormRopeAppend:   lowerNormRope,
-		ir.OpNormRopeAppendKV: lowerNormRope,
-		ir.OpToDevice:         lowerToDevice,
-		ir.OpToTEE:            lowerToTEE,
-		ir.OpMeanRows:         lowerMeanRows,
-		ir.OpSubRow:           lowerSubRow,
-		ir.OpAddRow:           lowerSubRow,
-		ir.OpBiasAdd:          lowerBiasAdd,
-		ir.OpEmbed:            lowerEmbed,
-		ir.OpRMSNorm:          lowerRMSNorm,
-		ir.OpMatMul:           lowerMatMul,
-		ir.OpLMHead:           lowerMatMul,
-		ir.OpQKNorm:           lowerQKNorm,
-		ir.OpRope:             lowerRope,
-		ir.OpKVAppend:         lowerKVAppend,
-		ir.OpAttention:        lowerAttention,
-		ir.OpSiLU:             lowerSiLU,
-		ir.OpMul:              lowerMul,
-		ir.OpAdd:              lowerAdd,
-		ir.OpLastRow:          lowerLastRow,
-	}
+// teeKernels is the backend's op table for TEE-placed nodes: every op it
+// runs an instruction for in the TEE, keyed by op.
+var teeKernels = map[string]kernel{
+	ir.OpShieldStack:      lowerShieldStack,
+	ir.OpMask:             lowerMask,
+	ir.OpUnmask:           lowerMask,
+	ir.OpShieldStrip:      lowerShieldStrip,
+	ir.OpSliceCols:        lowerSliceCols,
+	ir.OpSwiGLU:           lowerSwiGLU,
+	ir.OpAddRMSNorm:       lowerAddRMSNorm,
+	ir.OpNormRope:         lowerNormRope,
+	ir.OpNormRopeAppend:   lowerNormRope,
+	ir.OpNormRopeAppendKV: lowerNormRope,
+	ir.OpToDevice:         lowerToDevice,
+	ir.OpToTEE:            lowerToTEE,
+	ir.OpMeanRows:         lowerMeanRows,
+	ir.OpSubRow:           lowerSubRow,
+	ir.OpAddRow:           lowerSubRow,
+	ir.OpBiasAdd:          lowerBiasAdd,
+	ir.OpEmbed:            lowerEmbed,
+	ir.OpRMSNorm:          lowerRMSNorm,
+	ir.OpMatMul:           lowerMatMul,
+	ir.OpLMHead:           lowerMatMul,
+	ir.OpQKNorm:           lowerQKNorm,
+	ir.OpRope:             lowerRope,
+	ir.OpKVAppend:         lowerKVAppend,
+	ir.OpAttention:        lowerAttention,
+	ir.OpSiLU:             lowerSiLU,
+	ir.OpMul:              lowerMul,
+	ir.OpAdd:              lowerAdd,
+	ir.OpLastRow:          lowerLastRow,
 }
 
 // lowering is one node being lowered: what every kernel reads. Buffers are

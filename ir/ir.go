@@ -31,36 +31,73 @@ const (
 	Q4_0
 )
 
-var dtypeNames = [...]string{InvalidDType: "invalid", F32: "f32", BF16: "bf16", F16: "f16", I32: "i32", Q8_0: "q8_0", Q4_0: "q4_0"}
+// DTypeInfo is the one record of a dtype's storage facts; summaries,
+// loaders and kernels read it instead of keeping their own sizes.
+type DTypeInfo struct {
+	Name string
+	// Block is the number of elements a block holds (1 for element
+	// types); BlockBytes the bytes one block takes.
+	Block, BlockBytes int
+	// Quantized: a block format with a scale per block.
+	Quantized bool
+	// Float: elements are floating point values (not indices, not blocks).
+	Float bool
+}
+
+var dtypeInfo = [...]DTypeInfo{
+	InvalidDType: {Name: "invalid"},
+	F32:          {Name: "f32", Block: 1, BlockBytes: 4, Float: true},
+	BF16:         {Name: "bf16", Block: 1, BlockBytes: 2, Float: true},
+	F16:          {Name: "f16", Block: 1, BlockBytes: 2, Float: true},
+	I32:          {Name: "i32", Block: 1, BlockBytes: 4},
+	Q8_0:         {Name: "q8_0", Block: 32, BlockBytes: 34, Quantized: true}, // f16 scale + 32 int8
+	Q4_0:         {Name: "q4_0", Block: 32, BlockBytes: 18, Quantized: true}, // f16 scale + 32 nibbles
+}
+
+// Info returns d's record (the zero record for an unknown dtype).
+func (d DType) Info() DTypeInfo {
+	if int(d) < len(dtypeInfo) {
+		return dtypeInfo[d]
+	}
+	return DTypeInfo{}
+}
+
+// DTypes lists every valid dtype in order.
+func DTypes() []DType {
+	ds := make([]DType, 0, len(dtypeInfo)-1)
+	for i := range dtypeInfo {
+		if DType(i) != InvalidDType {
+			ds = append(ds, DType(i))
+		}
+	}
+	return ds
+}
 
 // IsQuantized reports whether d is a block-quantized format.
-func (d DType) IsQuantized() bool { return d == Q8_0 || d == Q4_0 }
+func (d DType) IsQuantized() bool { return d.Info().Quantized }
 
-// Bytes returns the storage size of n elements of d (n a multiple of 32
-// for the block formats).
+// Bytes returns the storage size of n elements of d (n a multiple of the
+// block size for the block formats; 4 bytes an element for an unknown
+// dtype).
 func (d DType) Bytes(n int) int {
-	switch d {
-	case BF16, F16:
-		return 2 * n
-	case Q8_0:
-		return n / 32 * 34
-	case Q4_0:
-		return n / 32 * 18
+	info := d.Info()
+	if info.Block == 0 {
+		return 4 * n
 	}
-	return 4 * n
+	return n / info.Block * info.BlockBytes
 }
 
 func (d DType) String() string {
-	if int(d) < len(dtypeNames) {
-		return dtypeNames[d]
+	if int(d) < len(dtypeInfo) {
+		return dtypeInfo[d].Name
 	}
 	return "dtype(" + strconv.Itoa(int(d)) + ")"
 }
 
 // ParseDType maps a printed dtype name back to its DType.
 func ParseDType(s string) (DType, error) {
-	for i, n := range dtypeNames {
-		if i != int(InvalidDType) && n == s {
+	for i, info := range dtypeInfo {
+		if i != int(InvalidDType) && info.Name == s {
 			return DType(i), nil
 		}
 	}

@@ -47,9 +47,145 @@ const (
 	Declassify
 )
 
-// OpInfo is one row of the op table: operands, attributes, type rule and
-// secrecy rule. Every op the IR can hold is declared here, so the validator,
-// printer and parser share one source of truth.
+// Op names: every op the IR can hold. Passes and backends name ops through
+// these, never through string literals, so a rename or a typo is a compile
+// error.
+const (
+	OpInput            = "input"
+	OpWeight           = "weight"
+	OpEmbed            = "embed"
+	OpRMSNorm          = "rms_norm"
+	OpMatMul           = "matmul"
+	OpLMHead           = "lm_head"
+	OpQKNorm           = "qk_norm"
+	OpRope             = "rope"
+	OpKVAppend         = "kv_append"
+	OpAttention        = "attention"
+	OpSiLU             = "silu"
+	OpMul              = "mul"
+	OpAdd              = "add"
+	OpLastRow          = "last_row"
+	OpConcatWeights    = "concat_weights"
+	OpSliceCols        = "slice_cols"
+	OpSwiGLU           = "swiglu"
+	OpAddRMSNorm       = "add_rms_norm"
+	OpTake             = "take"
+	OpNormRope         = "norm_rope"
+	OpNormRopeAppend   = "norm_rope_append"
+	OpNormRopeAppendKV = "norm_rope_append_kv"
+	OpShieldStack      = "shield_stack"
+	OpMask             = "mask"
+	OpUnmask           = "unmask"
+	OpShieldStrip      = "shield_strip"
+	OpToDevice         = "to_device"
+	OpToTEE            = "to_tee"
+	OpMeanRows         = "mean_rows"
+	OpSubRow           = "sub_row"
+	OpAddRow           = "add_row"
+	OpBiasAdd          = "bias_add"
+)
+
+// Result says what an op's result is, so the memory planner and the
+// backends agree on which values own storage.
+type Result uint8
+
+const (
+	// Fresh: a new value in storage of its own.
+	Fresh Result = iota
+	// InPlace: the op updates the storage of its Aliases operands and its
+	// result is that storage (a KV-cache write returns the cache; with two
+	// aliases the result is the pair).
+	InPlace
+	// View: the result is part of operand Aliases[0], no copy. A view into
+	// an in-place pair ("index" i) is the storage of the pair's i-th alias.
+	View
+	// Resident: public storage prepared once (weights, stacked weights),
+	// outside every arena.
+	Resident
+)
+
+var resultNames = [...]string{Fresh: "fresh", InPlace: "in place", View: "view", Resident: "resident"}
+
+func (r Result) String() string {
+	if int(r) < len(resultNames) {
+		return resultNames[r]
+	}
+	return "result(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Class is what kind of computation an op is. The placement policy,
+// leakcheck and the fusion and quantize rules read it instead of lists of
+// op names. The zero value is no class: the placement table then has no
+// entry for the op, so a new op cannot land on either side by default.
+type Class uint8
+
+const (
+	ClassNone Class = iota
+	// ClassInput: a secret graph input.
+	ClassInput
+	// ClassWeight: a public named weight.
+	ClassWeight
+	// ClassStackedWeights: public weights stacked once into one resident
+	// matrix.
+	ClassStackedWeights
+	// ClassLinear: x W^T over public weights, the work worth offloading.
+	ClassLinear
+	// ClassGather: rows of a table picked by secret indices.
+	ClassGather
+	// ClassKVCache: reads or writes the secret KV cache.
+	ClassKVCache
+	// ClassElementwise: a cheap elementwise or per-row op on secret
+	// activations.
+	ClassElementwise
+	// ClassFused: a fused TEE kernel on secret activations.
+	ClassFused
+	// ClassFusedKVCache: a fused TEE kernel that writes the KV cache.
+	ClassFusedKVCache
+	// ClassBoundary: inserted by protect where a value crosses; runs in
+	// the TEE on its side of the crossing.
+	ClassBoundary
+)
+
+var classNames = [...]string{ClassNone: "none", ClassInput: "input", ClassWeight: "weight",
+	ClassStackedWeights: "stacked weights", ClassLinear: "linear", ClassGather: "gather",
+	ClassKVCache: "kv cache", ClassElementwise: "elementwise", ClassFused: "fused",
+	ClassFusedKVCache: "fused kv cache", ClassBoundary: "boundary"}
+
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return "class(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Cost is the cost class an op's time is reported under when profiling
+// (a device-placed op is reported as device time whatever its cost class).
+type Cost uint8
+
+const (
+	CostOther     Cost = iota // norms, RoPE, residuals, embedding ...
+	CostMask                  // mask apply and unapply
+	CostShield                // shield fill and strip
+	CostAttention             // attention and the KV append
+)
+
+// Crossing says whether an op moves a value across the trust boundary.
+type Crossing uint8
+
+const (
+	NoCrossing Crossing = iota
+	// ToDevice: the result is what the device receives (mask, to_device).
+	ToDevice
+	// ToTEE: the op reads a device result back into the TEE (unmask,
+	// to_tee); only such ops may read device values in the TEE.
+	ToTEE
+)
+
+// OpInfo is one row of the op table: operands, attributes, type rule,
+// secrecy rule, and every other fact a pass or backend needs about the op
+// (what its result is, what kind of computation it is). Every op the IR
+// can hold is declared here, so the validator, printer, parser, passes and
+// backends share one source of truth.
 type OpInfo struct {
 	Name string
 	Doc  string
@@ -62,6 +198,15 @@ type OpInfo struct {
 	Secrecy  SecrecyRule
 	// Infer computes the output type from the operand types and attributes.
 	Infer func(n *Node, in []Type) (Type, error)
+
+	// Result is what the result is; Aliases the operands an InPlace or
+	// View result shares storage with.
+	Result  Result
+	Aliases []int
+	Class   Class
+	Cost    Cost
+	// Crossing says whether the op moves a value across the boundary.
+	Crossing Crossing
 }
 
 var opTable = map[string]*OpInfo{}
@@ -73,11 +218,66 @@ func Register(info *OpInfo) {
 	if _, dup := opTable[info.Name]; dup {
 		panic("ir: op registered twice: " + info.Name)
 	}
+	aliasing := info.Result == InPlace || info.Result == View
+	if aliasing != (len(info.Aliases) > 0) {
+		panic("ir: op " + info.Name + ": an in-place or view result names its aliased operands, no other does")
+	}
+	for _, a := range info.Aliases {
+		if a < 0 || a >= info.MinInputs {
+			panic("ir: op " + info.Name + ": aliased operand " + strconv.Itoa(a) + " is not always present")
+		}
+	}
 	opTable[info.Name] = info
 }
 
 // Op returns the table row for name, or nil for an unknown op.
 func Op(name string) *OpInfo { return opTable[name] }
+
+// ClassOf is op's class (ClassNone for an unknown op).
+func ClassOf(op string) Class {
+	if info := Op(op); info != nil {
+		return info.Class
+	}
+	return ClassNone
+}
+
+// ResultOf is what op's result is (Fresh for an unknown op).
+func ResultOf(op string) Result {
+	if info := Op(op); info != nil {
+		return info.Result
+	}
+	return Fresh
+}
+
+// IsLinear reports whether op is a linear layer over public weights (x W^T,
+// operand 1 the weight, an optional operand 2 the bias).
+func IsLinear(op string) bool { return ClassOf(op) == ClassLinear }
+
+// Storage follows in-place results (KV-cache writes) and views into
+// in-place pairs back to the value whose storage they are; any other
+// value is its own storage.
+func Storage(g *Graph, v ValueID) ValueID {
+	for {
+		n := g.Nodes[v]
+		info := Op(n.Op)
+		switch {
+		case info == nil:
+			return v
+		case info.Result == InPlace && len(info.Aliases) == 1:
+			v = n.Inputs[info.Aliases[0]]
+		case info.Result == View:
+			parent := g.Nodes[n.Inputs[info.Aliases[0]]]
+			pi := Op(parent.Op)
+			idx, _ := n.Attrs.Int("index")
+			if pi == nil || pi.Result != InPlace || idx < 0 || int(idx) >= len(pi.Aliases) || len(pi.Aliases) < 2 {
+				return v // a view into a fresh value: a part of it
+			}
+			v = parent.Inputs[pi.Aliases[idx]]
+		default:
+			return v
+		}
+	}
+}
 
 // Ops returns every registered op name, sorted.
 func Ops() []string {
@@ -188,7 +388,7 @@ func checkAttrs(info *OpInfo, a Attrs) error {
 	return nil
 }
 
-func isFloat(d DType) bool { return d == F32 || d == BF16 || d == F16 }
+func isFloat(d DType) bool { return d.Info().Float }
 
 // expect checks a type's dtype class and rank.
 func expect(what string, t Type, float bool, rank int) error {
@@ -232,11 +432,14 @@ func headsWidth(n *Node, x Type, headsAttr string) error {
 func init() {
 	rows := func(t Type) Dim { return t.Shape[0] }
 	for _, info := range []*OpInfo{
-		{Name: "input", Doc: "a secret graph input (token ids, positions, cache state)",
+		{Name: OpInput, Class: ClassInput,
+			Doc:   "a secret graph input (token ids, positions, cache state)",
 			Attrs: []AttrSpec{{Name: "name", Kind: AttrString}}, Declared: true, Secrecy: AlwaysSecret},
-		{Name: "weight", Doc: "a public named weight tensor",
+		{Name: OpWeight, Class: ClassWeight, Result: Resident,
+			Doc:   "a public named weight tensor",
 			Attrs: []AttrSpec{{Name: "name", Kind: AttrString}}, Declared: true, Secrecy: AlwaysPublic},
-		{Name: "embed", Doc: "gather rows of a table by secret ids", MinInputs: 2, MaxInputs: 2,
+		{Name: OpEmbed, Class: ClassGather,
+			Doc: "gather rows of a table by secret ids", MinInputs: 2, MaxInputs: 2,
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("ids", in[0], false, 1); err != nil {
 					return Type{}, err
@@ -246,7 +449,8 @@ func init() {
 				}
 				return Type{F32, Shape{rows(in[0]), in[1].Shape[1]}}, nil
 			}},
-		{Name: "rms_norm", Doc: "x / rms(x) * w over the last dim", MinInputs: 2, MaxInputs: 2,
+		{Name: OpRMSNorm, Class: ClassElementwise,
+			Doc: "x / rms(x) * w over the last dim", MinInputs: 2, MaxInputs: 2,
 			Attrs: []AttrSpec{{Name: "eps", Kind: AttrFloat}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("x", in[0], true, 2); err != nil {
@@ -260,11 +464,14 @@ func init() {
 				}
 				return Type{F32, in[0].Shape}, nil
 			}},
-		{Name: "matmul", Doc: "x W^T (+ b): a linear layer with W laid out [out, in]", MinInputs: 2, MaxInputs: 3,
+		{Name: OpMatMul, Class: ClassLinear,
+			Doc: "x W^T (+ b): a linear layer with W laid out [out, in]", MinInputs: 2, MaxInputs: 3,
 			Infer: linearType},
-		{Name: "lm_head", Doc: "x W^T over the vocabulary: the logits", MinInputs: 2, MaxInputs: 2,
+		{Name: OpLMHead, Class: ClassLinear,
+			Doc: "x W^T over the vocabulary: the logits", MinInputs: 2, MaxInputs: 2,
 			Infer: linearType},
-		{Name: "qk_norm", Doc: "per-head RMSNorm of Q or K", MinInputs: 2, MaxInputs: 2,
+		{Name: OpQKNorm, Class: ClassElementwise,
+			Doc: "per-head RMSNorm of Q or K", MinInputs: 2, MaxInputs: 2,
 			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt}, {Name: "eps", Kind: AttrFloat}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("x", in[0], true, 2); err != nil {
@@ -281,7 +488,8 @@ func init() {
 				}
 				return Type{F32, in[0].Shape}, nil
 			}},
-		{Name: "rope", Doc: "rotary position embedding, HF rotate_half convention", MinInputs: 2, MaxInputs: 2,
+		{Name: OpRope, Class: ClassElementwise,
+			Doc: "rotary position embedding, HF rotate_half convention", MinInputs: 2, MaxInputs: 2,
 			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt}, {Name: "theta", Kind: AttrFloat}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("x", in[0], true, 2); err != nil {
@@ -298,7 +506,8 @@ func init() {
 				}
 				return Type{F32, in[0].Shape}, nil
 			}},
-		{Name: "kv_append", Doc: "write rows of K or V into the cache at (seq, pos); returns the cache",
+		{Name: OpKVAppend, Class: ClassKVCache, Result: InPlace, Aliases: []int{0}, Cost: CostAttention,
+			Doc:       "write rows of K or V into the cache at (seq, pos); returns the cache",
 			MinInputs: 4, MaxInputs: 4,
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("cache", in[0], true, 3); err != nil {
@@ -320,7 +529,8 @@ func init() {
 				}
 				return in[0], nil
 			}},
-		{Name: "attention", Doc: "causal GQA of each row against its sequence's cache up to its position",
+		{Name: OpAttention, Class: ClassKVCache, Cost: CostAttention,
+			Doc:       "causal GQA of each row against its sequence's cache up to its position",
 			MinInputs: 5, MaxInputs: 5,
 			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "kv_heads", Kind: AttrInt},
 				{Name: "head_dim", Kind: AttrInt}, {Name: "scale", Kind: AttrFloat}},
@@ -357,10 +567,14 @@ func init() {
 				}
 				return Type{F32, in[0].Shape}, nil
 			}},
-		{Name: "silu", Doc: "x * sigmoid(x)", MinInputs: 1, MaxInputs: 1, Infer: elementwise},
-		{Name: "mul", Doc: "elementwise product", MinInputs: 2, MaxInputs: 2, Infer: elementwise},
-		{Name: "add", Doc: "elementwise sum (residual)", MinInputs: 2, MaxInputs: 2, Infer: elementwise},
-		{Name: "last_row", Doc: "the last row of a prefill: only it feeds the LM head", MinInputs: 1, MaxInputs: 1,
+		{Name: OpSiLU, Class: ClassElementwise,
+			Doc: "x * sigmoid(x)", MinInputs: 1, MaxInputs: 1, Infer: elementwise},
+		{Name: OpMul, Class: ClassElementwise,
+			Doc: "elementwise product", MinInputs: 2, MaxInputs: 2, Infer: elementwise},
+		{Name: OpAdd, Class: ClassElementwise,
+			Doc: "elementwise sum (residual)", MinInputs: 2, MaxInputs: 2, Infer: elementwise},
+		{Name: OpLastRow, Class: ClassElementwise,
+			Doc: "the last row of a prefill: only it feeds the LM head", MinInputs: 1, MaxInputs: 1,
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("x", in[0], true, 2); err != nil {
 					return Type{}, err

@@ -7,7 +7,8 @@ import "fmt"
 // gate tests demand bit-identity.
 func init() {
 	for _, info := range []*OpInfo{
-		{Name: "concat_weights", Doc: "public weights stacked along their first dim: one device matmul for Q|K|V or gate|up",
+		{Name: OpConcatWeights, Class: ClassStackedWeights, Result: Resident,
+			Doc:       "public weights stacked along their first dim: one device matmul for Q|K|V or gate|up",
 			MinInputs: 2, MaxInputs: 8,
 			Infer: func(n *Node, in []Type) (Type, error) {
 				var rows int
@@ -29,7 +30,8 @@ func init() {
 				}
 				return Type{in[0].DType, sh}, nil
 			}},
-		{Name: "slice_cols", Doc: "columns [start, start+width) of every row", MinInputs: 1, MaxInputs: 1,
+		{Name: OpSliceCols, Class: ClassFused,
+			Doc: "columns [start, start+width) of every row", MinInputs: 1, MaxInputs: 1,
 			Attrs: []AttrSpec{{Name: "start", Kind: AttrInt}, {Name: "width", Kind: AttrInt}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("x", in[0], true, 2); err != nil {
@@ -42,7 +44,8 @@ func init() {
 				}
 				return Type{F32, Shape{in[0].Shape[0], D(width)}}, nil
 			}},
-		{Name: "swiglu", Doc: "silu(gate) * up: from one [rows, 2F] gate|up product, or from gate and up; with rows, straight from the unmasked stack (the shield strip folded in)",
+		{Name: OpSwiGLU, Class: ClassFused,
+			Doc:       "silu(gate) * up: from one [rows, 2F] gate|up product, or from gate and up; with rows, straight from the unmasked stack (the shield strip folded in)",
 			MinInputs: 1, MaxInputs: 2,
 			Attrs: []AttrSpec{{Name: "rows", Kind: AttrString, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
@@ -66,7 +69,8 @@ func init() {
 				}
 				return Type{F32, Shape{rows, D(c.Size / 2)}}, nil
 			}},
-		{Name: "add_rms_norm", Doc: "(a + b, rms_norm(a + b) * w) in one pass: the residual and the next norm, as a pair",
+		{Name: OpAddRMSNorm, Class: ClassFused,
+			Doc:       "(a + b, rms_norm(a + b) * w) in one pass: the residual and the next norm, as a pair",
 			MinInputs: 3, MaxInputs: 3, Attrs: []AttrSpec{{Name: "eps", Kind: AttrFloat}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				t, err := elementwise(n, in[:2])
@@ -84,7 +88,8 @@ func init() {
 				}
 				return Type{F32, append(Shape{D(2)}, t.Shape...)}, nil
 			}},
-		{Name: "take", Doc: "element index of a pair-producing op (a view, no copy)", MinInputs: 1, MaxInputs: 1,
+		{Name: OpTake, Class: ClassFused, Result: View, Aliases: []int{0},
+			Doc: "element index of a pair-producing op (a view, no copy)", MinInputs: 1, MaxInputs: 1,
 			Attrs: []AttrSpec{{Name: "index", Kind: AttrInt}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				t := in[0]
@@ -94,14 +99,16 @@ func init() {
 				}
 				return Type{t.DType, t.Shape[1:]}, nil
 			}},
-		{Name: "norm_rope", Doc: "per-head RMSNorm then RoPE (Qwen3 QK-norm + rotary) in one pass",
+		{Name: OpNormRope, Class: ClassFused,
+			Doc:       "per-head RMSNorm then RoPE (Qwen3 QK-norm + rotary) in one pass",
 			MinInputs: 3, MaxInputs: 3,
 			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt},
 				{Name: "eps", Kind: AttrFloat}, {Name: "theta", Kind: AttrFloat}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				return normRopeType(n, in[0], in[1], in[2])
 			}},
-		{Name: "norm_rope_append", Doc: "per-head RMSNorm, RoPE and the KV-cache write of K in one pass; returns the cache",
+		{Name: OpNormRopeAppend, Class: ClassFusedKVCache, Result: InPlace, Aliases: []int{0},
+			Doc:       "per-head RMSNorm, RoPE and the KV-cache write of K in one pass; returns the cache",
 			MinInputs: 5, MaxInputs: 5,
 			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt},
 				{Name: "eps", Kind: AttrFloat}, {Name: "theta", Kind: AttrFloat}},
@@ -120,7 +127,8 @@ func init() {
 				}
 				return in[0], nil
 			}},
-		{Name: "norm_rope_append_kv", Doc: "norm_rope_append of K and the append of V in one pass; returns the (K cache, V cache) pair",
+		{Name: OpNormRopeAppendKV, Class: ClassFusedKVCache, Result: InPlace, Aliases: []int{0, 1},
+			Doc:       "norm_rope_append of K and the append of V in one pass; returns the (K cache, V cache) pair",
 			MinInputs: 7, MaxInputs: 7,
 			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt},
 				{Name: "eps", Kind: AttrFloat}, {Name: "theta", Kind: AttrFloat}},

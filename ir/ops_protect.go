@@ -51,7 +51,7 @@ func init() {
 		if !ok {
 			return t, nil
 		}
-		if q != "q8_0" {
+		if q != Q8_0.String() {
 			return Type{}, fmt.Errorf("quant %q: activations cross as q8_0 only", q)
 		}
 		if last := t.Shape[t.Rank()-1]; last.IsSym() || last.Size%32 != 0 {
@@ -72,7 +72,8 @@ func init() {
 		return Type{F32, in[0].Shape}, nil
 	}
 	for _, info := range []*OpInfo{
-		{Name: "shield_stack", Doc: "append shield rows (Gaussian, energy x mean row norm) below the data rows; with center, send the rows minus their mean and the mean as one more row",
+		{Name: OpShieldStack, Class: ClassBoundary, Cost: CostShield,
+			Doc: "append shield rows (Gaussian, energy x mean row norm) below the data rows; with center, send the rows minus their mean and the mean as one more row",
 			// Operands: the rows, the pass counter, and optionally the rows
 			// the shield energy is measured against (the uncentred rows when
 			// the stacked ones were centred).
@@ -81,6 +82,9 @@ func init() {
 				{Name: "energy", Kind: AttrFloat}, {Name: "rows", Kind: AttrString},
 				{Name: "center", Kind: AttrBool, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := checkFamily(n); err != nil {
+					return Type{}, err
+				}
 				if err := expect("x", in[0], true, 2); err != nil {
 					return Type{}, err
 				}
@@ -99,18 +103,30 @@ func init() {
 				}
 				return Type{F32, Shape{rows, in[0].Shape[1]}}, nil
 			}},
-		{Name: "mask", Doc: "A X with a fresh orthogonal A of the pass: the only op that declassifies",
+		{Name: OpMask, Class: ClassBoundary, Cost: CostMask, Crossing: ToDevice,
+			Doc:       "A X with a fresh orthogonal A of the pass: the only op that declassifies",
 			MinInputs: 2, MaxInputs: 2, Attrs: maskAttrs, Secrecy: Declassify,
 			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := checkFamily(n); err != nil {
+					return Type{}, err
+				}
 				t, err := same2D(n, in)
 				if err != nil {
 					return Type{}, err
 				}
 				return quantOut(n, t)
 			}},
-		{Name: "unmask", Doc: "A^T Y: back from the device into the TEE; the result is secret again",
-			MinInputs: 2, MaxInputs: 2, Attrs: familyAttrs, Secrecy: AlwaysSecret, Infer: same2D},
-		{Name: "shield_strip", Doc: "drop the shield rows, keeping the first rows; with center, add the mean row's product back",
+		{Name: OpUnmask, Class: ClassBoundary, Cost: CostMask, Crossing: ToTEE,
+			Doc:       "A^T Y: back from the device into the TEE; the result is secret again",
+			MinInputs: 2, MaxInputs: 2, Attrs: familyAttrs, Secrecy: AlwaysSecret,
+			Infer: func(n *Node, in []Type) (Type, error) {
+				if err := checkFamily(n); err != nil {
+					return Type{}, err
+				}
+				return same2D(n, in)
+			}},
+		{Name: OpShieldStrip, Class: ClassBoundary, Cost: CostShield,
+			Doc:       "drop the shield rows, keeping the first rows; with center, add the mean row's product back",
 			MinInputs: 1, MaxInputs: 1, Attrs: []AttrSpec{{Name: "rows", Kind: AttrString},
 				{Name: "center", Kind: AttrBool, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
@@ -123,7 +139,8 @@ func init() {
 				}
 				return Type{F32, Shape{rows, in[0].Shape[1]}}, nil
 			}},
-		{Name: "to_device", Doc: "send a value to the device as is (mask none: the insecure baseline)",
+		{Name: OpToDevice, Class: ClassBoundary, Crossing: ToDevice,
+			Doc:       "send a value to the device as is (mask none: the insecure baseline)",
 			MinInputs: 1, MaxInputs: 1, Attrs: []AttrSpec{{Name: "quant", Kind: AttrString, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				t, err := same2D(n, in)
@@ -132,9 +149,11 @@ func init() {
 				}
 				return quantOut(n, t)
 			}},
-		{Name: "to_tee", Doc: "bring a device result back as is (mask none)",
+		{Name: OpToTEE, Class: ClassBoundary, Crossing: ToTEE,
+			Doc:       "bring a device result back as is (mask none)",
 			MinInputs: 1, MaxInputs: 1, Infer: same2D},
-		{Name: "mean_rows", Doc: "the mean of the rows (float64 sums in row order): what centring takes out",
+		{Name: OpMeanRows, Class: ClassBoundary,
+			Doc:       "the mean of the rows (float64 sums in row order): what centring takes out",
 			MinInputs: 1, MaxInputs: 1,
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("x", in[0], true, 2); err != nil {
@@ -142,9 +161,12 @@ func init() {
 				}
 				return Type{F32, Shape{D(1), in[0].Shape[1]}}, nil
 			}},
-		{Name: "sub_row", Doc: "x - m for every row", MinInputs: 2, MaxInputs: 2, Infer: rowOp},
-		{Name: "add_row", Doc: "x + m for every row", MinInputs: 2, MaxInputs: 2, Infer: rowOp},
-		{Name: "bias_add", Doc: "x + b per row: a projection's bias, added in the TEE after unmasking",
+		{Name: OpSubRow, Class: ClassBoundary,
+			Doc: "x - m for every row", MinInputs: 2, MaxInputs: 2, Infer: rowOp},
+		{Name: OpAddRow, Class: ClassBoundary,
+			Doc: "x + m for every row", MinInputs: 2, MaxInputs: 2, Infer: rowOp},
+		{Name: OpBiasAdd, Class: ClassElementwise,
+			Doc:       "x + b per row: a projection's bias, added in the TEE after unmasking",
 			MinInputs: 2, MaxInputs: 2,
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("x", in[0], true, 2); err != nil {

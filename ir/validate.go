@@ -173,7 +173,7 @@ func validateGraph(g *Graph) []error {
 // a negative size, a malformed symbol or one that is not a graph param.
 func typeProblems(t Type, params map[string]bool) []string {
 	var out []string
-	if t.DType == InvalidDType || int(t.DType) >= len(dtypeNames) {
+	if t.DType == InvalidDType || int(t.DType) >= len(dtypeInfo) {
 		out = append(out, fmt.Sprintf("invalid dtype %v", t.DType))
 	}
 	for i, d := range t.Shape {

@@ -221,7 +221,7 @@ func deadCode(g *ir.Graph) (*ir.Graph, error) {
 		mark(o.Value)
 	}
 	for _, n := range g.Nodes {
-		if n.Op == "input" {
+		if n.Op == ir.OpInput {
 			live[n.ID] = true
 		}
 	}
@@ -256,30 +256,30 @@ func only(users map[ir.ValueID][]ir.ValueID, v, user ir.ValueID) bool {
 func matchNormRope(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 	var out []match
 	for _, r := range g.Nodes {
-		if r.Op != "rope" {
+		if r.Op != ir.OpRope {
 			continue
 		}
 		qn := g.Node(r.Inputs[0])
-		if qn.Op != "qk_norm" || !only(users, qn.ID, r.ID) || qn.Place != r.Place {
+		if qn.Op != ir.OpQKNorm || !only(users, qn.ID, r.ID) || qn.Place != r.Place {
 			continue
 		}
 		attrs := ir.Attrs{"heads": qn.Attrs["heads"], "head_dim": qn.Attrs["head_dim"], "eps": qn.Attrs["eps"], "theta": r.Attrs["theta"]}
 		us := users[r.ID]
 		if len(us) == 1 {
-			if ap := g.Node(us[0]); ap.Op == "kv_append" && ap.Inputs[1] == r.ID && ap.Inputs[3] == r.Inputs[1] {
+			if ap := g.Node(us[0]); ap.Op == ir.OpKVAppend && ap.Inputs[1] == r.ID && ap.Inputs[3] == r.Inputs[1] {
 				qn, r, ap := qn, r, ap
 				if vp := valueAppend(g, users, ap); vp != nil {
 					out = append(out, match{nodes: []ir.ValueID{qn.ID, r.ID, ap.ID, vp.ID}, build: func(b *builder) map[ir.ValueID]ir.ValueID {
-						pair := b.add("norm_rope_append_kv", attrs, ap.Place, b.old(ap.Inputs[0]), b.old(vp.Inputs[0]),
+						pair := b.add(ir.OpNormRopeAppendKV, attrs, ap.Place, b.old(ap.Inputs[0]), b.old(vp.Inputs[0]),
 							b.old(qn.Inputs[0]), b.old(vp.Inputs[1]), b.old(qn.Inputs[1]), b.old(ap.Inputs[2]), b.old(r.Inputs[1]))
-						kc := b.add("take", ir.Attrs{"index": int64(0)}, ap.Place, pair)
-						vc := b.add("take", ir.Attrs{"index": int64(1)}, ap.Place, pair)
+						kc := b.add(ir.OpTake, ir.Attrs{"index": int64(0)}, ap.Place, pair)
+						vc := b.add(ir.OpTake, ir.Attrs{"index": int64(1)}, ap.Place, pair)
 						return map[ir.ValueID]ir.ValueID{ap.ID: kc, vp.ID: vc}
 					}})
 					continue
 				}
 				out = append(out, match{nodes: []ir.ValueID{qn.ID, r.ID, ap.ID}, build: func(b *builder) map[ir.ValueID]ir.ValueID {
-					v := b.add("norm_rope_append", attrs, ap.Place, b.old(ap.Inputs[0]), b.old(qn.Inputs[0]), b.old(qn.Inputs[1]),
+					v := b.add(ir.OpNormRopeAppend, attrs, ap.Place, b.old(ap.Inputs[0]), b.old(qn.Inputs[0]), b.old(qn.Inputs[1]),
 						b.old(ap.Inputs[2]), b.old(r.Inputs[1]))
 					return map[ir.ValueID]ir.ValueID{ap.ID: v}
 				}})
@@ -288,7 +288,7 @@ func matchNormRope(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 		}
 		qn, r := qn, r
 		out = append(out, match{nodes: []ir.ValueID{qn.ID, r.ID}, build: func(b *builder) map[ir.ValueID]ir.ValueID {
-			v := b.add("norm_rope", attrs, r.Place, b.old(qn.Inputs[0]), b.old(qn.Inputs[1]), b.old(r.Inputs[1]))
+			v := b.add(ir.OpNormRope, attrs, r.Place, b.old(qn.Inputs[0]), b.old(qn.Inputs[1]), b.old(r.Inputs[1]))
 			return map[ir.ValueID]ir.ValueID{r.ID: v}
 		}})
 	}
@@ -300,11 +300,11 @@ func matchNormRope(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 func valueAppend(g *ir.Graph, users map[ir.ValueID][]ir.ValueID, ap *ir.Node) *ir.Node {
 	for _, u := range users[ap.ID] {
 		at := g.Node(u)
-		if at.Op != "attention" || at.Inputs[1] != ap.ID {
+		if at.Op != ir.OpAttention || at.Inputs[1] != ap.ID {
 			continue
 		}
 		vp := g.Node(at.Inputs[2])
-		if vp.Op == "kv_append" && vp.Inputs[2] == ap.Inputs[2] && vp.Inputs[3] == ap.Inputs[3] && vp.Place == ap.Place && vp.ID > ap.ID {
+		if vp.Op == ir.OpKVAppend && vp.Inputs[2] == ap.Inputs[2] && vp.Inputs[3] == ap.Inputs[3] && vp.Place == ap.Place && vp.ID > ap.ID {
 			return vp
 		}
 	}
@@ -316,18 +316,18 @@ func valueAppend(g *ir.Graph, users map[ir.ValueID][]ir.ValueID, ap *ir.Node) *i
 func matchAddNorm(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 	var out []match
 	for _, nrm := range g.Nodes {
-		if nrm.Op != "rms_norm" {
+		if nrm.Op != ir.OpRMSNorm {
 			continue
 		}
 		ad := g.Node(nrm.Inputs[0])
-		if ad.Op != "add" || ad.Place != nrm.Place {
+		if ad.Op != ir.OpAdd || ad.Place != nrm.Place {
 			continue
 		}
 		ad, nrm := ad, nrm
 		out = append(out, match{nodes: []ir.ValueID{ad.ID, nrm.ID}, build: func(b *builder) map[ir.ValueID]ir.ValueID {
-			pair := b.add("add_rms_norm", ir.Attrs{"eps": nrm.Attrs["eps"]}, nrm.Place, b.old(ad.Inputs[0]), b.old(ad.Inputs[1]), b.old(nrm.Inputs[1]))
-			s := b.add("take", ir.Attrs{"index": int64(0)}, nrm.Place, pair)
-			h := b.add("take", ir.Attrs{"index": int64(1)}, nrm.Place, pair)
+			pair := b.add(ir.OpAddRMSNorm, ir.Attrs{"eps": nrm.Attrs["eps"]}, nrm.Place, b.old(ad.Inputs[0]), b.old(ad.Inputs[1]), b.old(nrm.Inputs[1]))
+			s := b.add(ir.OpTake, ir.Attrs{"index": int64(0)}, nrm.Place, pair)
+			h := b.add(ir.OpTake, ir.Attrs{"index": int64(1)}, nrm.Place, pair)
 			return map[ir.ValueID]ir.ValueID{ad.ID: s, nrm.ID: h}
 		}})
 	}
@@ -340,7 +340,7 @@ func matchAddNorm(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 func matchConcat(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 	groups := map[ir.ValueID][]*ir.Node{}
 	for _, n := range g.Nodes {
-		if n.Op == "matmul" && n.Place == ir.Device && g.Node(n.Inputs[1]).Op == "weight" {
+		if n.Op == ir.OpMatMul && n.Place == ir.Device && g.Node(n.Inputs[1]).Op == ir.OpWeight {
 			groups[n.Inputs[0]] = append(groups[n.Inputs[0]], n)
 		}
 	}
@@ -377,16 +377,16 @@ func matchConcat(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 					bs = append(bs, b.old(n.Inputs[2]))
 				}
 			}
-			in := []ir.ValueID{b.old(x), b.add("concat_weights", nil, ir.Device, ws...)}
+			in := []ir.ValueID{b.old(x), b.add(ir.OpConcatWeights, nil, classPlace(ir.OpConcatWeights), ws...)}
 			if biased {
-				in = append(in, b.add("concat_weights", nil, ir.Device, bs...))
+				in = append(in, b.add(ir.OpConcatWeights, nil, classPlace(ir.OpConcatWeights), bs...))
 			}
-			fused := b.add("matmul", nil, ir.Device, in...)
+			fused := b.add(ir.OpMatMul, nil, mm[0].Place, in...)
 			res := map[ir.ValueID]ir.ValueID{}
 			start := 0
 			for _, n := range mm {
 				width := n.Type.Shape[1].Size
-				res[n.ID] = b.add("slice_cols", ir.Attrs{"start": int64(start), "width": int64(width)}, ir.TEE, fused)
+				res[n.ID] = b.add(ir.OpSliceCols, ir.Attrs{"start": int64(start), "width": int64(width)}, classPlace(ir.OpSliceCols), fused)
 				start += width
 			}
 			return res
@@ -401,17 +401,17 @@ func matchConcat(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 func matchSwiGLU(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 	var out []match
 	for _, mul := range g.Nodes {
-		if mul.Op != "mul" {
+		if mul.Op != ir.OpMul {
 			continue
 		}
 		si, up := g.Node(mul.Inputs[0]), g.Node(mul.Inputs[1])
-		if si.Op != "silu" || !only(users, si.ID, mul.ID) || si.Place != mul.Place {
+		if si.Op != ir.OpSiLU || !only(users, si.ID, mul.ID) || si.Place != mul.Place {
 			continue
 		}
 		gate := g.Node(si.Inputs[0])
 		nodes := []ir.ValueID{si.ID, mul.ID}
 		var src ir.ValueID = -1
-		if gate.Op == "slice_cols" && up.Op == "slice_cols" && gate.Inputs[0] == up.Inputs[0] &&
+		if gate.Op == ir.OpSliceCols && up.Op == ir.OpSliceCols && gate.Inputs[0] == up.Inputs[0] &&
 			only(users, gate.ID, si.ID) && only(users, up.ID, mul.ID) {
 			gs, _ := gate.Attrs.Int("start")
 			us, _ := up.Attrs.Int("start")
@@ -426,9 +426,9 @@ func matchSwiGLU(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 		out = append(out, match{nodes: nodes, build: func(b *builder) map[ir.ValueID]ir.ValueID {
 			var v ir.ValueID
 			if src >= 0 {
-				v = b.add("swiglu", nil, mul.Place, b.old(src))
+				v = b.add(ir.OpSwiGLU, nil, mul.Place, b.old(src))
 			} else {
-				v = b.add("swiglu", nil, mul.Place, b.old(si.Inputs[0]), b.old(mul.Inputs[1]))
+				v = b.add(ir.OpSwiGLU, nil, mul.Place, b.old(si.Inputs[0]), b.old(mul.Inputs[1]))
 			}
 			return map[ir.ValueID]ir.ValueID{mul.ID: v}
 		}})
@@ -462,11 +462,11 @@ func FuseEpilogue(off []string) Pass {
 func matchStripSwiGLU(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 	var out []match
 	for _, sw := range g.Nodes {
-		if sw.Op != "swiglu" || len(sw.Inputs) != 1 {
+		if sw.Op != ir.OpSwiGLU || len(sw.Inputs) != 1 {
 			continue
 		}
 		st := g.Node(sw.Inputs[0])
-		if st.Op != "shield_strip" || !only(users, st.ID, sw.ID) {
+		if st.Op != ir.OpShieldStrip || !only(users, st.ID, sw.ID) {
 			continue
 		}
 		if c, _ := st.Attrs.Bool("center"); c {
@@ -478,7 +478,7 @@ func matchStripSwiGLU(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 			if pr, _ := st.Attrs.Bool("per_row"); pr {
 				attrs["per_row"] = true
 			}
-			return map[ir.ValueID]ir.ValueID{sw.ID: b.add("swiglu", attrs, sw.Place, b.old(st.Inputs[0]))}
+			return map[ir.ValueID]ir.ValueID{sw.ID: b.add(ir.OpSwiGLU, attrs, sw.Place, b.old(st.Inputs[0]))}
 		}})
 	}
 	return out

@@ -38,9 +38,6 @@ func Leakcheck(allowInsecure bool) Pass {
 		}}
 }
 
-// gatherOps index a table by their first operand.
-var gatherOps = map[string]bool{"embed": true}
-
 func describe(g *ir.Graph, v ir.ValueID) string {
 	n := g.Node(v)
 	if n == nil {
@@ -55,7 +52,7 @@ func describe(g *ir.Graph, v ir.ValueID) string {
 // leakcheck returns plaintext crossings (leaks) and hard errors apart.
 func leakcheck(g *ir.Graph) (leaks, errs []error) {
 	for _, n := range g.Nodes {
-		if n.Op == "weight" {
+		if n.Op == ir.OpWeight {
 			continue
 		}
 		where := fmt.Sprintf("graph %s: %s", g.Name, describe(g, n.ID))
@@ -64,7 +61,7 @@ func leakcheck(g *ir.Graph) (leaks, errs []error) {
 			continue
 		}
 		if n.Place == ir.Device {
-			if gatherOps[n.Op] {
+			if ir.ClassOf(n.Op) == ir.ClassGather {
 				errs = append(errs, fmt.Errorf("%s: secret-indexed gather placed on the device (the index itself leaks)", where))
 			}
 			for _, in := range n.Inputs {
@@ -75,12 +72,12 @@ func leakcheck(g *ir.Graph) (leaks, errs []error) {
 			}
 			continue
 		}
-		if n.Op == "unmask" || n.Op == "to_tee" {
+		if info := ir.Op(n.Op); info != nil && info.Crossing == ir.ToTEE { // unmask, to_tee: the way back
 			continue
 		}
 		for _, in := range n.Inputs {
 			src := g.Node(in)
-			if src.Op != "weight" && src.Place == ir.Device {
+			if src.Op != ir.OpWeight && src.Place == ir.Device {
 				errs = append(errs, fmt.Errorf("%s: in the TEE, reads device result %s without unmask", where, describe(g, in)))
 			}
 		}

@@ -36,15 +36,14 @@ type MemPlan struct {
 	PeakLive   int
 }
 
-// InArena reports whether a node's value lives in the arena.
+// InArena reports whether a node's value lives in the arena: fresh values
+// only. Resident weights, in-place cache updates (their cache is their
+// storage) and views into a pair are not.
 func InArena(n *ir.Node) bool {
-	switch n.Op {
-	case "weight", "concat_weights", "kv_append", "norm_rope_append", "norm_rope_append_kv", "take":
-		// Resident weights; cache updates (their cache is their storage);
-		// views into a pair.
+	if ir.ResultOf(n.Op) != ir.Fresh {
 		return false
 	}
-	if n.Op == "input" && n.Type.Rank() == 3 { // a KV cache: session storage
+	if n.Op == ir.OpInput && n.Type.Rank() == 3 { // a KV cache: session storage
 		return false
 	}
 	if n.Type.DType.IsQuantized() { // q8_0 rows: the backend's block buffers
@@ -71,10 +70,12 @@ func PlanMemory(g *ir.Graph, bind map[string]int) (*MemPlan, error) {
 	for _, o := range g.Outputs {
 		last[o.Value] = end
 	}
-	// A take is a view: its parent lives as long as the view is read.
+	// A view's parent lives as long as the view is read.
 	for i := len(g.Nodes) - 1; i >= 0; i-- {
-		if n := g.Nodes[i]; n.Op == "take" {
-			last[n.Inputs[0]] = max(last[n.Inputs[0]], last[i])
+		n := g.Nodes[i]
+		if info := ir.Op(n.Op); info != nil && info.Result == ir.View {
+			parent := n.Inputs[info.Aliases[0]]
+			last[parent] = max(last[parent], last[i])
 		}
 	}
 	// kv_append results are their cache; a value read through one lives as
@@ -129,7 +130,7 @@ func PlanMemory(g *ir.Graph, bind map[string]int) (*MemPlan, error) {
 			top = off + want
 		}
 		lu := last[i]
-		if n.Op == "input" {
+		if n.Op == ir.OpInput {
 			lu = end
 		}
 		s := Slot{Value: n.ID, Offset: off, Size: size, Def: i, LastUse: lu}

@@ -19,28 +19,38 @@ type Policy struct {
 	Why map[string]string
 }
 
-// DefaultPolicy is gelo's placement table.
+// classPolicy is the placement rule of each op class, with the reason
+// inspect prints. Weights have no entry: placeWeights puts each one where
+// the ops that read it run.
+var classPolicy = map[ir.Class]struct {
+	place ir.Placement
+	why   string
+}{
+	ir.ClassLinear:         {ir.Device, "linear over public weights"},
+	ir.ClassStackedWeights: {ir.Device, "public weights stacked once, resident on the device"},
+	ir.ClassFused:          {ir.TEE, "fused TEE kernel on secret activations"},
+	ir.ClassFusedKVCache:   {ir.TEE, "fused TEE kernel writing the secret KV cache"},
+	ir.ClassGather:         {ir.TEE, "secret-indexed gather"},
+	ir.ClassInput:          {ir.TEE, "secret graph input"},
+	ir.ClassKVCache:        {ir.TEE, "touches the secret KV cache"},
+	ir.ClassElementwise:    {ir.TEE, "cheap elementwise/row op on secret activations"},
+	ir.ClassBoundary:       {ir.TEE, "boundary op: runs in the TEE on its side of the crossing"},
+}
+
+// classPlace is where the placement table puts op: what a rewrite that
+// emits a new node (stacked weights, column slices) places it by.
+func classPlace(op string) ir.Placement { return classPolicy[ir.ClassOf(op)].place }
+
+// DefaultPolicy is gelo's placement table: every registered op placed by
+// its class.
 func DefaultPolicy() Policy {
 	p := Policy{Ops: map[string]ir.Placement{}, Why: map[string]string{}}
-	set := func(pl ir.Placement, why string, ops ...string) {
-		for _, op := range ops {
-			p.Ops[op] = pl
-			p.Why[op] = why
+	for _, op := range ir.Ops() {
+		if rule, ok := classPolicy[ir.ClassOf(op)]; ok {
+			p.Ops[op] = rule.place
+			p.Why[op] = rule.why
 		}
 	}
-	set(ir.Device, "linear over public weights", "matmul", "lm_head")
-	set(ir.Device, "public weights stacked once, resident on the device", "concat_weights")
-	set(ir.TEE, "fused TEE kernel on secret activations",
-		"slice_cols", "swiglu", "add_rms_norm", "take", "norm_rope")
-	set(ir.TEE, "fused TEE kernel writing the secret KV cache", "norm_rope_append", "norm_rope_append_kv")
-	set(ir.TEE, "secret-indexed gather", "embed")
-	set(ir.TEE, "secret graph input", "input")
-	set(ir.TEE, "touches the secret KV cache", "kv_append", "attention")
-	set(ir.TEE, "cheap elementwise/row op on secret activations",
-		"rms_norm", "qk_norm", "rope", "silu", "mul", "add", "last_row", "bias_add")
-	set(ir.TEE, "boundary op: runs in the TEE on its side of the crossing",
-		"shield_stack", "mask", "unmask", "shield_strip", "to_device", "to_tee",
-		"mean_rows", "sub_row", "add_row")
 	return p
 }
 
@@ -55,7 +65,7 @@ func (p Policy) String() string {
 	for _, op := range ops {
 		fmt.Fprintf(&b, "%-12s %-7s %s\n", op, p.Ops[op], p.Why[op])
 	}
-	fmt.Fprintf(&b, "%-12s %-7s %s\n", "weight", "*", "public; resident on the device when a device op uses it, else in the TEE")
+	fmt.Fprintf(&b, "%-12s %-7s %s\n", ir.OpWeight, "*", "public; resident on the device when a device op uses it, else in the TEE")
 	return b.String()
 }
 
@@ -76,7 +86,7 @@ func Place(p Policy) Pass {
 
 func place(g *ir.Graph, p Policy) error {
 	for _, n := range g.Nodes {
-		if n.Op == "weight" {
+		if n.Op == ir.OpWeight {
 			continue
 		}
 		pl, ok := p.Ops[n.Op]
@@ -95,14 +105,14 @@ func place(g *ir.Graph, p Policy) error {
 func placeWeights(g *ir.Graph) {
 	onDevice := map[ir.ValueID]bool{}
 	for _, n := range g.Nodes {
-		if n.Op != "weight" && n.Place == ir.Device {
+		if n.Op != ir.OpWeight && n.Place == ir.Device {
 			for _, in := range n.Inputs {
 				onDevice[in] = true
 			}
 		}
 	}
 	for _, n := range g.Nodes {
-		if n.Op == "weight" {
+		if n.Op == ir.OpWeight {
 			n.Place = ir.TEE
 			if onDevice[n.ID] {
 				n.Place = ir.Device

@@ -7,11 +7,12 @@ import (
 	"gelo/ir"
 )
 
-// Protection families and cadences.
+// Protection families (the registered mask families of ir, and none) and
+// cadences.
 const (
 	MaskNone = "none"
-	MaskHaar = "haar"
-	MaskHD3  = "hd3"
+	MaskHaar = ir.FamilyHaar
+	MaskHD3  = ir.FamilyHD3
 
 	PerForward = "per-forward"
 	PerOffload = "per-offload"
@@ -62,10 +63,8 @@ func DefaultProtect() ProtectOptions {
 
 // Check validates the options and names the bad one.
 func (o ProtectOptions) Check() error {
-	switch o.Mask {
-	case MaskNone, MaskHaar, MaskHD3:
-	default:
-		return fmt.Errorf("--mask %q: want none, haar or hd3", o.Mask)
+	if _, ok := ir.LookupMaskFamily(o.Mask); !ok && o.Mask != MaskNone {
+		return fmt.Errorf("--mask %q: want %s", o.Mask, ir.OrList(MaskFamilyNames()))
 	}
 	switch o.Cadence {
 	case PerForward, PerOffload:
@@ -91,6 +90,15 @@ func (o ProtectOptions) Check() error {
 		}
 	}
 	return nil
+}
+
+// MaskFamilyNames lists what --mask takes: none (the insecure baseline),
+// then every registered mask family.
+func MaskFamilyNames() []string { return append([]string{MaskNone}, ir.MaskFamilyNames()...) }
+
+// MaskFamilyHelp is the --mask flag help, one line.
+func MaskFamilyHelp() string {
+	return "protection: " + ir.OrList(append([]string{MaskNone + " (insecure baseline)"}, ir.MaskFamilyNames()...))
 }
 
 // ShieldedDim names the row dim of a crossing of rows r: S_n, S_B, S_1.
@@ -195,7 +203,7 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 	}
 	var pass ir.ValueID = -1
 	if o.Mask != MaskNone {
-		v, err := r.g.AddDeclared("input", ir.Attrs{"name": ir.PassInput}, ir.T(ir.I32, 2))
+		v, err := r.g.AddDeclared(ir.OpInput, ir.Attrs{"name": ir.PassInput}, ir.T(ir.I32, 2))
 		if err != nil {
 			return nil, err
 		}
@@ -203,8 +211,8 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		pass = v
 	}
 	for _, n := range g.Nodes {
-		if n.Op == "weight" {
-			v, err := r.g.AddDeclared("weight", n.Attrs, n.Type)
+		if n.Op == ir.OpWeight {
+			v, err := r.g.AddDeclared(ir.OpWeight, n.Attrs, n.Type)
 			if err != nil {
 				return nil, err
 			}
@@ -212,8 +220,8 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 			tee[n.ID], dev[n.ID] = v, v
 			continue
 		}
-		if n.Op == "input" {
-			v, err := r.g.AddDeclared("input", n.Attrs, n.Type)
+		if n.Op == ir.OpInput {
+			v, err := r.g.AddDeclared(ir.OpInput, n.Attrs, n.Type)
 			if err != nil {
 				return nil, err
 			}
@@ -238,10 +246,10 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		for i, v := range n.Inputs {
 			src := g.Nodes[v]
 			switch {
-			case (n.Op == "matmul" || n.Op == "lm_head") && i == 2:
+			case ir.IsLinear(n.Op) && i == 2:
 				bias = dev[v] // a public bias (weight or stacked weights)
-			case src.Op == "weight" || src.Place == ir.Device:
-				if src.Op != "weight" && src.Op != "concat_weights" && src.Secrecy == ir.Secret {
+			case src.Op == ir.OpWeight || src.Place == ir.Device:
+				if ir.ResultOf(src.Op) != ir.Resident && src.Secrecy == ir.Secret {
 					return nil, fmt.Errorf("%v = %s reads secret device value %v directly", n.ID, n.Op, v)
 				}
 				in = append(in, dev[v])
@@ -255,9 +263,9 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 					if o.Mask == MaskNone {
 						var attrs ir.Attrs
 						if q {
-							attrs = ir.Attrs{"quant": "q8_0"}
+							attrs = ir.Attrs{"quant": ir.Q8_0.String()}
 						}
-						c = r.emit("to_device", attrs, ir.TEE, x)
+						c = r.emit(ir.OpToDevice, attrs, ir.TEE, x)
 					} else {
 						dim := ShieldedDim(rows)
 						addParam(dim)
@@ -270,8 +278,8 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 						case centerInTEE(o, rows):
 							// The mean stays in the TEE (its product is
 							// computed there), so centring costs no row.
-							mu = r.emit("mean_rows", nil, ir.TEE, x)
-							x = r.emit("sub_row", nil, ir.TEE, x, mu)
+							mu = r.emit(ir.OpMeanRows, nil, ir.TEE, x)
+							x = r.emit(ir.OpSubRow, nil, ir.TEE, x, mu)
 						case center(o, rows):
 							attrs["center"] = true
 						}
@@ -279,16 +287,16 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 						if ref != x {
 							ops = append(ops, ref) // shield energy against the uncentred rows
 						}
-						s := r.emit("shield_stack", attrs, ir.TEE, ops...)
+						s := r.emit(ir.OpShieldStack, attrs, ir.TEE, ops...)
 						slotOf[s] = slotFor(dim)
 						mattrs := ir.Attrs{"family": o.Mask, "slot": slotOf[s]}
 						if perRow(o, rows) {
 							mattrs["per_row"] = true
 						}
 						if q {
-							mattrs["quant"] = "q8_0"
+							mattrs["quant"] = ir.Q8_0.String()
 						}
-						c = r.emit("mask", mattrs, ir.TEE, s, pass)
+						c = r.emit(ir.OpMask, mattrs, ir.TEE, s, pass)
 						slotOf[c] = slotOf[s]
 						if mu >= 0 {
 							meanOf[c] = mu
@@ -315,7 +323,7 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		}
 		var back ir.ValueID
 		if o.Mask == MaskNone {
-			back = r.emit("to_tee", nil, ir.TEE, d)
+			back = r.emit(ir.OpToTEE, nil, ir.TEE, d)
 		} else {
 			if slot < 0 {
 				return nil, fmt.Errorf("%v = %s: device result has no masked operand to unmask", n.ID, n.Op)
@@ -327,18 +335,18 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 			} else if center(o, rows) && mean < 0 {
 				attrs["center"] = true
 			}
-			u := r.emit("unmask", uattrs, ir.TEE, d, pass)
-			back = r.emit("shield_strip", attrs, ir.TEE, u)
+			u := r.emit(ir.OpUnmask, uattrs, ir.TEE, d, pass)
+			back = r.emit(ir.OpShieldStrip, attrs, ir.TEE, u)
 			if mean >= 0 {
 				w, err := f32Weight(r, g, n.Inputs[1], f32w)
 				if err != nil {
 					return nil, err
 				}
-				back = r.emit("add_row", nil, ir.TEE, back, r.emit("matmul", nil, ir.TEE, mean, w))
+				back = r.emit(ir.OpAddRow, nil, ir.TEE, back, r.emit(ir.OpMatMul, nil, ir.TEE, mean, w))
 			}
 		}
 		if bias >= 0 {
-			back = r.emit("bias_add", nil, ir.TEE, back, bias)
+			back = r.emit(ir.OpBiasAdd, nil, ir.TEE, back, bias)
 		}
 		tee[n.ID] = back
 	}
@@ -369,14 +377,14 @@ func f32Weight(r *rebuilder, g *ir.Graph, v ir.ValueID, memo map[ir.ValueID]ir.V
 	n := g.Node(v)
 	var w ir.ValueID
 	switch n.Op {
-	case "weight":
+	case ir.OpWeight:
 		var err error
-		w, err = r.g.AddDeclared("weight", n.Attrs, ir.Type{DType: ir.F32, Shape: n.Type.Shape})
+		w, err = r.g.AddDeclared(ir.OpWeight, n.Attrs, ir.Type{DType: ir.F32, Shape: n.Type.Shape})
 		if err != nil {
 			return -1, err
 		}
 		r.g.Nodes[w].Place = ir.TEE
-	case "concat_weights":
+	case ir.OpConcatWeights:
 		var ins []ir.ValueID
 		for _, in := range n.Inputs {
 			c, err := f32Weight(r, g, in, memo)
@@ -385,7 +393,7 @@ func f32Weight(r *rebuilder, g *ir.Graph, v ir.ValueID, memo map[ir.ValueID]ir.V
 			}
 			ins = append(ins, c)
 		}
-		w = r.emit("concat_weights", nil, ir.TEE, ins...)
+		w = r.emit(ir.OpConcatWeights, nil, ir.TEE, ins...)
 	default:
 		return -1, fmt.Errorf("%v = %s is not a weight", v, n.Op)
 	}

@@ -68,16 +68,16 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 		var q ir.ValueID
 		var err error
 		switch n.Op {
-		case "weight":
-			q, err = ng.AddDeclared("weight", n.Attrs, ir.Type{DType: dt, Shape: n.Type.Shape})
-		case "concat_weights":
+		case ir.OpWeight:
+			q, err = ng.AddDeclared(ir.OpWeight, n.Attrs, ir.Type{DType: dt, Shape: n.Type.Shape})
+		case ir.OpConcatWeights:
 			ins := make([]ir.ValueID, len(n.Inputs))
 			for i, in := range n.Inputs {
 				if ins[i], err = quant(in); err != nil {
 					return -1, err
 				}
 			}
-			q, err = ng.Add("concat_weights", n.Attrs, ins...)
+			q, err = ng.Add(ir.OpConcatWeights, n.Attrs, ins...)
 		default:
 			return -1, fmt.Errorf("%v = %s is not a weight", v, n.Op)
 		}
@@ -93,7 +93,7 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 		for i, v := range n.Inputs {
 			in[i] = remap[v]
 		}
-		if n.Place == ir.Device && (n.Op == "matmul" || n.Op == "lm_head") {
+		if n.Place == ir.Device && ir.IsLinear(n.Op) {
 			q, err := quant(n.Inputs[1])
 			if err != nil {
 				return nil, err

@@ -39,20 +39,20 @@ func Summarize(m *ir.Module) Summary {
 			PlaceCount: map[ir.Placement]int{}, DeviceMatmulsPerBlock: map[int]int{}}
 		for _, n := range g.Nodes {
 			gs.OpCounts[n.Op]++
-			if n.Op != "weight" {
+			if n.Op != ir.OpWeight {
 				gs.PlaceCount[n.Place]++
 			}
-			if n.Op == "weight" {
+			if n.Op == ir.OpWeight {
 				name, _ := n.Attrs.Str("name")
 				if !seen[name] {
 					seen[name] = true
 					s.Weights++
 					if e, err := n.Type.Elems(nil); err == nil {
-						s.ParamBytes += int64(e) * int64(dtypeBytes(n.Type.DType))
+						s.ParamBytes += int64(n.Type.DType.Bytes(e))
 					}
 				}
 			}
-			if n.Place == ir.Device && (n.Op == "matmul" || n.Op == "lm_head") {
+			if n.Place == ir.Device && ir.IsLinear(n.Op) {
 				gs.DeviceMatmulsPerBlock[blockOf(g, n)]++
 			}
 		}
@@ -61,24 +61,15 @@ func Summarize(m *ir.Module) Summary {
 	return s
 }
 
-func dtypeBytes(d ir.DType) int {
-	switch d {
-	case ir.BF16, ir.F16:
-		return 2
-	default:
-		return 4
-	}
-}
-
 // blockOf finds the decoder block a matmul belongs to from the name of its
 // weight operand (model.layers.N.*); -1 when it belongs to none.
 func blockOf(g *ir.Graph, n *ir.Node) int {
 	for _, in := range n.Inputs {
 		w := g.Node(in)
-		if w != nil && w.Op == "concat_weights" && len(w.Inputs) > 0 {
+		if w != nil && w.Op == ir.OpConcatWeights && len(w.Inputs) > 0 {
 			w = g.Node(w.Inputs[0]) // stacked weights: the block of the first
 		}
-		if w == nil || w.Op != "weight" {
+		if w == nil || w.Op != ir.OpWeight {
 			continue
 		}
 		name, _ := w.Attrs.Str("name")

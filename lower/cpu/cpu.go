@@ -78,18 +78,20 @@ var bucketNames = [NumBuckets]string{"mask apply+unapply", "shield fill+strip", 
 
 func (b Bucket) String() string { return bucketNames[b] }
 
+// costBuckets maps the op record's cost class to a profile bucket.
+var costBuckets = map[ir.Cost]Bucket{
+	ir.CostMask: BucketMask, ir.CostShield: BucketShield, ir.CostAttention: BucketAttention, ir.CostOther: BucketOther,
+}
+
 func bucketOf(op string, place ir.Placement) Bucket {
+	info := ir.Op(op)
 	switch {
 	case place == ir.Device:
 		return BucketDevice
-	case op == "mask" || op == "unmask":
-		return BucketMask
-	case op == "shield_stack" || op == "shield_strip":
-		return BucketShield
-	case op == "attention" || op == "kv_append":
-		return BucketAttention
+	case info == nil:
+		return BucketOther
 	}
-	return BucketOther
+	return costBuckets[info.Cost]
 }
 
 // Profile is time spent per bucket since the last reset.
@@ -189,6 +191,9 @@ type Program struct {
 	buckets []Bucket
 	named   map[string]ir.ValueID
 	bound   map[ir.ValueID]bool
+	// store is each value's storage (ir.Storage): a cache update's is its
+	// cache.
+	store []ir.ValueID
 
 	b        *Backend
 	external []ir.ValueID        // inputs the caller must bind (KV caches)
@@ -223,7 +228,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
 		b: b, slots: map[int64]*slot{},
 		q: make([]*wire.Matrix, len(g.Nodes)), qa: make([]*wire.Activations, len(g.Nodes)),
-		b16: make([][]uint16, len(g.Nodes)),
+		b16: make([][]uint16, len(g.Nodes)), store: make([]ir.ValueID, len(g.Nodes)),
 	}
 	bind, err := BindShieldDims(g, bind)
 	if err != nil {
@@ -245,7 +250,8 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			dims[j] = v
 		}
 		p.dims[i] = dims
-		if n.Op == "input" {
+		p.store[i] = ir.Storage(g, n.ID)
+		if n.Op == ir.OpInput {
 			name, _ := n.Attrs.Str("name")
 			p.named[name] = n.ID
 		}
@@ -266,14 +272,15 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		for _, d := range p.dims[i] {
 			size *= d
 		}
+		result := ir.ResultOf(n.Op)
 		switch slot, inArena := plan.Slots[n.ID]; {
-		case n.Type.DType.IsQuantized() && (n.Op == "weight" || n.Op == "concat_weights"):
+		case n.Type.DType.IsQuantized() && result == ir.Resident:
 			qm, err := b.quantized(p, n)
 			if err != nil {
 				return nil, fmt.Errorf("compile %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
 			}
 			p.q[i] = qm
-		case n.Type.DType == ir.BF16 && (n.Op == "weight" || n.Op == "concat_weights"):
+		case n.Type.DType == ir.BF16 && result == ir.Resident:
 			data, err := b.bf16Weights(p, n)
 			if err != nil {
 				return nil, fmt.Errorf("compile %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
@@ -284,7 +291,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			// as blocks; only the blocks cross.
 			p.f32[i] = make([]float32, size)
 			p.qa[i] = wire.NewActivations(p.dims[i][0], p.dims[i][1])
-		case n.Op == "weight":
+		case n.Op == ir.OpWeight:
 			name, _ := n.Attrs.Str("name")
 			data, shape, err := b.weights.Get(name)
 			if err != nil {
@@ -294,20 +301,19 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 				return nil, fmt.Errorf("compile %s: weight %q has shape %v, graph wants %v", g.Name, name, shape, p.dims[i])
 			}
 			p.f32[i] = data
-		case n.Op == "concat_weights":
+		case n.Op == ir.OpConcatWeights:
 			data, err := b.stacked(p, n)
 			if err != nil {
 				return nil, fmt.Errorf("compile %s: %v = concat_weights: %w", g.Name, n.ID, err)
 			}
 			p.f32[i] = data
-		case n.Op == "take" && g.Node(n.Inputs[0]).Op == "norm_rope_append_kv":
-			// A cache of the pair: storage() resolves it to the bound cache.
-		case n.Op == "take":
-			parent := p.f32[n.Inputs[0]]
+		case result == ir.InPlace || p.store[i] != n.ID:
+			// A cache (or a pair of caches) updated in place, or a view of
+			// one of a pair: storage() resolves it to the bound cache.
+		case result == ir.View:
+			parent := p.f32[n.Inputs[ir.Op(n.Op).Aliases[0]]]
 			idx, _ := n.Attrs.Int("index")
 			p.f32[i] = parent[int(idx)*size : (int(idx)+1)*size : (int(idx)+1)*size]
-		case n.Op == "kv_append" || n.Op == "norm_rope_append" || n.Op == "norm_rope_append_kv":
-			// The cache is updated in place: the output is the input's storage.
 		case !inArena:
 			// A KV cache: session storage, bound before the first run.
 			p.external = append(p.external, n.ID)
@@ -317,7 +323,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		default:
 			p.f32[i] = p.arena[slot.Offset : slot.Offset+slot.Size : slot.Offset+slot.Size]
 		}
-		if n.Op != "weight" && n.Op != "input" && n.Op != "concat_weights" && n.Op != "take" {
+		if _, storageOnly := storageOps[n.Op]; !storageOnly {
 			// (quantized weights are prepared above; nothing runs for them)
 			instr, err := b.lower(p, n)
 			if err != nil {
@@ -366,7 +372,7 @@ func BindShieldDims(g *ir.Graph, bind map[string]int) (map[string]int, error) {
 		out[k] = v
 	}
 	for _, n := range g.Nodes {
-		if n.Op != "shield_stack" {
+		if n.Op != ir.OpShieldStack {
 			continue
 		}
 		dim, err := ir.DimAttr(n.Attrs, "rows")
@@ -504,21 +510,9 @@ func (p *Program) maskOf(sl *slot, group int) (mask.Mask, error) {
 	return sl.ms[group], nil
 }
 
-// storage follows kv_append chains back to the cache input they update.
-func (p *Program) storage(v ir.ValueID) ir.ValueID {
-	for {
-		n := p.g.Nodes[v]
-		switch {
-		case n.Op == "kv_append" || n.Op == "norm_rope_append":
-			v = n.Inputs[0]
-		case n.Op == "take" && p.g.Nodes[n.Inputs[0]].Op == "norm_rope_append_kv":
-			idx, _ := n.Attrs.Int("index")
-			v = p.g.Nodes[n.Inputs[0]].Inputs[idx] // the K or the V cache
-		default:
-			return v
-		}
-	}
-}
+// storage is the value whose buffer v's is: a cache update's is its
+// cache (ir.Storage, resolved at compile).
+func (p *Program) storage(v ir.ValueID) ir.ValueID { return p.store[v] }
 
 // WeightName names a weight operand: its own name, or the stacked names
 // joined by "|" for concat_weights.
@@ -527,9 +521,9 @@ func WeightName(g *ir.Graph, v ir.ValueID) (string, bool) {
 	switch {
 	case n == nil:
 		return "", false
-	case n.Op == "weight":
+	case n.Op == ir.OpWeight:
 		return n.Attrs.Str("name")
-	case n.Op == "concat_weights":
+	case n.Op == ir.OpConcatWeights:
 		var names []string
 		for _, in := range n.Inputs {
 			name, ok := WeightName(g, in)
@@ -562,7 +556,7 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 		format = wire.Q4_0
 	}
 	rows, cols := p.dims[n.ID][0], p.dims[n.ID][1]
-	if n.Op == "weight" {
+	if n.Op == ir.OpWeight {
 		data, shape, err := b.weights.Get(name)
 		if err != nil {
 			return nil, err
@@ -607,7 +601,7 @@ func (b *Backend) bf16Weights(p *Program, n *ir.Node) ([]uint16, error) {
 	if ok {
 		return data, nil
 	}
-	if n.Op == "weight" {
+	if n.Op == ir.OpWeight {
 		src, shape, err := b.weights.Get(name)
 		if err != nil {
 			return nil, err
@@ -697,7 +691,7 @@ func (p *Program) MemPlan() *passes.MemPlan { return p.plan }
 // caches must be bound before the first run.
 func (p *Program) BindFloat32(name string, buf []float32) error {
 	v, ok := p.named[name]
-	if !ok || p.g.Nodes[v].Op != "input" || p.g.Nodes[v].Type.DType != ir.F32 {
+	if !ok || p.g.Nodes[v].Op != ir.OpInput || p.g.Nodes[v].Type.DType != ir.F32 {
 		return fmt.Errorf("graph %s has no f32 input %q", p.g.Name, name)
 	}
 	want, _ := p.Elems(name)

@@ -4,291 +4,435 @@ import (
 	"fmt"
 
 	"gelo/ir"
+	"gelo/lower/cpu/kernels"
 	"gelo/lower/cpu/mask"
 )
 
-// lower returns the instruction for one node. Buffers are looked up through
-// p at run time, so an input rebound after compile (the KV cache) is seen.
-func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
-	ctx := b.ctx
-	out := n.ID
-	in := n.Inputs
-	dims := func(v ir.ValueID) []int { return p.dims[v] }
-	f := func(v ir.ValueID) []float32 { return p.f32[p.storage(v)] }
-	i32 := func(v ir.ValueID) []int32 { return p.i32[v] }
-	rows := dims(out)[0]
-	attr := func(name string) int { v, _ := n.Attrs.Int(name); return int(v) }
-	eps, _ := n.Attrs.Float("eps")
+// kernel lowers one TEE-placed node to its instruction.
+type kernel func(l *lowering) (func() error, error)
 
+// deviceKernels are the ops a device-placed node may hold: each sends its
+// operand rows to the Device.
+var deviceKernels = map[string]func(b *Backend, p *Program, n *ir.Node) (func() error, error){
+	ir.OpMatMul: (*Backend).lowerDevice,
+	ir.OpLMHead: (*Backend).lowerDevice,
+}
+
+// storageOps are ops that run no instruction: Compile gives their value
+// storage (bound, loaded, stacked or viewed), and the reason says how.
+var storageOps = map[string]string{
+	ir.OpInput:         "bound by the runtime (or in the arena)",
+	ir.OpWeight:        "loaded once at compile",
+	ir.OpConcatWeights: "stacked once at compile",
+	ir.OpTake:          "a view into its pair",
+}
+
+// Supports reports whether the cpu backend lowers op: a TEE kernel, a
+// device kernel, or storage prepared at compile. It declines no op.
+func Supports(op string) bool {
+	_, tee := teeKernels[op]
+	_, dev := deviceKernels[op]
+	_, st := storageOps[op]
+	return tee || dev || st
+}
+
+// teeKernels is the backend's op table for TEE-placed nodes: every op it
+// runs an instruction for in the TEE, keyed by op.
+var teeKernels = map[string]kernel{
+	ir.OpShieldStack:      lowerShieldStack,
+	ir.OpMask:             lowerMask,
+	ir.OpUnmask:           lowerMask,
+	ir.OpShieldStrip:      lowerShieldStrip,
+	ir.OpSliceCols:        lowerSliceCols,
+	ir.OpSwiGLU:           lowerSwiGLU,
+	ir.OpAddRMSNorm:       lowerAddRMSNorm,
+	ir.OpNormRope:         lowerNormRope,
+	ir.OpNormRopeAppend:   lowerNormRope,
+	ir.OpNormRopeAppendKV: lowerNormRope,
+	ir.OpToDevice:         lowerToDevice,
+	ir.OpToTEE:            lowerToTEE,
+	ir.OpMeanRows:         lowerMeanRows,
+	ir.OpSubRow:           lowerSubRow,
+	ir.OpAddRow:           lowerSubRow,
+	ir.OpBiasAdd:          lowerBiasAdd,
+	ir.OpEmbed:            lowerEmbed,
+	ir.OpRMSNorm:          lowerRMSNorm,
+	ir.OpMatMul:           lowerMatMul,
+	ir.OpLMHead:           lowerMatMul,
+	ir.OpQKNorm:           lowerQKNorm,
+	ir.OpRope:             lowerRope,
+	ir.OpKVAppend:         lowerKVAppend,
+	ir.OpAttention:        lowerAttention,
+	ir.OpSiLU:             lowerSiLU,
+	ir.OpMul:              lowerMul,
+	ir.OpAdd:              lowerAdd,
+	ir.OpLastRow:          lowerLastRow,
+}
+
+// lowering is one node being lowered: what every kernel reads. Buffers are
+// looked up through p at run time, so an input rebound after compile (the
+// KV cache) is seen.
+type lowering struct {
+	b    *Backend
+	p    *Program
+	n    *ir.Node
+	ctx  *kernels.Ctx
+	out  ir.ValueID
+	in   []ir.ValueID
+	rows int
+	eps  float64
+}
+
+func (l *lowering) dims(v ir.ValueID) []int  { return l.p.dims[v] }
+func (l *lowering) f(v ir.ValueID) []float32 { return l.p.f32[l.p.storage(v)] }
+func (l *lowering) i32(v ir.ValueID) []int32 { return l.p.i32[v] }
+func (l *lowering) attr(name string) int     { v, _ := l.n.Attrs.Int(name); return int(v) }
+
+// lower returns the instruction for one node from the op tables.
+func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
 	if n.Place == ir.Device {
-		return b.lowerDevice(p, n)
+		k := deviceKernels[n.Op]
+		if k == nil {
+			return nil, fmt.Errorf("no device kernel for op %q", n.Op)
+		}
+		return k(b, p, n)
 	}
-	switch n.Op {
-	case "shield_stack":
-		family, _ := n.Attrs.Str("family")
-		energy, _ := n.Attrs.Float("energy")
-		r, d := dims(in[0])[0], dims(in[0])[1]
-		centered, _ := n.Attrs.Bool("center")
-		fillSlot := p.slotOfStack(n)
-		if family != mask.FamilyHD3 && family != mask.FamilyHaar {
-			return nil, fmt.Errorf("unknown mask family %q", family)
-		}
-		if pr, _ := n.Attrs.Bool("per_row"); pr {
-			// Each row is a sequence: [x_g; its own shield rows], g = 0..r-1.
-			s1 := rows / r
-			return func() error {
-				y, x := f(out), f(in[0])
-				for g := 0; g < r; g++ {
-					blk := y[g*s1*d : (g+1)*s1*d]
-					copy(blk[:d], x[g*d:(g+1)*d])
-					if err := p.fillShield(fillSlot, blk[d:], s1-1, d, x[g*d:(g+1)*d], 1, energy); err != nil {
-						return err
-					}
+	k := teeKernels[n.Op]
+	if k == nil {
+		return nil, fmt.Errorf("the cpu backend has no kernel for op %q", n.Op)
+	}
+	l := &lowering{b: b, p: p, n: n, ctx: b.ctx, out: n.ID, in: n.Inputs, rows: p.dims[n.ID][0]}
+	l.eps, _ = n.Attrs.Float("eps")
+	return k(l)
+}
+
+func lowerShieldStack(l *lowering) (func() error, error) {
+	p, n, out, in, rows, dims, f := l.p, l.n, l.out, l.in, l.rows, l.dims, l.f
+	family, _ := n.Attrs.Str("family")
+	energy, _ := n.Attrs.Float("energy")
+	r, d := dims(in[0])[0], dims(in[0])[1]
+	centered, _ := n.Attrs.Bool("center")
+	fillSlot := p.slotOfStack(n)
+	if !mask.HasSampler(family) {
+		return nil, fmt.Errorf("unknown mask family %q", family)
+	}
+	if pr, _ := n.Attrs.Bool("per_row"); pr {
+		// Each row is a sequence: [x_g; its own shield rows], g = 0..r-1.
+		s1 := rows / r
+		return func() error {
+			y, x := f(out), f(in[0])
+			for g := 0; g < r; g++ {
+				blk := y[g*s1*d : (g+1)*s1*d]
+				copy(blk[:d], x[g*d:(g+1)*d])
+				if err := p.fillShield(fillSlot, blk[d:], s1-1, d, x[g*d:(g+1)*d], 1, energy); err != nil {
+					return err
 				}
-				return nil
-			}, nil
-		}
-		data := r
+			}
+			return nil
+		}, nil
+	}
+	data := r
+	if centered {
+		data++
+	}
+	k := rows - data
+	acc := make([]float64, d)
+	ref := in[0] // the rows the shield energy is measured against
+	if len(in) == 3 {
+		ref = in[2]
+	}
+	return func() error {
+		y, x := f(out), f(in[0])
 		if centered {
-			data++
+			centerRows(y[:data*d], x, acc, r, d)
+		} else {
+			copy(y, x)
 		}
-		k := rows - data
-		acc := make([]float64, d)
-		ref := in[0] // the rows the shield energy is measured against
-		if len(in) == 3 {
-			ref = in[2]
+		return p.fillShield(fillSlot, y[data*d:], k, d, f(ref), r, energy)
+	}, nil
+}
+
+func lowerMask(l *lowering) (func() error, error) {
+	p, n, out, in, rows, dims, f := l.p, l.n, l.out, l.in, l.rows, l.dims, l.f
+	sl, err := p.useSlot(n)
+	if err != nil {
+		return nil, err
+	}
+	d := dims(out)[1]
+	apply := n.Op == ir.OpMask
+	blk := sl.size * d
+	qa := p.qa[out] // the quantize epilogue: masked rows leave as q8_0
+	return func() error {
+		if err := p.maskGroups(f(out), f(in[0]), sl, blk, d, apply); err != nil {
+			return err
 		}
-		return func() error {
-			y, x := f(out), f(in[0])
-			if centered {
-				centerRows(y[:data*d], x, acc, r, d)
-			} else {
-				copy(y, x)
-			}
-			return p.fillShield(fillSlot, y[data*d:], k, d, f(ref), r, energy)
-		}, nil
-	case "mask", "unmask":
-		sl, err := p.useSlot(n)
-		if err != nil {
-			return nil, err
+		if qa != nil {
+			return p.b.qctx.QuantizeActivations(qa, f(out), rows, d)
 		}
-		d := dims(out)[1]
-		apply := n.Op == "mask"
-		blk := sl.size * d
-		qa := p.qa[out] // the quantize epilogue: masked rows leave as q8_0
-		return func() error {
-			if err := p.maskGroups(f(out), f(in[0]), sl, blk, d, apply); err != nil {
-				return err
-			}
-			if qa != nil {
-				return p.b.qctx.QuantizeActivations(qa, f(out), rows, d)
-			}
-			return nil
-		}, nil
-	case "shield_strip":
-		if pr, _ := n.Attrs.Bool("per_row"); pr {
-			cols := dims(out)[1]
-			s1 := dims(in[0])[0] / rows
-			return func() error {
-				y, u := f(out), f(in[0])
-				for g := 0; g < rows; g++ {
-					copy(y[g*cols:(g+1)*cols], u[g*s1*cols:(g*s1+1)*cols])
-				}
-				return nil
-			}, nil
-		}
-		if c, _ := n.Attrs.Bool("center"); c {
-			cols := dims(out)[1]
-			return func() error {
-				y, u := f(out), f(in[0])
-				mean := u[rows*cols : (rows+1)*cols]
-				for r := 0; r < rows; r++ {
-					ctx.Add(y[r*cols:(r+1)*cols], u[r*cols:(r+1)*cols], mean)
-				}
-				return nil
-			}, nil
-		}
-		return func() error { copy(f(out), f(in[0])); return nil }, nil
-	case "slice_cols":
-		start, _ := n.Attrs.Int("start")
-		cols, src := dims(out)[1], dims(in[0])[1]
-		return func() error {
-			y, x := f(out), f(in[0])
-			for r := 0; r < rows; r++ {
-				copy(y[r*cols:(r+1)*cols], x[r*src+int(start):r*src+int(start)+cols])
-			}
-			return nil
-		}, nil
-	case "swiglu":
-		if len(in) == 2 {
-			return func() error { ctx.SwiGLU(f(out), f(in[0]), f(in[1])); return nil }, nil
-		}
+		return nil
+	}, nil
+}
+
+func lowerShieldStrip(l *lowering) (func() error, error) {
+	n, ctx, out, in, rows, dims, f := l.n, l.ctx, l.out, l.in, l.rows, l.dims, l.f
+	if pr, _ := n.Attrs.Bool("per_row"); pr {
 		cols := dims(out)[1]
-		if pr, _ := n.Attrs.Bool("per_row"); pr {
-			// Row 0 of each sequence's block of the unmasked stack.
-			s1 := dims(in[0])[0] / rows
-			return func() error {
-				y, x := f(out), f(in[0])
-				for g := 0; g < rows; g++ {
-					r := g * s1
-					ctx.SwiGLU(y[g*cols:(g+1)*cols], x[2*r*cols:(2*r+1)*cols], x[(2*r+1)*cols:(2*r+2)*cols])
-				}
-				return nil
-			}, nil
-		}
+		s1 := dims(in[0])[0] / rows
 		return func() error {
-			y, x := f(out), f(in[0])
-			for r := 0; r < rows; r++ {
-				ctx.SwiGLU(y[r*cols:(r+1)*cols], x[2*r*cols:(2*r+1)*cols], x[(2*r+1)*cols:(2*r+2)*cols])
+			y, u := f(out), f(in[0])
+			for g := 0; g < rows; g++ {
+				copy(y[g*cols:(g+1)*cols], u[g*s1*cols:(g*s1+1)*cols])
 			}
-			return nil
-		}, nil
-	case "add_rms_norm":
-		r, d := dims(out)[1], dims(out)[2]
-		return func() error {
-			y := f(out)
-			ctx.AddRMSNorm(y[:r*d], y[r*d:], f(in[0]), f(in[1]), f(in[2]), r, d, float32(eps))
-			return nil
-		}, nil
-	case "norm_rope", "norm_rope_append", "norm_rope_append_kv":
-		heads, hd := attr("heads"), attr("head_dim")
-		theta, _ := n.Attrs.Float("theta")
-		rope := b.rope(hd, theta, maxPositions(p))
-		if n.Op == "norm_rope" {
-			return func() error {
-				return ctx.NormRope(f(out), f(in[0]), f(in[1]), rope, rows, heads, hd, i32(in[2]), float32(eps))
-			}, nil
-		}
-		if n.Op == "norm_rope_append_kv" {
-			kr, maxT := dims(in[2])[0], dims(in[0])[1]
-			return func() error {
-				return ctx.NormRopeAppendKV(f(in[0]), f(in[1]), f(in[2]), f(in[3]), f(in[4]), rope, kr, heads, hd, maxT,
-					i32(in[5]), i32(in[6]), float32(eps))
-			}, nil
-		}
-		xr, maxT := dims(in[1])[0], dims(in[0])[1]
-		return func() error {
-			return ctx.NormRopeAppend(f(in[0]), f(in[1]), f(in[2]), rope, xr, heads, hd, maxT, i32(in[3]), i32(in[4]), float32(eps))
-		}, nil
-	case "to_device":
-		if qa := p.qa[out]; qa != nil {
-			d := dims(out)[1]
-			return func() error { return p.b.qctx.QuantizeActivations(qa, f(in[0]), rows, d) }, nil
-		}
-		return func() error { copy(f(out), f(in[0])); return nil }, nil
-	case "to_tee":
-		return func() error { copy(f(out), f(in[0])); return nil }, nil
-	case "mean_rows":
-		r, d := dims(in[0])[0], dims(in[0])[1]
-		acc := make([]float64, d)
-		return func() error {
-			meanRows(f(out), f(in[0]), acc, r, d)
-			return nil
-		}, nil
-	case "sub_row", "add_row":
-		cols := dims(out)[1]
-		sub := n.Op == "sub_row"
-		return func() error {
-			y, x, m := f(out), f(in[0]), f(in[1])
-			for r := 0; r < rows; r++ {
-				yr, xr := y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols]
-				for j, v := range m[:cols] {
-					if sub {
-						yr[j] = xr[j] - v
-					} else {
-						yr[j] = xr[j] + v
-					}
-				}
-			}
-			return nil
-		}, nil
-	case "bias_add":
-		cols := dims(out)[1]
-		return func() error {
-			y, x, bias := f(out), f(in[0]), f(in[1])
-			for r := 0; r < rows; r++ {
-				ctx.Add(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], bias)
-			}
-			return nil
-		}, nil
-	case "embed":
-		d, vocab := dims(in[1])[1], dims(in[1])[0]
-		return func() error { return ctx.Embed(f(out), f(in[1]), i32(in[0]), d, vocab) }, nil
-	case "rms_norm":
-		d := dims(out)[1]
-		return func() error { ctx.RMSNorm(f(out), f(in[0]), f(in[1]), rows, d, float32(eps)); return nil }, nil
-	case "matmul", "lm_head":
-		k, nOut := dims(in[0])[1], dims(in[1])[0]
-		if p.f32[in[1]] == nil {
-			return nil, fmt.Errorf("the TEE multiplies f32 weights only, %v is %v", in[1], p.g.Node(in[1]).Type)
-		}
-		if len(in) == 3 {
-			return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, f(in[2])); return nil }, nil
-		}
-		return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, nil); return nil }, nil
-	case "qk_norm":
-		heads, hd := attr("heads"), attr("head_dim")
-		return func() error {
-			copy(f(out), f(in[0]))
-			ctx.HeadRMSNorm(f(out), f(in[1]), rows, heads, hd, float32(eps))
-			return nil
-		}, nil
-	case "rope":
-		heads, hd := attr("heads"), attr("head_dim")
-		theta, _ := n.Attrs.Float("theta")
-		maxPos := maxPositions(p)
-		r := b.rope(hd, theta, maxPos)
-		return func() error {
-			copy(f(out), f(in[0]))
-			return r.Apply(f(out), rows, heads, hd, i32(in[1]))
-		}, nil
-	case "kv_append":
-		cd := dims(in[0])
-		width, maxT := cd[2], cd[1]
-		xr := dims(in[1])[0]
-		return func() error { return ctx.KVAppend(f(in[0]), f(in[1]), xr, width, maxT, i32(in[2]), i32(in[3])) }, nil
-	case "attention":
-		heads, kvh, hd := attr("heads"), attr("kv_heads"), attr("head_dim")
-		scale, _ := n.Attrs.Float("scale")
-		maxT := dims(in[1])[1]
-		// A captured decode step is keyed by a kv-length bucket L: it
-		// serves positions below L only, and refuses others rather than
-		// silently running outside the geometry it was captured for.
-		limit := maxT
-		if l, ok := p.bind["L"]; ok && l > 0 && l < maxT {
-			limit = l
-		}
-		return func() error {
-			for _, q := range i32(in[4]) {
-				if int(q) >= limit {
-					return fmt.Errorf("position %d is outside the kv bucket of %d this step was captured for", q, limit)
-				}
-			}
-			return ctx.Attention(f(out), f(in[0]), f(in[1]), f(in[2]), rows, heads, kvh, hd, maxT, i32(in[3]), i32(in[4]), float32(scale))
-		}, nil
-	case "silu":
-		return func() error { ctx.SiLU(f(out), f(in[0])); return nil }, nil
-	case "mul":
-		return func() error { ctx.Mul(f(out), f(in[0]), f(in[1])); return nil }, nil
-	case "add":
-		return func() error { ctx.Add(f(out), f(in[0]), f(in[1])); return nil }, nil
-	case "last_row":
-		d := dims(in[0])[1]
-		return func() error {
-			x := f(in[0])
-			copy(f(out), x[len(x)-d:])
 			return nil
 		}, nil
 	}
-	return nil, fmt.Errorf("the cpu backend has no kernel for op %q", n.Op)
+	if c, _ := n.Attrs.Bool("center"); c {
+		cols := dims(out)[1]
+		return func() error {
+			y, u := f(out), f(in[0])
+			mean := u[rows*cols : (rows+1)*cols]
+			for r := 0; r < rows; r++ {
+				ctx.Add(y[r*cols:(r+1)*cols], u[r*cols:(r+1)*cols], mean)
+			}
+			return nil
+		}, nil
+	}
+	return func() error { copy(f(out), f(in[0])); return nil }, nil
+}
+
+func lowerSliceCols(l *lowering) (func() error, error) {
+	n, out, in, rows, dims, f := l.n, l.out, l.in, l.rows, l.dims, l.f
+	start, _ := n.Attrs.Int("start")
+	cols, src := dims(out)[1], dims(in[0])[1]
+	return func() error {
+		y, x := f(out), f(in[0])
+		for r := 0; r < rows; r++ {
+			copy(y[r*cols:(r+1)*cols], x[r*src+int(start):r*src+int(start)+cols])
+		}
+		return nil
+	}, nil
+}
+
+func lowerSwiGLU(l *lowering) (func() error, error) {
+	n, ctx, out, in, rows, dims, f := l.n, l.ctx, l.out, l.in, l.rows, l.dims, l.f
+	if len(in) == 2 {
+		return func() error { ctx.SwiGLU(f(out), f(in[0]), f(in[1])); return nil }, nil
+	}
+	cols := dims(out)[1]
+	if pr, _ := n.Attrs.Bool("per_row"); pr {
+		// Row 0 of each sequence's block of the unmasked stack.
+		s1 := dims(in[0])[0] / rows
+		return func() error {
+			y, x := f(out), f(in[0])
+			for g := 0; g < rows; g++ {
+				r := g * s1
+				ctx.SwiGLU(y[g*cols:(g+1)*cols], x[2*r*cols:(2*r+1)*cols], x[(2*r+1)*cols:(2*r+2)*cols])
+			}
+			return nil
+		}, nil
+	}
+	return func() error {
+		y, x := f(out), f(in[0])
+		for r := 0; r < rows; r++ {
+			ctx.SwiGLU(y[r*cols:(r+1)*cols], x[2*r*cols:(2*r+1)*cols], x[(2*r+1)*cols:(2*r+2)*cols])
+		}
+		return nil
+	}, nil
+}
+
+func lowerAddRMSNorm(l *lowering) (func() error, error) {
+	ctx, out, in, eps, dims, f := l.ctx, l.out, l.in, l.eps, l.dims, l.f
+	r, d := dims(out)[1], dims(out)[2]
+	return func() error {
+		y := f(out)
+		ctx.AddRMSNorm(y[:r*d], y[r*d:], f(in[0]), f(in[1]), f(in[2]), r, d, float32(eps))
+		return nil
+	}, nil
+}
+
+func lowerNormRope(l *lowering) (func() error, error) {
+	b, p, n, ctx, out, in, rows, eps, dims, f, i32, attr := l.b, l.p, l.n, l.ctx, l.out, l.in, l.rows, l.eps, l.dims, l.f, l.i32, l.attr
+	heads, hd := attr("heads"), attr("head_dim")
+	theta, _ := n.Attrs.Float("theta")
+	rope := b.rope(hd, theta, maxPositions(p))
+	if n.Op == ir.OpNormRope {
+		return func() error {
+			return ctx.NormRope(f(out), f(in[0]), f(in[1]), rope, rows, heads, hd, i32(in[2]), float32(eps))
+		}, nil
+	}
+	if n.Op == ir.OpNormRopeAppendKV {
+		kr, maxT := dims(in[2])[0], dims(in[0])[1]
+		return func() error {
+			return ctx.NormRopeAppendKV(f(in[0]), f(in[1]), f(in[2]), f(in[3]), f(in[4]), rope, kr, heads, hd, maxT,
+				i32(in[5]), i32(in[6]), float32(eps))
+		}, nil
+	}
+	xr, maxT := dims(in[1])[0], dims(in[0])[1]
+	return func() error {
+		return ctx.NormRopeAppend(f(in[0]), f(in[1]), f(in[2]), rope, xr, heads, hd, maxT, i32(in[3]), i32(in[4]), float32(eps))
+	}, nil
+}
+
+func lowerToDevice(l *lowering) (func() error, error) {
+	p, out, in, rows, dims, f := l.p, l.out, l.in, l.rows, l.dims, l.f
+	if qa := p.qa[out]; qa != nil {
+		d := dims(out)[1]
+		return func() error { return p.b.qctx.QuantizeActivations(qa, f(in[0]), rows, d) }, nil
+	}
+	return func() error { copy(f(out), f(in[0])); return nil }, nil
+}
+
+func lowerToTEE(l *lowering) (func() error, error) {
+	out, in, f := l.out, l.in, l.f
+	return func() error { copy(f(out), f(in[0])); return nil }, nil
+}
+
+func lowerMeanRows(l *lowering) (func() error, error) {
+	out, in, dims, f := l.out, l.in, l.dims, l.f
+	r, d := dims(in[0])[0], dims(in[0])[1]
+	acc := make([]float64, d)
+	return func() error {
+		meanRows(f(out), f(in[0]), acc, r, d)
+		return nil
+	}, nil
+}
+
+func lowerSubRow(l *lowering) (func() error, error) {
+	n, out, in, rows, dims, f := l.n, l.out, l.in, l.rows, l.dims, l.f
+	cols := dims(out)[1]
+	sub := n.Op == ir.OpSubRow
+	return func() error {
+		y, x, m := f(out), f(in[0]), f(in[1])
+		for r := 0; r < rows; r++ {
+			yr, xr := y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols]
+			for j, v := range m[:cols] {
+				if sub {
+					yr[j] = xr[j] - v
+				} else {
+					yr[j] = xr[j] + v
+				}
+			}
+		}
+		return nil
+	}, nil
+}
+
+func lowerBiasAdd(l *lowering) (func() error, error) {
+	ctx, out, in, rows, dims, f := l.ctx, l.out, l.in, l.rows, l.dims, l.f
+	cols := dims(out)[1]
+	return func() error {
+		y, x, bias := f(out), f(in[0]), f(in[1])
+		for r := 0; r < rows; r++ {
+			ctx.Add(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], bias)
+		}
+		return nil
+	}, nil
+}
+
+func lowerEmbed(l *lowering) (func() error, error) {
+	ctx, out, in, dims, f, i32 := l.ctx, l.out, l.in, l.dims, l.f, l.i32
+	d, vocab := dims(in[1])[1], dims(in[1])[0]
+	return func() error { return ctx.Embed(f(out), f(in[1]), i32(in[0]), d, vocab) }, nil
+}
+
+func lowerRMSNorm(l *lowering) (func() error, error) {
+	ctx, out, in, rows, eps, dims, f := l.ctx, l.out, l.in, l.rows, l.eps, l.dims, l.f
+	d := dims(out)[1]
+	return func() error { ctx.RMSNorm(f(out), f(in[0]), f(in[1]), rows, d, float32(eps)); return nil }, nil
+}
+
+func lowerMatMul(l *lowering) (func() error, error) {
+	p, ctx, out, in, rows, dims, f := l.p, l.ctx, l.out, l.in, l.rows, l.dims, l.f
+	k, nOut := dims(in[0])[1], dims(in[1])[0]
+	if p.f32[in[1]] == nil {
+		return nil, fmt.Errorf("the TEE multiplies f32 weights only, %v is %v", in[1], p.g.Node(in[1]).Type)
+	}
+	if len(in) == 3 {
+		return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, f(in[2])); return nil }, nil
+	}
+	return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, nil); return nil }, nil
+}
+
+func lowerQKNorm(l *lowering) (func() error, error) {
+	ctx, out, in, rows, eps, f, attr := l.ctx, l.out, l.in, l.rows, l.eps, l.f, l.attr
+	heads, hd := attr("heads"), attr("head_dim")
+	return func() error {
+		copy(f(out), f(in[0]))
+		ctx.HeadRMSNorm(f(out), f(in[1]), rows, heads, hd, float32(eps))
+		return nil
+	}, nil
+}
+
+func lowerRope(l *lowering) (func() error, error) {
+	b, p, n, out, in, rows, f, i32, attr := l.b, l.p, l.n, l.out, l.in, l.rows, l.f, l.i32, l.attr
+	heads, hd := attr("heads"), attr("head_dim")
+	theta, _ := n.Attrs.Float("theta")
+	maxPos := maxPositions(p)
+	r := b.rope(hd, theta, maxPos)
+	return func() error {
+		copy(f(out), f(in[0]))
+		return r.Apply(f(out), rows, heads, hd, i32(in[1]))
+	}, nil
+}
+
+func lowerKVAppend(l *lowering) (func() error, error) {
+	ctx, in, dims, f, i32 := l.ctx, l.in, l.dims, l.f, l.i32
+	cd := dims(in[0])
+	width, maxT := cd[2], cd[1]
+	xr := dims(in[1])[0]
+	return func() error { return ctx.KVAppend(f(in[0]), f(in[1]), xr, width, maxT, i32(in[2]), i32(in[3])) }, nil
+}
+
+func lowerAttention(l *lowering) (func() error, error) {
+	p, n, ctx, out, in, rows, dims, f, i32, attr := l.p, l.n, l.ctx, l.out, l.in, l.rows, l.dims, l.f, l.i32, l.attr
+	heads, kvh, hd := attr("heads"), attr("kv_heads"), attr("head_dim")
+	scale, _ := n.Attrs.Float("scale")
+	maxT := dims(in[1])[1]
+	// A captured decode step is keyed by a kv-length bucket L: it
+	// serves positions below L only, and refuses others rather than
+	// silently running outside the geometry it was captured for.
+	limit := maxT
+	if l, ok := p.bind["L"]; ok && l > 0 && l < maxT {
+		limit = l
+	}
+	return func() error {
+		for _, q := range i32(in[4]) {
+			if int(q) >= limit {
+				return fmt.Errorf("position %d is outside the kv bucket of %d this step was captured for", q, limit)
+			}
+		}
+		return ctx.Attention(f(out), f(in[0]), f(in[1]), f(in[2]), rows, heads, kvh, hd, maxT, i32(in[3]), i32(in[4]), float32(scale))
+	}, nil
+}
+
+func lowerSiLU(l *lowering) (func() error, error) {
+	ctx, out, in, f := l.ctx, l.out, l.in, l.f
+	return func() error { ctx.SiLU(f(out), f(in[0])); return nil }, nil
+}
+
+func lowerMul(l *lowering) (func() error, error) {
+	ctx, out, in, f := l.ctx, l.out, l.in, l.f
+	return func() error { ctx.Mul(f(out), f(in[0]), f(in[1])); return nil }, nil
+}
+
+func lowerAdd(l *lowering) (func() error, error) {
+	ctx, out, in, f := l.ctx, l.out, l.in, l.f
+	return func() error { ctx.Add(f(out), f(in[0]), f(in[1])); return nil }, nil
+}
+
+func lowerLastRow(l *lowering) (func() error, error) {
+	out, in, dims, f := l.out, l.in, l.dims, l.f
+	d := dims(in[0])[1]
+	return func() error {
+		x := f(in[0])
+		copy(f(out), x[len(x)-d:])
+		return nil
+	}, nil
 }
 
 // lowerDevice sends a device-placed matmul to the Device: the operand
 // rows cross, the weight is already resident, the product comes back.
 func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
-	if n.Op != "matmul" && n.Op != "lm_head" {
-		return nil, fmt.Errorf("no device kernel for op %q", n.Op)
-	}
 	if len(n.Inputs) != 2 {
 		return nil, fmt.Errorf("a device %s takes no bias (the protect pass moves it to the TEE)", n.Op)
 	}
@@ -353,14 +497,13 @@ func (p *Program) useSlot(n *ir.Node) (*slot, error) {
 	return sl, nil
 }
 
-// maxPositions is the cache capacity T, the bound on every position.
+// maxPositions is the cache capacity T, the bound on every position: the
+// T of the first in-place result (a cache [S, T, kv] or a pair of them).
 func maxPositions(p *Program) int {
 	for i, n := range p.g.Nodes {
-		if n.Op == "kv_append" || n.Op == "norm_rope_append" {
-			return p.dims[i][1]
-		}
-		if n.Op == "norm_rope_append_kv" {
-			return p.dims[i][2] // [2, S, T, kv]
+		if ir.ResultOf(n.Op) == ir.InPlace {
+			d := p.dims[i]
+			return d[len(d)-2]
 		}
 	}
 	return 1 << 16
@@ -421,7 +564,7 @@ func (p *Program) maskGroups(y, x []float32, sl *slot, blk, d int, apply bool) e
 // -1 when there is none (the fill then runs serially).
 func (p *Program) slotOfStack(n *ir.Node) int64 {
 	for _, m := range p.g.Nodes[n.ID+1:] {
-		if m.Op == "mask" && len(m.Inputs) > 0 && m.Inputs[0] == n.ID {
+		if m.Op == ir.OpMask && len(m.Inputs) > 0 && m.Inputs[0] == n.ID {
 			id, _ := m.Attrs.Int("slot")
 			return id
 		}

@@ -147,19 +147,37 @@ func (f *Forward) residentBuf(key string, mk func() ([]float32, []int, error)) (
 	return r, nil
 }
 
-// forwardOps are the ops a whole-forward program lowers. Protection ops
-// (mask, unmask, shield_*, centring) are refused by name.
+// forwardOps is this backend's op table for whole-forward programs: the
+// ops it lowers to graph nodes.
 var forwardOps = map[string]bool{
-	"input": true, "weight": true, "concat_weights": true, "embed": true, "rms_norm": true,
-	"add_rms_norm": true, "take": true, "matmul": true, "lm_head": true, "qk_norm": true,
-	"rope": true, "norm_rope": true, "norm_rope_append": true, "norm_rope_append_kv": true, "kv_append": true, "attention": true,
-	"silu": true, "mul": true, "add": true, "swiglu": true, "slice_cols": true, "last_row": true,
-	"to_device": true, "to_tee": true, "bias_add": true,
+	ir.OpInput: true, ir.OpWeight: true, ir.OpConcatWeights: true, ir.OpEmbed: true, ir.OpRMSNorm: true,
+	ir.OpAddRMSNorm: true, ir.OpTake: true, ir.OpMatMul: true, ir.OpLMHead: true, ir.OpQKNorm: true,
+	ir.OpRope: true, ir.OpNormRope: true, ir.OpNormRopeAppend: true, ir.OpNormRopeAppendKV: true,
+	ir.OpKVAppend: true, ir.OpAttention: true, ir.OpSiLU: true, ir.OpMul: true, ir.OpAdd: true,
+	ir.OpSwiGLU: true, ir.OpSliceCols: true, ir.OpLastRow: true, ir.OpToDevice: true, ir.OpToTEE: true,
+	ir.OpBiasAdd: true,
 }
 
-var protectionOps = map[string]bool{
-	"mask": true, "unmask": true, "shield_stack": true, "shield_strip": true,
-	"mean_rows": true, "sub_row": true, "add_row": true,
+// declinedProtection is why whole-forward lowering refuses the protection
+// ops: it is the mask-none baseline.
+const declinedProtection = "protected graphs are not supported (whole-forward lowering is the mask-none baseline)"
+
+// forwardDeclined are the ops a whole-forward program refuses by name,
+// each with the reason Compile reports.
+var forwardDeclined = map[string]string{
+	ir.OpMask: declinedProtection, ir.OpUnmask: declinedProtection,
+	ir.OpShieldStack: declinedProtection, ir.OpShieldStrip: declinedProtection,
+	ir.OpMeanRows: declinedProtection, ir.OpSubRow: declinedProtection, ir.OpAddRow: declinedProtection,
+}
+
+// ForwardSupports reports whether whole-forward lowering lowers op.
+func ForwardSupports(op string) bool { return forwardOps[op] }
+
+// ForwardDeclines returns why whole-forward lowering refuses op, if it
+// declines it explicitly.
+func ForwardDeclines(op string) (reason string, declined bool) {
+	reason, declined = forwardDeclined[op]
+	return reason, declined
 }
 
 // ForwardProgram is one graph compiled for fixed bindings: it implements
@@ -406,8 +424,8 @@ func (g fb) silu(x backends.Op) backends.Op { return g.m(g.b.Mul(x, g.m(g.b.Logi
 func (f *Forward) Compile(g *ir.Graph, bind map[string]int) (*ForwardProgram, error) {
 	for _, n := range g.Nodes {
 		switch {
-		case protectionOps[n.Op]:
-			return nil, fmt.Errorf("gomlx forward: compile %s: %v = %s: protected graphs are not supported (whole-forward lowering is the mask-none baseline)", g.Name, n.ID, n.Op)
+		case forwardDeclined[n.Op] != "":
+			return nil, fmt.Errorf("gomlx forward: compile %s: %v = %s: %s", g.Name, n.ID, n.Op, forwardDeclined[n.Op])
 		case !forwardOps[n.Op]:
 			return nil, fmt.Errorf("gomlx forward: compile %s: %v = %s: op not supported", g.Name, n.ID, n.Op)
 		case n.Type.DType.IsQuantized():
@@ -497,13 +515,8 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 			return nil, fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
 		}
 		dims[i] = d
-		if n.Op == "kv_append" || n.Op == "norm_rope_append" {
-			if p.maxT == 0 {
-				p.maxT, p.nseq = d[1], d[0]
-			}
-		}
-		if n.Op == "norm_rope_append_kv" && p.maxT == 0 { // [2, S, T, kv]
-			p.maxT, p.nseq = d[2], d[1]
+		if ir.ResultOf(n.Op) == ir.InPlace && p.maxT == 0 { // a cache [S, T, kv] or a pair of them
+			p.maxT, p.nseq = d[len(d)-2], d[len(d)-3]
 		}
 	}
 	if p.maxT == 0 {
@@ -532,7 +545,7 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 
 	// Graph inputs first, in node order: i32 inputs, then f32 caches.
 	for _, n := range g.Nodes {
-		if n.Op != "input" {
+		if n.Op != ir.OpInput {
 			continue
 		}
 		name, _ := n.Attrs.Str("name")
@@ -603,10 +616,10 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 		var out backends.Op
 		var err error
 		switch n.Op {
-		case "input":
+		case ir.OpInput:
 			name, _ := n.Attrs.Str("name")
 			out = inputOp[name]
-		case "weight":
+		case ir.OpWeight:
 			name, _ := n.Attrs.Str("name")
 			want := dims[n.ID]
 			wdefs[n.ID] = wdef{"w:" + name, want, func() ([]float32, []int, error) {
@@ -619,12 +632,12 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 				}
 				return data, shape, nil
 			}}
-		case "concat_weights":
+		case ir.OpConcatWeights:
 			var names []string
 			for _, x := range in {
 				wn := g.Node(x)
 				name, _ := wn.Attrs.Str("name")
-				if wn.Op != "weight" {
+				if wn.Op != ir.OpWeight {
 					return nil, fmt.Errorf("%v = concat_weights: operand %v is a %s, not a weight", n.ID, x, wn.Op)
 				}
 				names = append(names, name)
@@ -641,22 +654,22 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 				}
 				return data, want, nil
 			}}
-		case "embed":
+		case ir.OpEmbed:
 			d := dims[n.ID][1]
 			rows := dims[n.ID][0]
 			p.vocab = dims[in[1]][0]
-			if src := g.Node(in[0]); src.Op == "input" {
+			if src := g.Node(in[0]); src.Op == ir.OpInput {
 				p.tokIn, _ = src.Attrs.Str("name")
 			}
 			out = b.m(b.b.Gather(v(1), b.reshape(v(0), rows, 1), 1, []int{1}, []int{0}, []int{0}, []int{1, d}, false))
-		case "rms_norm":
+		case ir.OpRMSNorm:
 			out = b.rms(v(0), v(1), eps)
-		case "add_rms_norm":
+		case ir.OpAddRMSNorm:
 			sum := b.m(b.b.Add(v(0), v(1)))
 			pairs[n.ID] = [2]backends.Op{sum, b.rms(sum, v(2), eps)}
 			r, d := dims[n.ID][1], dims[n.ID][2]
 			out = b.m(b.b.Concatenate(0, b.reshape(pairs[n.ID][0], 1, r, d), b.reshape(pairs[n.ID][1], 1, r, d)))
-		case "take":
+		case ir.OpTake:
 			idx := attr("index")
 			if pr, ok := pairs[in[0]]; ok && idx < 2 {
 				out = pr[idx]
@@ -664,7 +677,7 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 				inner := dims[n.ID]
 				out = b.reshape(b.slice(v(0), 0, idx, idx+1), inner...)
 			}
-		case "matmul", "lm_head":
+		case ir.OpMatMul, ir.OpLMHead:
 			var bias *backends.Op
 			if len(in) == 3 {
 				bo := v(2)
@@ -678,12 +691,12 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 				}
 			}
 			out = b.linear(v(0), v(1), bias)
-		case "bias_add":
+		case ir.OpBiasAdd:
 			d := dims[n.ID]
 			out = b.m(b.b.Add(v(0), b.bcast(v(1), []int{1}, d...)))
-		case "qk_norm":
+		case ir.OpQKNorm:
 			out = b.headRMS(v(0), v(1), attr("heads"), attr("head_dim"), eps)
-		case "rope", "norm_rope":
+		case ir.OpRope, ir.OpNormRope:
 			theta, _ := n.Attrs.Float("theta")
 			heads, hd := attr("heads"), attr("head_dim")
 			cos, sin, err2 := ropeTables(hd, theta)
@@ -692,11 +705,11 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 				break
 			}
 			x, pos := v(0), v(1)
-			if n.Op == "norm_rope" {
+			if n.Op == ir.OpNormRope {
 				x, pos = b.headRMS(v(0), v(1), heads, hd, eps), v(2)
 			}
 			out = b.rope(x, pos, cos, sin, heads, hd)
-		case "norm_rope_append":
+		case ir.OpNormRopeAppend:
 			theta, _ := n.Attrs.Float("theta")
 			heads, hd := attr("heads"), attr("head_dim")
 			cos, sin, err2 := ropeTables(hd, theta)
@@ -706,7 +719,7 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 			}
 			k := b.rope(b.headRMS(v(1), v(2), heads, hd, eps), v(4), cos, sin, heads, hd)
 			out = b.kvAppend(v(0), k, v(3), v(4))
-		case "norm_rope_append_kv":
+		case ir.OpNormRopeAppendKV:
 			theta, _ := n.Attrs.Float("theta")
 			heads, hd := attr("heads"), attr("head_dim")
 			cos, sin, err2 := ropeTables(hd, theta)
@@ -719,31 +732,31 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 			// Only its takes are read; the pair itself is never
 			// materialised (that would copy both caches).
 			out = pairs[n.ID][0]
-		case "kv_append":
+		case ir.OpKVAppend:
 			out = b.kvAppend(v(0), v(1), v(2), v(3))
-		case "attention":
+		case ir.OpAttention:
 			scale, _ := n.Attrs.Float("scale")
 			out = b.attention(v(0), v(1), v(2), v(3), v(4), attr("heads"), attr("kv_heads"), attr("head_dim"), p.limit, scale)
-		case "silu":
+		case ir.OpSiLU:
 			out = b.silu(v(0))
-		case "mul":
+		case ir.OpMul:
 			out = b.m(b.b.Mul(v(0), v(1)))
-		case "add":
+		case ir.OpAdd:
 			out = b.m(b.b.Add(v(0), v(1)))
-		case "swiglu":
+		case ir.OpSwiGLU:
 			if len(in) == 2 {
 				out = b.m(b.b.Mul(b.silu(v(0)), v(1)))
 			} else {
 				c := dims[n.ID][1]
 				out = b.m(b.b.Mul(b.silu(b.slice(v(0), 1, 0, c)), b.slice(v(0), 1, c, 2*c)))
 			}
-		case "slice_cols":
+		case ir.OpSliceCols:
 			start, width := attr("start"), attr("width")
 			out = b.slice(v(0), 1, start, start+width)
-		case "last_row":
+		case ir.OpLastRow:
 			r := dims[in[0]][0]
 			out = b.slice(v(0), 0, r-1, r)
-		case "to_device", "to_tee":
+		case ir.OpToDevice, ir.OpToTEE:
 			out = v(0) // mask none: the crossing is the identity
 		default:
 			err = fmt.Errorf("op not supported")

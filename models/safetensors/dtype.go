@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"github.com/x448/float16"
+
+	"gelo/ir"
 )
 
 // Element types gelo reads and writes as floats.
@@ -14,14 +16,31 @@ const (
 	F16  = "F16"
 )
 
+// irDTypes maps the file dtypes the IR also has to its dtypes, whose
+// record (ir.DTypeInfo) gives their size.
+var irDTypes = map[string]ir.DType{F32: ir.F32, BF16: ir.BF16, F16: ir.F16, "I32": ir.I32}
+
 // dtypeSizes lists every dtype of the safetensors format with its element
 // size in bytes. A file may hold any of them; only F32, BF16 and F16 can be
-// read as float32.
-var dtypeSizes = map[string]int{
-	"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1,
-	"I16": 2, "U16": 2, F16: 2, BF16: 2,
-	"I32": 4, "U32": 4, F32: 4,
-	"I64": 8, "U64": 8, "F64": 8, "C64": 8,
+// read as float32. The dtypes the IR shares take their size from its
+// dtype record.
+var dtypeSizes = func() map[string]int {
+	sizes := map[string]int{
+		"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1,
+		"I16": 2, "U16": 2,
+		"U32": 4,
+		"I64": 8, "U64": 8, "F64": 8, "C64": 8,
+	}
+	for name, d := range irDTypes {
+		sizes[name] = d.Info().BlockBytes
+	}
+	return sizes
+}()
+
+// IRDType returns the IR dtype of a file dtype, where the two overlap.
+func IRDType(dtype string) (ir.DType, bool) {
+	d, ok := irDTypes[dtype]
+	return d, ok
 }
 
 // DTypeSize is the element size in bytes of a safetensors dtype, or an

@@ -3,6 +3,9 @@ package mask
 import (
 	"errors"
 	"fmt"
+	"strconv"
+
+	"gelo/ir"
 )
 
 // Mask is one sampled orthogonal mask A (s x s) of a forward pass.
@@ -26,11 +29,50 @@ type Mask interface {
 	Zeroise()
 }
 
-// Family names accepted by ShieldRows and Workspace.Sample.
+// Family names accepted by ShieldRows and Workspace.Sample: the families
+// of ir's registry, which names them and states their shield rule.
 const (
-	FamilyHaar = "haar"
-	FamilyHD3  = "hd3"
+	FamilyHaar = ir.FamilyHaar
+	FamilyHD3  = ir.FamilyHD3
 )
+
+// sampler samples a mask of one family into a workspace.
+type sampler func(w *Workspace, s int, rng *RNG) (Mask, error)
+
+// samplers are this package's samplers by family name; a test checks that
+// every family ir registers has one.
+var samplers = map[string]sampler{
+	FamilyHaar: func(w *Workspace, s int, rng *RNG) (Mask, error) {
+		h, err := w.Haar(s, rng)
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
+	},
+	FamilyHD3: func(w *Workspace, s int, rng *RNG) (Mask, error) {
+		h, err := w.HD3(s, rng)
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
+	},
+}
+
+// HasSampler reports whether family is a registered family this package
+// can sample.
+func HasSampler(family string) bool {
+	_, registered := ir.LookupMaskFamily(family)
+	return registered && samplers[family] != nil
+}
+
+// unknownFamily is the error for a family without a sampler.
+func unknownFamily(family string) error {
+	var want []string
+	for _, n := range ir.MaskFamilyNames() {
+		want = append(want, strconv.Quote(n))
+	}
+	return fmt.Errorf("mask: unknown family %q (want %s)", family, ir.OrList(want))
+}
 
 func checkShape(kind string, s, n, d int) error {
 	if d < 1 {
@@ -93,23 +135,10 @@ func (w *Workspace) HD3(s int, rng *RNG) (*HD3, error) {
 // Sample samples a mask of the named family ("haar" or "hd3"). On error
 // the previous mask of that family in w has been zeroised.
 func (w *Workspace) Sample(family string, s int, rng *RNG) (Mask, error) {
-	var m Mask
-	var err error
-	switch family {
-	case FamilyHaar:
-		var h *Haar
-		if h, err = w.Haar(s, rng); err == nil {
-			m = h
-		}
-	case FamilyHD3:
-		var h *HD3
-		if h, err = w.HD3(s, rng); err == nil {
-			m = h
-		}
-	default:
-		err = fmt.Errorf("mask: unknown family %q (want %q or %q)", family, FamilyHaar, FamilyHD3)
+	if !HasSampler(family) {
+		return nil, unknownFamily(family)
 	}
-	return m, err // a nil interface on error, never a typed nil
+	return samplers[family](w, s, rng) // a nil interface on error, never a typed nil
 }
 
 // Zeroise wipes both masks and every scratch buffer of the workspace,

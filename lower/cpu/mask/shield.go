@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
+
+	"gelo/ir"
 )
 
 // Shield defaults from the protocol (GELO §4.2): at least 8 shield rows at
@@ -40,15 +41,11 @@ func ShieldRows(family string, n, minK int) (int, error) {
 	if n > maxStack-minK {
 		return 0, fmt.Errorf("mask: n + minK = %d + %d exceeds %d", n, minK, maxStack)
 	}
-	switch family {
-	case FamilyHaar:
-		return minK, nil
-	case FamilyHD3:
-		t := n + minK
-		p := 1 << bits.Len(uint(t-1)) // next power of two >= t (t >= 8)
-		return p - n, nil
+	f, ok := ir.LookupMaskFamily(family)
+	if !ok || !HasSampler(family) {
+		return 0, unknownFamily(family)
 	}
-	return 0, fmt.Errorf("mask: unknown family %q (want %q or %q)", family, FamilyHaar, FamilyHD3)
+	return f.ShieldRows(n, minK), nil // the family's rule, from ir's registry
 }
 
 // Shield rows are generated in blocks of shieldRowsPerBlock(d) rows. Each

@@ -3,8 +3,8 @@ package cpu
 import (
 	"testing"
 
-	"gelo/ir"
 	"gelo/device/wire"
+	"gelo/ir"
 )
 
 // The block formats the kernels implement (device/wire) have the sizes ir's dtype record

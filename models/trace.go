@@ -86,7 +86,7 @@ func (t *tracer) declared(op, name string, typ ir.Type) ir.ValueID {
 }
 
 func (t *tracer) weight(name string, shape ...any) ir.ValueID {
-	return t.declared("weight", name, ir.T(ir.F32, shape...))
+	return t.declared(ir.OpWeight, name, ir.T(ir.F32, shape...))
 }
 
 // linear is a projection with an optional bias.
@@ -94,9 +94,9 @@ func (t *tracer) linear(x ir.ValueID, prefix string, out, in int, bias bool) ir.
 	w := t.weight(prefix+".weight", out, in)
 	if bias {
 		b := t.weight(prefix+".bias", out)
-		return t.add("matmul", nil, x, w, b)
+		return t.add(ir.OpMatMul, nil, x, w, b)
 	}
-	return t.add("matmul", nil, x, w)
+	return t.add(ir.OpMatMul, nil, x, w)
 }
 
 func traceGraph(cfg *Config, phase string, opt TraceOptions) (*ir.Graph, error) {
@@ -110,54 +110,54 @@ func traceGraph(cfg *Config, phase string, opt TraceOptions) (*ir.Graph, error) 
 	q, kv := hq*hd, hkv*hd
 	eps := cfg.RMSNormEps
 
-	tokens := t.declared("input", InputTokens, ir.T(ir.I32, rows))
-	pos := t.declared("input", InputPos, ir.T(ir.I32, rows))
-	seq := t.declared("input", InputSeq, ir.T(ir.I32, rows))
+	tokens := t.declared(ir.OpInput, InputTokens, ir.T(ir.I32, rows))
+	pos := t.declared(ir.OpInput, InputPos, ir.T(ir.I32, rows))
+	seq := t.declared(ir.OpInput, InputSeq, ir.T(ir.I32, rows))
 	embed := t.weight(EmbedName, cfg.VocabSize, d)
-	x := t.add("embed", nil, tokens, embed)
+	x := t.add(ir.OpEmbed, nil, tokens, embed)
 
 	var outputs []ir.Output
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
 		p := LayerPrefix(l)
 		cacheT := ir.Type{DType: ir.F32, Shape: ir.Shape{seqs, ir.S("T"), ir.D(kv)}}
-		kc := t.declared("input", CacheName('k', l), cacheT)
-		vc := t.declared("input", CacheName('v', l), cacheT)
+		kc := t.declared(ir.OpInput, CacheName('k', l), cacheT)
+		vc := t.declared(ir.OpInput, CacheName('v', l), cacheT)
 
-		h := t.add("rms_norm", ir.Attrs{"eps": eps}, x, t.weight(p+"input_layernorm.weight", d))
+		h := t.add(ir.OpRMSNorm, ir.Attrs{"eps": eps}, x, t.weight(p+"input_layernorm.weight", d))
 		qv := t.linear(h, p+"self_attn.q_proj", q, d, cfg.QKVBias())
 		kv1 := t.linear(h, p+"self_attn.k_proj", kv, d, cfg.QKVBias())
 		vv := t.linear(h, p+"self_attn.v_proj", kv, d, cfg.QKVBias())
 		if cfg.QKNorm() {
-			qv = t.add("qk_norm", ir.Attrs{"heads": int64(hq), "head_dim": int64(hd), "eps": eps},
+			qv = t.add(ir.OpQKNorm, ir.Attrs{"heads": int64(hq), "head_dim": int64(hd), "eps": eps},
 				qv, t.weight(p+"self_attn.q_norm.weight", hd))
-			kv1 = t.add("qk_norm", ir.Attrs{"heads": int64(hkv), "head_dim": int64(hd), "eps": eps},
+			kv1 = t.add(ir.OpQKNorm, ir.Attrs{"heads": int64(hkv), "head_dim": int64(hd), "eps": eps},
 				kv1, t.weight(p+"self_attn.k_norm.weight", hd))
 		}
-		qv = t.add("rope", ir.Attrs{"heads": int64(hq), "head_dim": int64(hd), "theta": cfg.RopeTheta}, qv, pos)
-		kv1 = t.add("rope", ir.Attrs{"heads": int64(hkv), "head_dim": int64(hd), "theta": cfg.RopeTheta}, kv1, pos)
-		kc = t.add("kv_append", nil, kc, kv1, seq, pos)
-		vc = t.add("kv_append", nil, vc, vv, seq, pos)
-		att := t.add("attention", ir.Attrs{"heads": int64(hq), "kv_heads": int64(hkv), "head_dim": int64(hd),
+		qv = t.add(ir.OpRope, ir.Attrs{"heads": int64(hq), "head_dim": int64(hd), "theta": cfg.RopeTheta}, qv, pos)
+		kv1 = t.add(ir.OpRope, ir.Attrs{"heads": int64(hkv), "head_dim": int64(hd), "theta": cfg.RopeTheta}, kv1, pos)
+		kc = t.add(ir.OpKVAppend, nil, kc, kv1, seq, pos)
+		vc = t.add(ir.OpKVAppend, nil, vc, vv, seq, pos)
+		att := t.add(ir.OpAttention, ir.Attrs{"heads": int64(hq), "kv_heads": int64(hkv), "head_dim": int64(hd),
 			"scale": 1 / math.Sqrt(float64(hd))}, qv, kc, vc, seq, pos)
 		o := t.linear(att, p+"self_attn.o_proj", d, q, cfg.OBias())
-		x = t.add("add", nil, x, o)
+		x = t.add(ir.OpAdd, nil, x, o)
 
-		h = t.add("rms_norm", ir.Attrs{"eps": eps}, x, t.weight(p+"post_attention_layernorm.weight", d))
+		h = t.add(ir.OpRMSNorm, ir.Attrs{"eps": eps}, x, t.weight(p+"post_attention_layernorm.weight", d))
 		gate := t.linear(h, p+"mlp.gate_proj", ff, d, false)
 		up := t.linear(h, p+"mlp.up_proj", ff, d, false)
-		act := t.add("mul", nil, t.add("silu", nil, gate), up)
-		x = t.add("add", nil, x, t.linear(act, p+"mlp.down_proj", d, ff, false))
+		act := t.add(ir.OpMul, nil, t.add(ir.OpSiLU, nil, gate), up)
+		x = t.add(ir.OpAdd, nil, x, t.linear(act, p+"mlp.down_proj", d, ff, false))
 		outputs = append(outputs, ir.Output{Name: CacheName('k', l), Value: kc}, ir.Output{Name: CacheName('v', l), Value: vc})
 	}
 	if phase == PhasePrefill && !opt.AllLogits {
-		x = t.add("last_row", nil, x)
+		x = t.add(ir.OpLastRow, nil, x)
 	}
-	x = t.add("rms_norm", ir.Attrs{"eps": eps}, x, t.weight(FinalNormName, d))
+	x = t.add(ir.OpRMSNorm, ir.Attrs{"eps": eps}, x, t.weight(FinalNormName, d))
 	head := embed
 	if !cfg.TieWordEmbeddings {
 		head = t.weight(LMHeadName, cfg.VocabSize, d)
 	}
-	logits := t.add("lm_head", nil, x, head)
+	logits := t.add(ir.OpLMHead, nil, x, head)
 	if t.err != nil {
 		return nil, t.err
 	}

@@ -22,12 +22,6 @@ type PassTruth struct {
 	Tokens []int32
 }
 
-// Phases of a forward pass, as recordings name them.
-const (
-	PhasePrefill = "prefill"
-	PhaseDecode  = "decode"
-)
-
 // RecordOptions bound a recorded generation.
 type RecordOptions struct {
 	// MaxTokens new tokens per prompt, greedy (the first comes from the
@@ -69,13 +63,13 @@ func Record(m *ir.Module, w *models.Weights, eo EngineOptions, key []byte, promp
 		if len(prompt) == 0 || len(prompt)+ro.MaxTokens > s.MaxContext() {
 			return nil, nil, fmt.Errorf("record: prompt %d: %d tokens + %d new do not fit the context of %d", p, len(prompt), ro.MaxTokens, s.MaxContext())
 		}
-		logits, err := run(p, PhasePrefill, prompt, func() ([]float32, error) { return s.Prefill(prompt) })
+		logits, err := run(p, models.PhasePrefill, prompt, func() ([]float32, error) { return s.Prefill(prompt) })
 		if err != nil {
 			return nil, nil, fmt.Errorf("record: prompt %d: %w", p, err)
 		}
 		for range ro.MaxTokens - 1 {
 			tok := int32(runtime.Argmax(logits))
-			if logits, err = run(p, PhaseDecode, []int32{tok}, func() ([]float32, error) { return s.Decode(tok) }); err != nil {
+			if logits, err = run(p, models.PhaseDecode, []int32{tok}, func() ([]float32, error) { return s.Decode(tok) }); err != nil {
 				return nil, nil, fmt.Errorf("record: prompt %d: %w", p, err)
 			}
 		}

@@ -69,7 +69,7 @@ func (mf *modelFlags) engine(w *models.Weights, key []byte, m *ir.Module) (*plan
 // that compiles on the fly.
 func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	d := plan.Defaults()
-	fs.StringVar(&mf.mask, "mask", d.Mask, "protection: none (insecure baseline), haar or hd3")
+	fs.StringVar(&mf.mask, "mask", d.Mask, passes.MaskFamilyHelp())
 	fs.StringVar(&mf.cadence, "cadence", d.Cadence, "mask cadence: per-forward or per-offload")
 	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
 	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")

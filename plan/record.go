@@ -11,17 +11,6 @@ import (
 	"gelo/runtime"
 )
 
-// PassTruth is what the TEE fed one forward pass: the ground truth an
-// attack on the recording is scored against. It is never written into a
-// recording.
-type PassTruth struct {
-	Pass   int
-	Prompt int    // index of the prompt the pass belongs to
-	Phase  string // "prefill" or "decode"
-	Pos    int    // position of the first row
-	Tokens []int32
-}
-
 // RecordOptions bound a recorded generation.
 type RecordOptions struct {
 	// MaxTokens new tokens per prompt, greedy (the first comes from the
@@ -36,7 +25,7 @@ type RecordOptions struct {
 // Record runs greedy generation for each prompt on a fresh session with
 // the device wrapped by a spy, marking each forward pass, and returns what
 // the device saw and, apart, the truth of every pass.
-func Record(m *ir.Module, w *models.Weights, eo EngineOptions, key []byte, prompts [][]int32, ro RecordOptions) (*record.Recording, []PassTruth, error) {
+func Record(m *ir.Module, w *models.Weights, eo EngineOptions, key []byte, prompts [][]int32, ro RecordOptions) (*record.Recording, []record.PassTruth, error) {
 	if ro.MaxTokens <= 0 {
 		return nil, nil, fmt.Errorf("record: max tokens must be positive, got %d", ro.MaxTokens)
 	}
@@ -50,10 +39,10 @@ func Record(m *ir.Module, w *models.Weights, eo EngineOptions, key []byte, promp
 	if err != nil {
 		return nil, nil, err
 	}
-	var truth []PassTruth
+	var truth []record.PassTruth
 	pass := 0
 	run := func(p int, phase string, tokens []int32, f func() ([]float32, error)) ([]float32, error) {
-		truth = append(truth, PassTruth{Pass: pass, Prompt: p, Phase: phase, Pos: s.Pos(), Tokens: append([]int32(nil), tokens...)})
+		truth = append(truth, record.PassTruth{Pass: pass, Prompt: p, Phase: phase, Pos: s.Pos(), Tokens: append([]int32(nil), tokens...)})
 		eng.Spy.Mark(pass, phase)
 		pass++
 		return f()

@@ -52,6 +52,17 @@ type Recording struct {
 	Crossings []device.Crossing
 }
 
+// PassTruth is what the TEE fed one forward pass: the ground truth an
+// attack on a recording is scored against. The harness keeps it apart;
+// Write has no place for it.
+type PassTruth struct {
+	Pass   int
+	Prompt int    // index of the prompt the pass belongs to
+	Phase  string // "prefill" or "decode"
+	Pos    int    // position of the first row
+	Tokens []int32
+}
+
 // info is a crossing's description in the metadata.
 type info struct {
 	Pass   int    `json:"pass"`

@@ -1,0 +1,557 @@
+// Package attack is the judge of gelo's protection levels: it attacks what
+// the device saw (a recording, device/record) with public knowledge only
+// (the model's weights and config) and scores each attack against the
+// truth the TEE kept apart. Every figure is printed next to its chance
+// level. Nothing in the module imports this package but the CLI and the
+// tests.
+//
+// The attacks live in subpackages: rowspace (span membership, its
+// centring-aware variant, the Gram spike, shield stripping, shared-mask
+// correlation, the HD3 structure distinguisher, gram_error), invert (row
+// nearest neighbour, ridge inverters) and bss (FastICA, JADE, SOBI,
+// anchor-ICA). This package selects the payloads each attack reads,
+// runs it over a recording and keeps the score.
+package attack
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+
+	"gelo/attack/bss"
+	"gelo/attack/invert"
+	"gelo/attack/rowspace"
+	"gelo/device"
+	"gelo/device/record"
+)
+
+// Dictionary is the layer-0 dictionary: row v is exactly the row the
+// first device-bound payload of a pass carries for token v in plaintext,
+// RMSNorm(e_v) * gamma, from the public embedding table and the layer-0
+// input norm weight. The span attacks normalise rows; NN, IMA and
+// gram_error use them as they are.
+func Dictionary(embed []float32, gamma []float32, vocab, d int, eps float64) (*mat.Dense, error) {
+	if vocab <= 0 || d <= 0 || len(embed) != vocab*d || len(gamma) != d {
+		return nil, fmt.Errorf("dictionary: embedding of %d values and norm of %d for %d x %d", len(embed), len(gamma), vocab, d)
+	}
+	out := mat.NewDense(vocab, d, nil)
+	for v := range vocab {
+		row := embed[v*d : (v+1)*d]
+		var ss float64
+		for _, x := range row {
+			ss += float64(x) * float64(x)
+		}
+		inv := 1 / math.Sqrt(ss/float64(d)+eps)
+		dst := out.RawRowView(v)
+		for j, x := range row {
+			dst[j] = float64(x) * inv * float64(gamma[j])
+		}
+	}
+	return out, nil
+}
+
+// Run is one recorded condition and its truth.
+type Run struct {
+	// Condition is a short name (C0, C2, ...); Label says what it is.
+	Condition, Label string
+	Rec              *record.Recording
+	Truth            []record.PassTruth
+	// DeepWeight names the weight of the deep crossing the ISA and the
+	// sequential attack read (say, the last layer's QKV input); "" skips
+	// them.
+	DeepWeight string
+	// Oracle runs the public model for the sequential attack; nil skips it.
+	Oracle Oracle
+}
+
+// Oracle is what an attacker with the public model computes: for a prefix
+// and candidate next tokens, the plaintext row each candidate puts into
+// the deep crossing (one row per candidate, in order).
+type Oracle func(prefix []int32, candidates []int32) (*mat.Dense, error)
+
+// Options bound the work per run.
+type Options struct {
+	// MaxPrefill and MaxDecode cap the passes attacked by the span family
+	// (0: all).
+	MaxPrefill, MaxDecode int
+	// ICAPasses caps the prefill passes FastICA, JADE and anchor-ICA run on
+	// (0: 8); ICAComponents their whitening (0: 32).
+	ICAPasses, ICAComponents int
+	// SeqPrompts caps the prompts the sequential attack walks (0: 2),
+	// SeqPositions the positions per prompt (0: 8) and SeqCandidates the
+	// candidates per position (0: the whole vocabulary).
+	SeqPrompts, SeqPositions, SeqCandidates int
+	// Anchors are token ids the attacker knows to be present (the chat
+	// template's), for anchor-ICA.
+	Anchors []int32
+	// Seed orders ties and seeds the ICA runs and the ridge split.
+	Seed uint64
+	// Progress, if not nil, hears each attack as it starts.
+	Progress func(condition, attack string)
+}
+
+// Figure is one measured result.
+type Figure struct {
+	Attack string  `json:"attack"`
+	Metric string  `json:"metric"`
+	Value  float64 `json:"value"`
+	// Chance is what a guess that ignores the payload scores (NaN where
+	// the metric has no chance level; Baseline then says what to compare).
+	Chance float64 `json:"chance"`
+	N      int     `json:"n"`
+	Note   string  `json:"note,omitempty"`
+}
+
+// Report is every figure of one run.
+type Report struct {
+	Condition string   `json:"condition"`
+	Label     string   `json:"label"`
+	Insecure  string   `json:"insecure,omitempty"`
+	Figures   []Figure `json:"figures"`
+}
+
+// Get returns the figure of an attack and metric.
+func (r *Report) Get(attack, metric string) (Figure, bool) {
+	for _, f := range r.Figures {
+		if f.Attack == attack && f.Metric == metric {
+			return f, true
+		}
+	}
+	return Figure{}, false
+}
+
+// payload is one pass's view: the layer-0 payload, the deep one, the
+// truth.
+type payload struct {
+	truth record.PassTruth
+	u0    *mat.Dense // first device-bound payload (layer-0 QKV input)
+	u0b   *mat.Dense // the next device-bound payload with u0's row count (shares its mask under per-forward cadence)
+	deep  *mat.Dense
+}
+
+func dense(c device.Crossing) *mat.Dense {
+	d := make([]float64, len(c.Data))
+	for i, x := range c.Data {
+		d[i] = float64(x)
+	}
+	return mat.NewDense(c.Rows, c.Cols, d)
+}
+
+// passes groups a recording by pass and picks each pass's payloads.
+func passes(run Run) ([]payload, error) {
+	byPass := map[int][]device.Crossing{}
+	for _, c := range run.Rec.Crossings {
+		if c.Dir == device.ToDevice {
+			byPass[c.Pass] = append(byPass[c.Pass], c)
+		}
+	}
+	var out []payload
+	for _, t := range run.Truth {
+		cs := byPass[t.Pass]
+		if len(cs) == 0 {
+			return nil, fmt.Errorf("%s: pass %d has no device-bound payload", run.Condition, t.Pass)
+		}
+		sort.Slice(cs, func(i, j int) bool { return cs[i].Index < cs[j].Index })
+		p := payload{truth: t, u0: dense(cs[0])}
+		for _, c := range cs[1:] {
+			if c.Rows == cs[0].Rows && p.u0b == nil {
+				p.u0b = dense(c)
+			}
+			if run.DeepWeight != "" && strings.HasPrefix(c.Weight, run.DeepWeight) && p.deep == nil {
+				p.deep = dense(c)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func distinct(ts []int32) []int {
+	seen := map[int32]bool{}
+	var out []int
+	for _, t := range ts {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, int(t))
+		}
+	}
+	return out
+}
+
+// Evaluate runs every attack on one run.
+func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
+	if run.Rec == nil || len(run.Truth) == 0 {
+		return nil, errors.New("attack: a run needs a recording and its truth")
+	}
+	ps, err := passes(run)
+	if err != nil {
+		return nil, err
+	}
+	V, _ := D.Dims()
+	rep := &Report{Condition: run.Condition, Label: run.Label, Insecure: run.Rec.Header["gelo.insecure"]}
+	say := func(a string) {
+		if opt.Progress != nil {
+			opt.Progress(run.Condition, a)
+		}
+	}
+	add := func(f Figure) { rep.Figures = append(rep.Figures, f) }
+	var prefill, decode []payload
+	for _, p := range ps {
+		if p.truth.Phase == "prefill" {
+			prefill = append(prefill, p)
+		} else {
+			decode = append(decode, p)
+		}
+	}
+	if opt.MaxPrefill > 0 && len(prefill) > opt.MaxPrefill {
+		prefill = prefill[:opt.MaxPrefill]
+	}
+	if opt.MaxDecode > 0 && len(decode) > opt.MaxDecode {
+		decode = decode[:opt.MaxDecode]
+	}
+	sopt := rowspace.Options{TieSeed: opt.Seed}
+
+	// Span membership at decode: the fed token is the nearest dictionary row.
+	say("span-decode")
+	if len(decode) > 0 {
+		var top1, top5 float64
+		var full int
+		for _, p := range decode {
+			res, err := rowspace.SpanMembership(p.u0, D, sopt)
+			if err != nil {
+				return nil, fmt.Errorf("%s: span decode pass %d: %w", run.Condition, p.truth.Pass, err)
+			}
+			if res.Full {
+				full++
+			}
+			tok := int(p.truth.Tokens[0])
+			if rowspace.TopK(res.Ranking, tok, 1) {
+				top1++
+			}
+			if rowspace.TopK(res.Ranking, tok, 5) {
+				top5++
+			}
+		}
+		n := float64(len(decode))
+		note := ""
+		if full > 0 {
+			note = fmt.Sprintf("%d of %d payloads span the whole width (ranking is chance)", full, len(decode))
+		}
+		add(Figure{Attack: "span", Metric: "decode top-1", Value: top1 / n, Chance: 1 / float64(V), N: len(decode), Note: note})
+		add(Figure{Attack: "span", Metric: "decode top-5", Value: top5 / n, Chance: 5 / float64(V), N: len(decode)})
+	}
+
+	// Span membership at prefill: the bag of prompt tokens, plain and
+	// centring-aware; and the Gram spike on the same payloads.
+	say("span-prefill")
+	if len(prefill) > 0 {
+		var rPlain, rCentred, rSpike, chance float64
+		for _, p := range prefill {
+			bag := distinct(p.truth.Tokens)
+			chance += float64(len(bag)) / float64(V)
+			res, err := rowspace.SpanMembership(p.u0, D, sopt)
+			if err != nil {
+				return nil, fmt.Errorf("%s: span prefill pass %d: %w", run.Condition, p.truth.Pass, err)
+			}
+			plain := rowspace.SetRecall(res.Ranking, bag)
+			rPlain += plain
+			best := plain
+			if !res.Full && res.Rank > 1 {
+				cres, err := rowspace.SpanMembershipCentred(p.u0, D, rowspace.CentredOptions{Options: sopt, Candidates: max(4, len(bag))})
+				if err == nil {
+					best = max(best, rowspace.SetRecall(cres.Ranking, bag))
+				}
+			}
+			rCentred += best
+			sp, err := rowspace.GramSpike(p.u0, D, rowspace.SpikeOptions{TieSeed: opt.Seed})
+			if err != nil {
+				return nil, fmt.Errorf("%s: gram spike pass %d: %w", run.Condition, p.truth.Pass, err)
+			}
+			rSpike += rowspace.SetRecall(sp.Ranking, bag)
+		}
+		n := float64(len(prefill))
+		add(Figure{Attack: "span", Metric: "prefill bag recall", Value: rPlain / n, Chance: chance / n, N: len(prefill)})
+		add(Figure{Attack: "span-centred", Metric: "prefill bag recall", Value: rCentred / n, Chance: chance / n, N: len(prefill),
+			Note: "the better of the plain and the centring-aware ranking"})
+		add(Figure{Attack: "gram-spike", Metric: "prefill bag recall", Value: rSpike / n, Chance: chance / n, N: len(prefill)})
+	}
+
+	// Shared-mask correlation at decode: U_a^T U_b = X_a^T X_b when two
+	// crossings of a pass share one mask.
+	say("cross-gram")
+	if len(decode) > 0 {
+		var top1 float64
+		var n int
+		for _, p := range decode {
+			if p.u0b == nil {
+				continue
+			}
+			M, err := rowspace.CrossGram(p.u0, p.u0b)
+			if err != nil {
+				continue
+			}
+			r, _ := p.u0.Dims()
+			res, err := rowspace.CrossMatch(M, D, r, sopt)
+			if err != nil {
+				return nil, fmt.Errorf("%s: cross gram pass %d: %w", run.Condition, p.truth.Pass, err)
+			}
+			n++
+			if rowspace.TopK(res.Ranking, int(p.truth.Tokens[0]), 1) {
+				top1++
+			}
+		}
+		if n > 0 {
+			add(Figure{Attack: "cross-gram", Metric: "decode top-1", Value: top1 / float64(n), Chance: 1 / float64(V), N: n})
+		}
+	}
+
+	// NN: every payload row against the dictionary; recall of the pass's
+	// tokens among the rows' nearest neighbours.
+	say("nn")
+	{
+		var recall, chance float64
+		var n int
+		for _, p := range append(slices.Clone(prefill), decode...) {
+			top, err := invert.NN(p.u0, D, 1)
+			if err != nil {
+				return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
+			}
+			got := map[int]bool{}
+			for _, t := range top {
+				if len(t) > 0 {
+					got[t[0]] = true
+				}
+			}
+			bag := distinct(p.truth.Tokens)
+			hit := 0
+			for _, t := range bag {
+				if got[t] {
+					hit++
+				}
+			}
+			recall += float64(hit) / float64(len(bag))
+			r, _ := p.u0.Dims()
+			chance += math.Min(1, float64(r)/float64(V))
+			n++
+		}
+		add(Figure{Attack: "nn", Metric: "token recall", Value: recall / float64(n), Chance: chance / float64(n), N: n})
+	}
+
+	// IMA / ISA: ridge from payload rows (paired with the tokens by
+	// position, as an attacker who runs known prompts pairs them) to the
+	// dictionary, tested on tokens never seen in training.
+	for _, which := range []string{"ima", "isa"} {
+		say(which)
+		var X [][]float64
+		var toks []int
+		for _, p := range append(slices.Clone(prefill), decode...) {
+			u := p.u0
+			if which == "isa" {
+				u = p.deep
+			}
+			if u == nil {
+				continue
+			}
+			r, _ := u.Dims()
+			for i, t := range p.truth.Tokens {
+				if i >= r {
+					break
+				}
+				X = append(X, mat.Row(nil, i, u))
+				toks = append(toks, int(t))
+			}
+		}
+		if len(X) < 32 {
+			continue
+		}
+		xm := mat.NewDense(len(X), len(X[0]), nil)
+		for i, row := range X {
+			xm.SetRow(i, row)
+		}
+		res, err := invert.Ridge(xm, toks, D, invert.RidgeOptions{Seed: opt.Seed})
+		if err != nil {
+			add(Figure{Attack: which, Metric: "top-1", Value: math.NaN(), Chance: 1 / float64(V), N: len(X), Note: err.Error()})
+			continue
+		}
+		layer := "layer 0"
+		if which == "isa" {
+			layer = run.DeepWeight
+		}
+		add(Figure{Attack: which, Metric: "top-1", Value: res.Top1, Chance: 1 / float64(V), N: res.TestRows,
+			Note: fmt.Sprintf("%s; %d train rows, %d test tokens never seen in training", layer, res.TrainRows, res.TestTokens)})
+	}
+
+	// gram_error and ICA on prefill payloads, against the plaintext layer-0
+	// rows (the dictionary rows of the prompt's tokens).
+	say("gram-error")
+	if len(prefill) > 0 {
+		var sum float64
+		var n int
+		for _, p := range prefill {
+			if len(p.truth.Tokens) < 2 {
+				continue
+			}
+			H := rowsOf(D, p.truth.Tokens)
+			ge, err := rowspace.GramError(p.u0, H)
+			if err != nil || math.IsNaN(ge) {
+				continue
+			}
+			sum += ge
+			n++
+		}
+		if n > 0 {
+			add(Figure{Attack: "gram-error", Metric: "distance", Value: sum / float64(n), Chance: math.NaN(), N: n,
+				Note: "0 = the row Gram is readable; the gate asks >= 0.5"})
+		}
+	}
+	icaPasses := opt.ICAPasses
+	if icaPasses == 0 {
+		icaPasses = 8
+	}
+	comps := opt.ICAComponents
+	if comps == 0 {
+		comps = 32
+	}
+	for _, which := range []string{"fastica", "jade", "anchor-ica"} {
+		say(which)
+		var p95, base float64
+		var n int
+		for i, p := range prefill {
+			if i >= icaPasses {
+				break
+			}
+			H := rowsOf(D, p.truth.Tokens)
+			var est *mat.Dense
+			switch which {
+			case "fastica":
+				res, err := bss.FastICA(p.u0, bss.FastICAOptions{MaxComponents: comps, Seed: opt.Seed})
+				if err != nil {
+					continue
+				}
+				est = res.Sources
+			case "jade":
+				res, err := bss.JADE(p.u0, bss.JADEOptions{MaxComponents: min(comps, 16)})
+				if err != nil {
+					continue
+				}
+				est = res.Sources
+			case "anchor-ica":
+				var anchors, rest []int32
+				for _, t := range p.truth.Tokens {
+					if slices.Contains(opt.Anchors, t) {
+						anchors = append(anchors, t)
+					} else {
+						rest = append(rest, t)
+					}
+				}
+				if len(anchors) == 0 || len(rest) == 0 {
+					continue
+				}
+				H = rowsOf(D, rest) // scored on the rows the attacker did not know
+				res, err := bss.AnchorICA(p.u0, rowsOf(D, anchors), bss.AnchorOptions{ICA: bss.FastICAOptions{MaxComponents: comps, Seed: opt.Seed}})
+				if err != nil || res.Sources == nil {
+					continue
+				}
+				est = res.Sources
+			}
+			cos, err := bss.MatchedCosines(est, H)
+			if err != nil {
+				continue
+			}
+			r, _ := est.Dims()
+			b, err := bss.RandomRowsP95(H, r, opt.Seed+uint64(i))
+			if err != nil {
+				continue
+			}
+			p95 += bss.P95(cos)
+			base += b
+			n++
+		}
+		if n > 0 {
+			add(Figure{Attack: which, Metric: "p95 |cos|", Value: p95 / float64(n), Chance: base / float64(n), N: n,
+				Note: "chance: the same matching on independent Gaussian rows"})
+		}
+	}
+
+	if run.Oracle != nil && len(prefill) > 0 {
+		say("sequential")
+		f, err := sequential(D, run, prefill, opt)
+		if err != nil {
+			return nil, fmt.Errorf("%s: sequential: %w", run.Condition, err)
+		}
+		add(f)
+	}
+	return rep, nil
+}
+
+func rowsOf(D *mat.Dense, toks []int32) *mat.Dense {
+	_, d := D.Dims()
+	out := mat.NewDense(len(toks), d, nil)
+	for i, t := range toks {
+		out.SetRow(i, D.RawRowView(int(t)))
+	}
+	return out
+}
+
+// sequential is sequential vocabulary matching on the deep crossing of
+// prefill passes: from the true prefix of each position, the attacker runs
+// the public model on every candidate next token and ranks the candidates
+// by the distance of the row each produces to the payload's row space.
+func sequential(D *mat.Dense, run Run, prefill []payload, opt Options) (Figure, error) {
+	V, _ := D.Dims()
+	prompts := opt.SeqPrompts
+	if prompts == 0 {
+		prompts = 2
+	}
+	positions := opt.SeqPositions
+	if positions == 0 {
+		positions = 8
+	}
+	cands := make([]int32, V)
+	for i := range cands {
+		cands[i] = int32(i)
+	}
+	if opt.SeqCandidates > 0 && opt.SeqCandidates < V {
+		cands = cands[:opt.SeqCandidates]
+	}
+	var hits, n int
+	for pi, p := range prefill {
+		if pi >= prompts || p.deep == nil {
+			break
+		}
+		Q, _, err := rowspace.Basis(p.deep, rowspace.DefaultRankTol, 0)
+		if err != nil {
+			return Figure{}, err
+		}
+		for i := 1; i < len(p.truth.Tokens) && i <= positions; i++ {
+			want := p.truth.Tokens[i]
+			cs := cands // with SeqCandidates set, the truth may be outside them: a miss
+			rows, err := run.Oracle(p.truth.Tokens[:i], cs)
+			if err != nil {
+				return Figure{}, err
+			}
+			dist, err := rowspace.Distances(Q, rows)
+			if err != nil {
+				return Figure{}, err
+			}
+			best := 0
+			for j := range dist {
+				if dist[j] < dist[best] {
+					best = j
+				}
+			}
+			if cs[best] == want {
+				hits++
+			}
+			n++
+		}
+	}
+	return Figure{Attack: "sequential", Metric: "prompt top-1", Value: float64(hits) / math.Max(1, float64(n)),
+		Chance: 1 / float64(len(cands)), N: n,
+		Note: fmt.Sprintf("deep crossing %s; %d candidates a position, from the true prefix", run.DeepWeight, len(cands))}, nil
+}

@@ -178,8 +178,18 @@ func TestSeedShieldMeasured(t *testing.T) {
 		}
 		p := p95(t, r.Sources, h)
 		mc, _ := MatchedCosines(r.Sources, h)
-		t.Logf("%-16s seed shield (8 rows, energy 4): p95 |cos| vs H %.3f, median %.3f, min %.3f; chance: random rows %.3f, random in rowspace(U) %.3f",
-			sep.name, p, Percentile(mc, 0.5), Percentile(mc, 0), rows, inSpan)
+		null, err := NullP95(func(u mat.Matrix) (*mat.Dense, error) {
+			r, err := sep.run(u)
+			if err != nil {
+				return nil, err
+			}
+			return r.Sources, nil
+		}, n+k, h, 3, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-16s seed shield (8 rows, energy 4): p95 |cos| vs H %.3f, median %.3f, min %.3f; chance: NullP95 %.3f, random rows %.3f, random in rowspace(U) %.3f",
+			sep.name, p, Percentile(mc, 0.5), Percentile(mc, 0), null, rows, inSpan)
 	}
 	anchors := h.Slice(0, 2, 0, d)
 	ar, err := AnchorICA(u, anchors, AnchorOptions{ICA: FastICAOptions{Seed: 1}})
@@ -207,41 +217,62 @@ func TestAnchorICA(t *testing.T) {
 	got := p95(t, ar.Sources, rest)
 	r, _ := ar.Sources.Dims()
 	t.Logf("AnchorICA, mask without shield: anchor residual %.2g, %d estimates, non-anchor p95 %.4f", ar.AnchorResidual, r, got)
-	if ar.AnchorResidual > 1e-8 || r != n-p || got <= 0.95 {
+	if ar.AnchorResidual > 1e-6 || r != n-p || got <= 0.95 {
 		t.Errorf("unshielded: residual %.3g (want ~0), %d estimates (want %d), p95 %.4f (want > 0.95)", ar.AnchorResidual, r, n-p, got)
 	}
 	// Behind the full-span shield (anchors are rows of H, so X^T X = I still
 	// holds with them): the anchors still fit (they lie in rowspace(U) = R^d),
-	// but the rest is at chance.
-	const dd = 128
+	// but the rest is at chance (NullP95 of the same attack, anchors given).
+	const dd = 64
 	hf := scaleTop(secretRows(n, dd, 93), 0.9)
 	s, err := FullSpanShield(hf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	uf := mul(haar(t, n+dd, 94), stack(hf, s))
-	arf, err := AnchorICA(uf, hf.Slice(0, p, 0, dd), AnchorOptions{ICA: FastICAOptions{Seed: 1}})
+	anchorsF := hf.Slice(0, p, 0, dd)
+	restf := hf.Slice(p, n, 0, dd)
+	attack := func(u mat.Matrix) (*mat.Dense, error) {
+		r, err := AnchorICA(u, anchorsF, AnchorOptions{ICA: FastICAOptions{Seed: 1}})
+		if err != nil {
+			return nil, err
+		}
+		return r.Sources, nil
+	}
+	var pool []float64
+	res := 0.0
+	for m := uint64(0); m < 3; m++ {
+		uf := mul(haar(t, n+dd, 94+m), stack(hf, s))
+		arf, err := AnchorICA(uf, anchorsF, AnchorOptions{ICA: FastICAOptions{Seed: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = max(res, arf.AnchorResidual)
+		mc, _ := MatchedCosines(arf.Sources, restf)
+		pool = append(pool, mc...)
+	}
+	gotf := P95(pool)
+	chance, err := NullP95(attack, n+dd, restf, 3, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
-	restf := hf.Slice(p, n, 0, dd)
-	k, _ := arf.Sources.Dims()
-	gotf := p95(t, arf.Sources, restf)
-	chance := randomRows(t, restf, k)
-	t.Logf("AnchorICA, full-span shield: anchor residual %.2g, %d estimates, non-anchor p95 %.3f, chance %.3f",
-		arf.AnchorResidual, k, gotf, chance)
+	t.Logf("AnchorICA, full-span shield, 3 masks: anchor residual <= %.2g, non-anchor p95 %.3f; chance: NullP95 %.3f, random rows %.3f",
+		res, gotf, chance, randomRows(t, restf, dd))
 	if gotf > chance+0.08 {
 		t.Errorf("full-span shield: p95 %.3f above chance %.3f", gotf, chance)
 	}
 }
 
 // JointSOBI across passes. (a) Gaussian sources whose variances change from
-// pass to pass, under one static mask: no single pass is separable, pooling
-// the passes separates them (nonstationarity). (b) The same with a fresh Haar
-// mask per pass: there is no common diagonaliser, pooling fails. (c) T passes
-// of the same X (AR(1) rows) under fresh masks: pooling fails, while SOBI on
-// any single pass still separates it, so freshness defeats pooling only; it
-// is the shield (tests above) that must defeat the single pass.
+// pass to pass, under one static mask: pooling the passes separates them
+// (nonstationarity). (b) The same with a fresh Haar mask per pass: the shared
+// unmixing cannot fit more than one pass's mask. (c) T passes of the same X
+// (AR(1) rows) under fresh masks: likewise, while SOBI on any single pass
+// still separates it. So per-pass freshness defeats pooling, not the single
+// pass; the shield (tests above) must defeat that.
+//
+// Pooled p95 is the wrong figure here (it is carried by whichever pass the
+// joint diagonaliser happened to fit), so the test counts the passes whose
+// own p95 exceeds 0.95 and reports the pooled median too.
 func TestJointSOBIFreshness(t *testing.T) {
 	const n, d, T = 8, 256, 6
 	r := rng(101)
@@ -257,12 +288,19 @@ func TestJointSOBIFreshness(t *testing.T) {
 		}
 		xs = append(xs, x)
 	}
-	static := haar(t, n, 110)
-	pooled := func(us []*mat.Dense, truth []*mat.Dense) (float64, *JointResult) {
+	type score struct {
+		perPass   []float64
+		separated int
+		median    float64
+		jr        *JointResult
+	}
+	pooled := func(us, truth []*mat.Dense) score {
 		jr, err := JointSOBI(us, SOBIOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		var sc score
+		sc.jr = jr
 		var all []float64
 		for tt := range us {
 			mc, err := MatchedCosines(jr.Sources[tt], truth[tt])
@@ -270,9 +308,16 @@ func TestJointSOBIFreshness(t *testing.T) {
 				t.Fatal(err)
 			}
 			all = append(all, mc...)
+			p := P95(mc)
+			sc.perPass = append(sc.perPass, p)
+			if p > 0.95 {
+				sc.separated++
+			}
 		}
-		return P95(all), jr
+		sc.median = Percentile(all, 0.5)
+		return sc
 	}
+	static := haar(t, n, 110)
 	var usStatic, usFresh []*mat.Dense
 	for tt, x := range xs {
 		usStatic = append(usStatic, mul(static, x))
@@ -283,38 +328,43 @@ func TestJointSOBIFreshness(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := p95(t, single.Sources, xs[0])
-	pStatic, jr := pooled(usStatic, xs)
-	amStatic := amari(t, jr.Unmixing, static)
-	pFresh, _ := pooled(usFresh, xs)
-	chance := randomMix(t, xs[0], xs[0], n)
-	t.Logf("(a) nonstationary Gaussian, static mask: one pass SOBI p95 %.3f; %d passes pooled p95 %.4f, Amari %.4f", ps, T, pStatic, amStatic)
-	t.Logf("(b) same, fresh mask per pass: pooled p95 %.3f; in-span chance %.3f", pFresh, chance)
-	if pStatic <= 0.95 || amStatic >= 0.1 {
-		t.Errorf("static mask: pooled p95 %.4f (want > 0.95), Amari %.4f (want < 0.1)", pStatic, amStatic)
+	st := pooled(usStatic, xs)
+	amStatic := amari(t, st.jr.Unmixing, static)
+	fr := pooled(usFresh, xs)
+	t.Logf("(a) nonstationary Gaussian, static mask: one-pass SOBI p95 %.3f; pooled over %d passes: %d/%d passes separated, median |cos| %.3f, Amari %.4f, per-pass p95 %.3f",
+		ps, T, st.separated, T, st.median, amStatic, st.perPass)
+	t.Logf("(b) same sources, fresh mask per pass: %d/%d passes separated, median |cos| %.3f, per-pass p95 %.3f",
+		fr.separated, T, fr.median, fr.perPass)
+	if st.separated != T || amStatic >= 0.1 {
+		t.Errorf("static mask: %d/%d passes separated, Amari %.4f (want all, < 0.1)", st.separated, T, amStatic)
 	}
-	if pFresh > chance+0.12 {
-		t.Errorf("fresh masks: pooled p95 %.3f well above chance %.3f", pFresh, chance)
+	if fr.separated > 1 {
+		t.Errorf("fresh masks: %d passes separated by one shared unmixing", fr.separated)
 	}
 
 	phis := []float64{-0.8, -0.5, -0.2, 0.1, 0.35, 0.55, 0.75, 0.9}
 	x := ar1(phis, d, 130)
-	var same, sameTruth []*mat.Dense
+	var same, sameStatic, sameTruth []*mat.Dense
 	for tt := 0; tt < T; tt++ {
 		same = append(same, mul(haar(t, n, 140+uint64(tt)), x))
+		sameStatic = append(sameStatic, mul(static, x))
 		sameTruth = append(sameTruth, x)
 	}
-	pSame, _ := pooled(same, sameTruth)
-	one, err := SOBI(same[3], SOBIOptions{})
-	if err != nil {
-		t.Fatal(err)
+	ss := pooled(sameStatic, sameTruth)
+	sf := pooled(same, sameTruth)
+	singles := 0
+	for _, u := range same {
+		one, err := SOBI(u, SOBIOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p95(t, one.Sources, x) > 0.95 {
+			singles++
+		}
 	}
-	pOne := p95(t, one.Sources, x)
-	chanceAR := randomMix(t, x, x, n)
-	t.Logf("(c) same AR(1) X, fresh masks: pooled p95 %.3f (in-span chance %.3f); single-pass SOBI p95 %.4f", pSame, chanceAR, pOne)
-	if pSame > chanceAR+0.12 {
-		t.Errorf("same X, fresh masks: pooled p95 %.3f well above chance %.3f", pSame, chanceAR)
-	}
-	if pOne <= 0.95 {
-		t.Errorf("single-pass SOBI p95 %.4f, want > 0.95", pOne)
+	t.Logf("(c) same AR(1) X: static mask %d/%d passes separated; fresh masks %d/%d (median |cos| %.3f, per-pass p95 %.3f); single-pass SOBI separates %d/%d passes",
+		ss.separated, T, sf.separated, T, sf.median, sf.perPass, singles, T)
+	if ss.separated != T || sf.separated > 1 || singles != T {
+		t.Errorf("same X: static %d/%d (want all), fresh %d (want <= 1), single-pass %d/%d (want all)", ss.separated, T, sf.separated, singles, T)
 	}
 }

@@ -202,6 +202,35 @@ func TestSeedShieldMeasured(t *testing.T) {
 		ar.AnchorResidual, P95(mc), Percentile(mc, 0.5), Percentile(mc, 0))
 }
 
+// ICA is blind to source scale, so the shield's energy cannot matter to it;
+// what matters is that Gaussian shield rows leave the non-Gaussian rows of H
+// identifiable however many there are. Measured over energy and shield rows.
+func TestGaussianShieldSweepMeasured(t *testing.T) {
+	const n, d = 8, 256
+	h := secretRows(n, d, 81)
+	for _, k := range []int{8, 32} {
+		for _, energy := range []float64{1, 4, 16} {
+			g := gaussian(k, d, 82)
+			target := energy * meanRowNorm(h)
+			for i := 0; i < k; i++ {
+				row := g.RawRowView(i)
+				nrm := mat.Norm(mat.NewVecDense(d, row), 2)
+				for j := range row {
+					row[j] *= target / nrm
+				}
+			}
+			u := mul(haar(t, n+k, 83), stack(h, g))
+			r, err := FastICA(u, FastICAOptions{Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mc, _ := MatchedCosines(r.Sources, h)
+			t.Logf("FastICA, %2d Gaussian shield rows at energy %4.1f: p95 |cos| vs H %.3f, median %.3f; chance: random in rowspace(U) %.3f",
+				k, energy, P95(mc), Percentile(mc, 0.5), randomMix(t, u, h, n+k))
+		}
+	}
+}
+
 // Anchor-ICA: two known rows of X fix their own components exactly and
 // deflate the mask by two dimensions; the rest is FastICA on what is left.
 func TestAnchorICA(t *testing.T) {

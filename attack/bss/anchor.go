@@ -31,7 +31,10 @@ type AnchorResult struct {
 	// rows of X (exactly so in the full-rank orthogonal case).
 	Complement *mat.Dense
 	// ICA is FastICA on Complement*U; its Sources estimate the non-anchor
-	// rows up to the permutation/sign that MatchedCosines forgives.
+	// rows up to the permutation/sign that MatchedCosines forgives. Its
+	// Unmixing is re-expressed against U itself (Unmixing = Rotation *
+	// Whitening * Complement), so Sources = Unmixing * U and Amari(Unmixing,
+	// A) score it directly.
 	ICA *Result
 	// Sources are ICA.Sources (k x N): the attacker's non-anchor estimates.
 	Sources *mat.Dense

@@ -86,6 +86,9 @@ func FastICA(u mat.Matrix, opt FastICAOptions) (*Result, error) {
 	if tol <= 0 {
 		tol = 1e-4
 	}
+	if alpha < 0 || math.IsNaN(alpha) {
+		return nil, fmt.Errorf("bss: FastICA alpha %v must be positive", alpha)
+	}
 	if opt.Nonlinearity != LogCosh && opt.Nonlinearity != Cube {
 		return nil, fmt.Errorf("bss: unknown nonlinearity %d", opt.Nonlinearity)
 	}

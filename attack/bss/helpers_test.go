@@ -163,3 +163,11 @@ func meanRowNorm(h mat.Matrix) float64 {
 	}
 	return s / float64(r)
 }
+
+func eye(n int) *mat.Dense {
+	e := mat.NewDense(n, n, nil)
+	for i := 0; i < n; i++ {
+		e.Set(i, i, 1)
+	}
+	return e
+}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -40,29 +43,35 @@ func jointDiag(mats []*mat.Dense, tol float64, maxSweeps int) (*mat.Dense, int, 
 	if m != c || m < 1 {
 		return nil, 0, fmt.Errorf("%w: matrix 0 is %dx%d, not square", ErrShape, m, c)
 	}
-	// Work on private row-major copies: the rotations touch rows and columns
-	// p, q of every matrix, which raw slices do fastest.
-	data := make([][]float64, len(mats))
+	// Work on a private copy laid out entry-major, T[(i*m+j)*K + k] for matrix
+	// k: a rotation of (p, q) then reads and writes rows and columns p, q of
+	// all K matrices as 4m contiguous runs of length K, instead of striding
+	// through every matrix (memory-bound at m ~ 64, K ~ 2000).
+	K := len(mats)
+	T := make([]float64, m*m*K)
 	for k, a := range mats {
 		r, cc := a.Dims()
 		if r != m || cc != m {
 			return nil, 0, fmt.Errorf("%w: matrix %d is %dx%d, want %dx%d", ErrShape, k, r, cc, m, m)
 		}
-		d := make([]float64, m*m)
 		for i := 0; i < m; i++ {
 			for j := 0; j < m; j++ {
-				d[i*m+j] = a.At(i, j)
-				if math.IsNaN(d[i*m+j]) || math.IsInf(d[i*m+j], 0) {
+				x := a.At(i, j)
+				if math.IsNaN(x) || math.IsInf(x, 0) {
 					return nil, 0, fmt.Errorf("bss: matrix %d has non-finite entries", k)
 				}
+				T[(i*m+j)*K+k] = x
 			}
 		}
-		data[k] = d
 	}
 	v := make([]float64, m*m)
 	for i := 0; i < m; i++ {
 		v[i*m+i] = 1
 	}
+	// Chunks of jdChunk matrices run in parallel; partial sums are added in
+	// chunk order, so the result does not depend on the number of cores.
+	nch := (K + jdChunk - 1) / jdChunk
+	part := make([][3]float64, nch)
 	sweeps := 0
 	for sweeps < maxSweeps {
 		sweeps++
@@ -70,13 +79,24 @@ func jointDiag(mats []*mat.Dense, tol float64, maxSweeps int) (*mat.Dense, int, 
 		for p := 0; p < m-1; p++ {
 			for q := p + 1; q < m; q++ {
 				// g_k = [M_pp - M_qq, M_pq + M_qp]; G = sum_k g_k g_k^T.
+				pp, qq, pq, qp := (p*m+p)*K, (q*m+q)*K, (p*m+q)*K, (q*m+p)*K
+				parallelChunks(nch, func(c int) {
+					lo, hi := c*jdChunk, min((c+1)*jdChunk, K)
+					var g11, g12, g22 float64
+					for k := lo; k < hi; k++ {
+						a := T[pp+k] - T[qq+k]
+						b := T[pq+k] + T[qp+k]
+						g11 += a * a
+						g12 += a * b
+						g22 += b * b
+					}
+					part[c] = [3]float64{g11, g12, g22}
+				})
 				var g11, g12, g22 float64
-				for _, d := range data {
-					a := d[p*m+p] - d[q*m+q]
-					b := d[p*m+q] + d[q*m+p]
-					g11 += a * a
-					g12 += a * b
-					g22 += b * b
+				for _, pc := range part {
+					g11 += pc[0]
+					g12 += pc[1]
+					g22 += pc[2]
 				}
 				ton := g11 - g22
 				toff := 2 * g12
@@ -86,19 +106,27 @@ func jointDiag(mats []*mat.Dense, tol float64, maxSweeps int) (*mat.Dense, int, 
 					continue
 				}
 				rotated = true
-				for _, d := range data {
-					rp, rq := d[p*m:p*m+m], d[q*m:q*m+m]
-					for j := 0; j < m; j++ {
-						x, y := rp[j], rq[j]
-						rp[j] = cs*x + sn*y
-						rq[j] = -sn*x + cs*y
+				parallelChunks(nch, func(c int) {
+					lo, hi := c*jdChunk, min((c+1)*jdChunk, K)
+					for j := 0; j < m; j++ { // rows p, q
+						rp := T[(p*m+j)*K+lo : (p*m+j)*K+hi]
+						rq := T[(q*m+j)*K+lo : (q*m+j)*K+hi]
+						for k := range rp {
+							x, y := rp[k], rq[k]
+							rp[k] = cs*x + sn*y
+							rq[k] = -sn*x + cs*y
+						}
 					}
-					for i := 0; i < m; i++ {
-						x, y := d[i*m+p], d[i*m+q]
-						d[i*m+p] = cs*x + sn*y
-						d[i*m+q] = -sn*x + cs*y
+					for i := 0; i < m; i++ { // columns p, q
+						cp := T[(i*m+p)*K+lo : (i*m+p)*K+hi]
+						cq := T[(i*m+q)*K+lo : (i*m+q)*K+hi]
+						for k := range cp {
+							x, y := cp[k], cq[k]
+							cp[k] = cs*x + sn*y
+							cq[k] = -sn*x + cs*y
+						}
 					}
-				}
+				})
 				for i := 0; i < m; i++ {
 					x, y := v[i*m+p], v[i*m+q]
 					v[i*m+p] = cs*x + sn*y
@@ -207,4 +235,33 @@ func cumulantSlices(z *mat.Dense) []*mat.Dense {
 		}
 	}
 	return out
+}
+
+// jdChunk is the number of matrices one goroutine rotates at a time.
+const jdChunk = 256
+
+// parallelChunks runs f(0..n-1) on up to GOMAXPROCS goroutines; inline when
+// there is one chunk (small problems pay no goroutine cost).
+func parallelChunks(n int, f func(c int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	w := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(w)
+	for range w {
+		go func() {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1)) - 1
+				if c >= n {
+					return
+				}
+				f(c)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -72,7 +72,7 @@ type Run struct {
 // Oracle is what an attacker with the public model computes: for a prefix
 // and candidate next tokens, the plaintext row each candidate puts into
 // the deep crossing (one row per candidate, in order).
-type Oracle func(prefix []int32, candidates []int32) (*mat.Dense, error)
+type Oracle func(prefix []int32, candidates []int32) ([][]float32, error)
 
 // Options bound the work per run.
 type Options struct {
@@ -426,20 +426,24 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 				break
 			}
 			H := rowsOf(D, p.truth.Tokens)
-			var est *mat.Dense
+			var run bss.Attack
 			switch which {
 			case "fastica":
-				res, err := bss.FastICA(p.u0, bss.FastICAOptions{MaxComponents: comps, Seed: opt.Seed})
-				if err != nil {
-					continue
+				run = func(u mat.Matrix) (*mat.Dense, error) {
+					res, err := bss.FastICA(u, bss.FastICAOptions{MaxComponents: comps, Seed: opt.Seed})
+					if err != nil {
+						return nil, err
+					}
+					return res.Sources, nil
 				}
-				est = res.Sources
 			case "jade":
-				res, err := bss.JADE(p.u0, bss.JADEOptions{MaxComponents: min(comps, 16)})
-				if err != nil {
-					continue
+				run = func(u mat.Matrix) (*mat.Dense, error) {
+					res, err := bss.JADE(u, bss.JADEOptions{MaxComponents: min(comps, 16)})
+					if err != nil {
+						return nil, err
+					}
+					return res.Sources, nil
 				}
-				est = res.Sources
 			case "anchor-ica":
 				var anchors, rest []int32
 				for _, t := range p.truth.Tokens {
@@ -453,18 +457,25 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 					continue
 				}
 				H = rowsOf(D, rest) // scored on the rows the attacker did not know
-				res, err := bss.AnchorICA(p.u0, rowsOf(D, anchors), bss.AnchorOptions{ICA: bss.FastICAOptions{MaxComponents: comps, Seed: opt.Seed}})
-				if err != nil || res.Sources == nil {
-					continue
+				A := rowsOf(D, anchors)
+				run = func(u mat.Matrix) (*mat.Dense, error) {
+					res, err := bss.AnchorICA(u, A, bss.AnchorOptions{ICA: bss.FastICAOptions{MaxComponents: comps, Seed: opt.Seed}})
+					if err != nil {
+						return nil, err
+					}
+					return res.Sources, nil
 				}
-				est = res.Sources
+			}
+			est, err := run(p.u0)
+			if err != nil || est == nil {
+				continue
 			}
 			cos, err := bss.MatchedCosines(est, H)
 			if err != nil {
 				continue
 			}
-			r, _ := est.Dims()
-			b, err := bss.RandomRowsP95(H, r, opt.Seed+uint64(i))
+			m, _ := p.u0.Dims()
+			b, err := bss.NullP95(run, m, H, 3, opt.Seed+uint64(i))
 			if err != nil {
 				continue
 			}
@@ -474,7 +485,7 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		}
 		if n > 0 {
 			add(Figure{Attack: which, Metric: "p95 |cos|", Value: p95 / float64(n), Chance: base / float64(n), N: n,
-				Note: "chance: the same matching on independent Gaussian rows"})
+				Note: "chance: the same attack on payloads that carry no information (bss.NullP95)"})
 		}
 	}
 
@@ -531,9 +542,15 @@ func sequential(D *mat.Dense, run Run, prefill []payload, opt Options) (Figure, 
 		for i := 1; i < len(p.truth.Tokens) && i <= positions; i++ {
 			want := p.truth.Tokens[i]
 			cs := cands // with SeqCandidates set, the truth may be outside them: a miss
-			rows, err := run.Oracle(p.truth.Tokens[:i], cs)
+			raw, err := run.Oracle(p.truth.Tokens[:i], cs)
 			if err != nil {
 				return Figure{}, err
+			}
+			rows := mat.NewDense(len(raw), len(raw[0]), nil)
+			for r, row := range raw {
+				for c, x := range row {
+					rows.Set(r, c, float64(x))
+				}
 			}
 			dist, err := rowspace.Distances(Q, rows)
 			if err != nil {

@@ -37,7 +37,8 @@ type Verdict struct {
 	Condition string `json:"condition"`
 	Label     string `json:"label"`
 	// Secure is true when every recovery attack is within Margin of
-	// chance, gram_error >= 0.5 and ICA does no better than on random rows.
+	// chance, gram_error >= 0.5 and ICA does no better than on payloads that
+	// carry nothing.
 	Secure bool   `json:"secure"`
 	Broken []Gate `json:"broken,omitempty"` // the gates it fails
 }
@@ -80,7 +81,7 @@ func Judge(reports []*Report) ([]Gate, []Verdict) {
 		for _, a := range []string{"fastica", "jade", "anchor-ica"} {
 			if f, ok := r.Get(a, "p95 |cos|"); ok && f.Value > f.Chance+0.05 {
 				v.Broken = append(v.Broken, Gate{Name: a + " p95 |cos|",
-					Required: fmt.Sprintf("<= random rows %.3f + 0.05", f.Chance), Measured: f.Value})
+					Required: fmt.Sprintf("<= null payloads %.3f + 0.05", f.Chance), Measured: f.Value})
 			}
 		}
 		v.Secure = len(v.Broken) == 0

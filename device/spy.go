@@ -165,3 +165,11 @@ func (s *SpyDevice) Uploads() []string {
 	defer s.mu.Unlock()
 	return append([]string(nil), s.uploads...)
 }
+
+// Reset drops the crossings recorded so far (an attacker's oracle calls it
+// between queries so its memory stays bounded); uploads are kept.
+func (s *SpyDevice) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record, s.index = nil, 0
+}

@@ -26,6 +26,7 @@ func verbs() []verb {
 		{"synth", "write a deterministic synthetic model in the Hugging Face layout", runSynth},
 		{"bench", "prefill and decode tok/s against the machine's bandwidth bound", runBench},
 		{"record", "run generation with the device spied and write every payload it saw (safetensors)", runRecord},
+		{"attack", "record every protection condition on a corpus and attack what the device saw", runAttack},
 		{"attest", "SEV-SNP evidence binding a sealed plan to a nonce (--simulated off SEV-SNP hardware)", runAttest},
 		{"verify", "check a sealed plan and its attestation evidence (nonce, signature chain, policy)", runVerify},
 	}

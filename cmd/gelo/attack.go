@@ -1,0 +1,226 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"gelo/attack"
+	"gelo/attack/corpus"
+	"gelo/models"
+	"gelo/passes"
+	"gelo/plan"
+	"gelo/tokenizer"
+)
+
+// condition is one protection setting the harness records and attacks.
+type condition struct {
+	name, label string
+	opt         func() plan.Options
+}
+
+// conditions are the harness's settings: the control, the shipped levels.
+var conditions = []condition{
+	{"C0", "mask none (control: every attack must succeed)", func() plan.Options {
+		o := plan.Defaults()
+		o.Mask = passes.MaskNone
+		return o
+	}},
+	{"C2", "haar, per-forward, shield 8 rows at energy 4 (the seed's default)", func() plan.Options {
+		o := plan.Defaults()
+		o.Mask = passes.MaskHaar
+		return o
+	}},
+	{"C3", "hd3, per-forward, shield 8 rows at energy 4 (gelo's default)", func() plan.Options { return plan.Defaults() }},
+	{"C3-offload", "hd3, per-offload cadence, shield 8 rows at energy 4", func() plan.Options {
+		o := plan.Defaults()
+		o.Cadence = passes.PerOffload
+		return o
+	}},
+}
+
+func conditionNames() []string {
+	var ns []string
+	for _, c := range conditions {
+		ns = append(ns, c.name)
+	}
+	return ns
+}
+
+// runAttack records every condition on the corpus and attacks each
+// recording with public knowledge only, then prints the table, the
+// control gates and the verdicts.
+func runAttack(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("attack", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	corpusPath := fs.String("corpus", filepath.Join("attack", "testdata", "corpus.jsonl"), "the prompt corpus (JSON Lines with Qwen3 ids)")
+	tok := fs.String("tokenizer", "", "re-tokenize the corpus with this tokenizer (default: use its recorded ids)")
+	conds := fs.String("conditions", strings.Join(conditionNames(), ","), "conditions to run: "+strings.Join(conditionNames(), ", "))
+	prompts := fs.Int("prompts", 0, "prompts of the corpus to use (0: all)")
+	maxTokens := fs.Int("max-tokens", 8, "new tokens per prompt (greedy); each decode step is a pass to attack")
+	seqPrompts := fs.Int("seq-prompts", 2, "prompts the sequential vocabulary attack walks (0: skip it)")
+	seqCands := fs.Int("seq-candidates", 0, "candidates per position for the sequential attack (0: the whole vocabulary)")
+	icaPasses := fs.Int("ica-passes", 8, "prefill passes FastICA, JADE and anchor-ICA run on")
+	out := fs.String("out", "", "directory for report.md and report.json")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("%w: --out is required", errUsage)
+	}
+	var chosen []condition
+	for _, n := range splitList(*conds) {
+		i := slices.IndexFunc(conditions, func(c condition) bool { return c.name == n })
+		if i < 0 {
+			return fmt.Errorf("%w: --conditions: %q is not one of %s", errUsage, n, strings.Join(conditionNames(), ", "))
+		}
+		chosen = append(chosen, conditions[i])
+	}
+	if *maxTokens <= 0 || *prompts < 0 || *seqPrompts < 0 || *seqCands < 0 || *icaPasses < 0 {
+		return fmt.Errorf("%w: --max-tokens must be positive and the counts not negative", errUsage)
+	}
+	ps, err := corpus.Load(*corpusPath)
+	if err != nil {
+		return err
+	}
+	if *prompts > 0 && *prompts < len(ps) {
+		ps = ps[:*prompts]
+	}
+	var tk *tokenizer.Tokenizer
+	if *tok != "" {
+		if tk, err = loadTokenizer(*tok, ""); err != nil {
+			return err
+		}
+	}
+	ids, err := corpus.Tokenize(tk, ps)
+	if err != nil {
+		return err
+	}
+	model, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer model.Close()
+	cfg := model.Config
+	fitted := corpus.Fit(ids, cfg.VocabSize)
+	longest := 0
+	for _, p := range fitted {
+		longest = max(longest, len(p))
+	}
+	maxCtx := max(mf.maxContext, longest+*maxTokens+2)
+	D, err := dictionary(model)
+	if err != nil {
+		return err
+	}
+	deep := fmt.Sprintf("model.layers.%d.self_attn.q_proj", cfg.NumHiddenLayers-1)
+	aopt := attack.Options{ICAPasses: *icaPasses, SeqPrompts: *seqPrompts, SeqCandidates: *seqCands,
+		Anchors: anchors(ps, fitted), Seed: 1}
+	start := time.Now()
+	aopt.Progress = func(cond, a string) {
+		fmt.Fprintf(stderr, "\r%-12s %-14s %6.1fs", cond, a, time.Since(start).Seconds())
+	}
+	key, err := mf.key()
+	if err != nil {
+		return err
+	}
+	var reports []*attack.Report
+	for _, c := range chosen {
+		o := c.opt()
+		fmt.Fprintf(stderr, "\r%-12s %-14s %6.1fs", c.name, "record", time.Since(start).Seconds())
+		m, err := plan.Compile(model.Source, cfg, o, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		hdr, err := plan.RecordHeader(m, model, o)
+		if err != nil {
+			return err
+		}
+		rec, truth, err := plan.Record(m, model.Weights, mf.engineOptions(), key, fitted,
+			plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: maxCtx, Header: hdr})
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		run := attack.Run{Condition: c.name, Label: c.label, Rec: rec, Truth: truth, DeepWeight: deep}
+		if *seqPrompts > 0 {
+			or, err := plan.NewOracle(model, mf.engineOptions(), deep, 64, maxCtx)
+			if err != nil {
+				return err
+			}
+			defer or.Close()
+			run.Oracle = or.Rows
+		}
+		rep, err := attack.Evaluate(D, run, aopt)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, rep)
+	}
+	fmt.Fprintf(stderr, "\rattacks done in %.1fs%30s\n", time.Since(start).Seconds(), "")
+	gates, verdicts := attack.Judge(reports)
+	md := fmt.Sprintf("# gelo attack report\n\nModel %s (%d layers, hidden %d, vocabulary %d), %d prompts x %d new tokens; "+
+		"synthetic random weights decorrelate the residual stream faster than trained ones, so the deep-layer attacks (isa, "+
+		"sequential) are weaker here than on real weights; the row-space attacks do not depend on it.\n\n%s",
+		model.Spec, cfg.NumHiddenLayers, cfg.HiddenSize, cfg.VocabSize, len(fitted), *maxTokens, attack.Markdown(reports, gates, verdicts))
+	js, err := attack.JSON(reports, gates, verdicts)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(*out, "report.md"), []byte(md)); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(*out, "report.json"), js); err != nil {
+		return err
+	}
+	io.WriteString(stdout, md)
+	for _, g := range gates {
+		if !g.Pass {
+			return errors.New("a control gate failed: an attack does not work even without protection, so its readings mean nothing")
+		}
+	}
+	return nil
+}
+
+// dictionary is the layer-0 dictionary of a model's public weights.
+func dictionary(model *models.Model) (*mat.Dense, error) {
+	cfg := model.Config
+	embed, _, err := model.Get("model.embed_tokens.weight")
+	if err != nil {
+		return nil, err
+	}
+	gamma, _, err := model.Get("model.layers.0.input_layernorm.weight")
+	if err != nil {
+		return nil, err
+	}
+	return attack.Dictionary(embed, gamma, cfg.VocabSize, cfg.HiddenSize, cfg.RMSNormEps)
+}
+
+// anchors are the ids every chat prompt shares (the chat template's),
+// which an attacker knows to be present.
+func anchors(ps []corpus.Prompt, ids [][]int32) []int32 {
+	var common []int32
+	first := true
+	for i, p := range ps {
+		if p.Kind != "chat" {
+			continue
+		}
+		if first {
+			common, first = slices.Clone(ids[i]), false
+			continue
+		}
+		common = slices.DeleteFunc(common, func(t int32) bool { return !slices.Contains(ids[i], t) })
+	}
+	slices.Sort(common)
+	return slices.Compact(common)
+}

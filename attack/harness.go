@@ -67,6 +67,12 @@ type Run struct {
 	DeepWeight string
 	// Oracle runs the public model for the sequential attack; nil skips it.
 	Oracle Oracle
+	// Known is a recording of prompts the attacker chose itself (known
+	// plaintext: a user of the service sees what the device saw for its
+	// own prompts), with their truth: extra training rows for the ridge
+	// inverters. The victim's passes are attacked as before.
+	Known      *record.Recording
+	KnownTruth []record.PassTruth
 }
 
 // Oracle is what an attacker with the public model computes: for a prefix
@@ -130,7 +136,6 @@ func (r *Report) Get(attack, metric string) (Figure, bool) {
 type payload struct {
 	truth record.PassTruth
 	u0    *mat.Dense // first device-bound payload (layer-0 QKV input)
-	u0b   *mat.Dense // the next device-bound payload with u0's row count (shares its mask under per-forward cadence)
 	deep  *mat.Dense
 }
 
@@ -159,9 +164,6 @@ func passes(run Run) ([]payload, error) {
 		sort.Slice(cs, func(i, j int) bool { return cs[i].Index < cs[j].Index })
 		p := payload{truth: t, u0: dense(cs[0])}
 		for _, c := range cs[1:] {
-			if c.Rows == cs[0].Rows && p.u0b == nil {
-				p.u0b = dense(c)
-			}
 			if run.DeepWeight != "" && strings.HasPrefix(c.Weight, run.DeepWeight) && p.deep == nil {
 				p.deep = dense(c)
 			}
@@ -281,34 +283,10 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		add(Figure{Attack: "gram-spike", Metric: "prefill bag recall", Value: rSpike / n, Chance: chance / n, N: len(prefill)})
 	}
 
-	// Shared-mask correlation at decode: U_a^T U_b = X_a^T X_b when two
-	// crossings of a pass share one mask.
-	say("cross-gram")
-	if len(decode) > 0 {
-		var top1 float64
-		var n int
-		for _, p := range decode {
-			if p.u0b == nil {
-				continue
-			}
-			M, err := rowspace.CrossGram(p.u0, p.u0b)
-			if err != nil {
-				continue
-			}
-			r, _ := p.u0.Dims()
-			res, err := rowspace.CrossMatch(M, D, r, sopt)
-			if err != nil {
-				return nil, fmt.Errorf("%s: cross gram pass %d: %w", run.Condition, p.truth.Pass, err)
-			}
-			n++
-			if rowspace.TopK(res.Ranking, int(p.truth.Tokens[0]), 1) {
-				top1++
-			}
-		}
-		if n > 0 {
-			add(Figure{Attack: "cross-gram", Metric: "decode top-1", Value: top1 / float64(n), Chance: 1 / float64(V), N: n})
-		}
-	}
+	// Shared-mask correlation (U_a^T U_b = X_a^T X_b under one mask) is not
+	// run here: its column space lies in rowspace(U_a), so as a token
+	// attack it is the span attack again (rowspace's tests show the
+	// identity and that CrossMatch never beats SpanMembership).
 
 	// NN: every payload row against the dictionary; recall of the pass's
 	// tokens among the rows' nearest neighbours.
@@ -345,11 +323,17 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 	// IMA / ISA: ridge from payload rows (paired with the tokens by
 	// position, as an attacker who runs known prompts pairs them) to the
 	// dictionary, tested on tokens never seen in training.
+	var known []payload
+	if run.Known != nil {
+		if known, err = passes(Run{Condition: run.Condition, Rec: run.Known, Truth: run.KnownTruth, DeepWeight: run.DeepWeight}); err != nil {
+			return nil, err
+		}
+	}
 	for _, which := range []string{"ima", "isa"} {
 		say(which)
 		var X [][]float64
 		var toks []int
-		for _, p := range append(slices.Clone(prefill), decode...) {
+		for _, p := range append(append(slices.Clone(prefill), decode...), known...) {
 			u := p.u0
 			if which == "isa" {
 				u = p.deep
@@ -383,7 +367,8 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 			layer = run.DeepWeight
 		}
 		add(Figure{Attack: which, Metric: "top-1", Value: res.Top1, Chance: 1 / float64(V), N: res.TestRows,
-			Note: fmt.Sprintf("%s; %d train rows, %d test tokens never seen in training", layer, res.TrainRows, res.TestTokens)})
+			Note: fmt.Sprintf("%s; %d train rows (victim and %d known-plaintext passes), %d test tokens never seen in training",
+				layer, res.TrainRows, len(known), res.TestTokens)})
 	}
 
 	// gram_error and ICA on prefill payloads, against the plaintext layer-0

@@ -28,7 +28,7 @@ const Margin = 0.02
 var recovery = [][2]string{
 	{"span", "decode top-1"}, {"span", "decode top-5"}, {"span", "prefill bag recall"},
 	{"span-centred", "prefill bag recall"}, {"gram-spike", "prefill bag recall"},
-	{"cross-gram", "decode top-1"}, {"nn", "token recall"}, {"ima", "top-1"}, {"isa", "top-1"},
+	{"nn", "token recall"}, {"ima", "top-1"}, {"isa", "top-1"},
 	{"sequential", "prompt top-1"},
 }
 

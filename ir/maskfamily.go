@@ -21,7 +21,18 @@ type MaskFamily struct {
 	// PowerOfTwo: the mask needs s = n + k to be a power of two, so the
 	// shield rows pad the stack to one (shield-as-padding: no zero rows).
 	PowerOfTwo bool
+	// Insecure, when not empty, says which attack of the harness (gelo
+	// attack) breaks the family: every plan using it carries the label in
+	// its "insecure" meta entry, as the mask=none baseline does.
+	Insecure string
 }
+
+// RowSpaceBreak is why row mixing with a few shield rows is insecure: any
+// mixing A keeps rowspace(A [H; S]) = rowspace(H) + rowspace(S), so with
+// n + k below the crossing's width the device reads every dictionary row
+// (token) that lies in it.
+const RowSpaceBreak = "row mixing with k shield rows leaves the row space of each crossing visible: " +
+	"the attack harness reads every decoded token and the bag of prompt tokens from it (span membership)"
 
 // ShieldRows is the family's rule for the shield row count k under n data
 // rows with at least minK shield rows: minK, or for a power-of-two family
@@ -85,8 +96,8 @@ func checkFamily(n *Node) error {
 }
 
 func init() {
-	RegisterMaskFamily(MaskFamily{Name: FamilyHaar,
+	RegisterMaskFamily(MaskFamily{Name: FamilyHaar, Insecure: RowSpaceBreak,
 		Doc: "A from the QR of a Gaussian matrix (sign-fixed): Haar-distributed, O(s^3) to sample"})
-	RegisterMaskFamily(MaskFamily{Name: FamilyHD3, PowerOfTwo: true,
+	RegisterMaskFamily(MaskFamily{Name: FamilyHD3, PowerOfTwo: true, Insecure: RowSpaceBreak,
 		Doc: "A = D3 H D2 H D1 H (Walsh-Hadamard, random signs): O(s log s) a column, s a power of two"})
 }

@@ -3,6 +3,7 @@ package passes
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"gelo/ir"
 )
@@ -28,6 +29,9 @@ func Leakcheck(allowInsecure bool) Pass {
 			}
 			if len(leaks) == 0 {
 				delete(m.Meta, "insecure")
+				if why := brokenFamilies(m); why != "" {
+					m.Meta["insecure"] = why
+				}
 				return nil
 			}
 			if !allowInsecure {
@@ -36,6 +40,28 @@ func Leakcheck(allowInsecure bool) Pass {
 			m.Meta["insecure"] = fmt.Sprintf("mask none: %d secret values cross to the device in plaintext", len(leaks))
 			return nil
 		}}
+}
+
+// brokenFamilies names the mask families m uses that an attack breaks,
+// with the reason, or "".
+func brokenFamilies(m *ir.Module) string {
+	seen := map[string]bool{}
+	var parts []string
+	for _, g := range m.Graphs {
+		for _, n := range g.Nodes {
+			if n.Op != ir.OpMask {
+				continue
+			}
+			name, _ := n.Attrs.Str("family")
+			f, ok := ir.LookupMaskFamily(name)
+			if !ok || f.Insecure == "" || seen[name] {
+				continue
+			}
+			seen[name] = true
+			parts = append(parts, "mask "+name+": "+f.Insecure)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func describe(g *ir.Graph, v ir.ValueID) string {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,6 +71,8 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	seqPrompts := fs.Int("seq-prompts", 2, "prompts the sequential vocabulary attack walks (0: skip it)")
 	seqCands := fs.Int("seq-candidates", 0, "candidates per position for the sequential attack (0: the whole vocabulary)")
 	icaPasses := fs.Int("ica-passes", 8, "prefill passes FastICA, JADE and anchor-ICA run on")
+	knownPrompts := fs.Int("known-prompts", 16, "random-token prompts the attacker records as known plaintext (training rows for the ridge inverters)")
+	knownLen := fs.Int("known-len", 64, "tokens per known-plaintext prompt")
 	out := fs.String("out", "", "directory for report.md and report.json")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
@@ -85,7 +88,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		}
 		chosen = append(chosen, conditions[i])
 	}
-	if *maxTokens <= 0 || *prompts < 0 || *seqPrompts < 0 || *seqCands < 0 || *icaPasses < 0 {
+	if *maxTokens <= 0 || *prompts < 0 || *seqPrompts < 0 || *seqCands < 0 || *icaPasses < 0 || *knownPrompts < 0 || *knownLen <= 0 {
 		return fmt.Errorf("%w: --max-tokens must be positive and the counts not negative", errUsage)
 	}
 	ps, err := corpus.Load(*corpusPath)
@@ -116,7 +119,8 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	for _, p := range fitted {
 		longest = max(longest, len(p))
 	}
-	maxCtx := max(mf.maxContext, longest+*maxTokens+2)
+	maxCtx := max(mf.maxContext, longest+*maxTokens+2, *knownLen+2)
+	known := knownPlaintext(*knownPrompts, *knownLen, cfg.VocabSize)
 	D, err := dictionary(model)
 	if err != nil {
 		return err
@@ -125,8 +129,11 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	aopt := attack.Options{ICAPasses: *icaPasses, SeqPrompts: *seqPrompts, SeqCandidates: *seqCands,
 		Anchors: anchors(ps, fitted), Seed: 1}
 	start := time.Now()
+	last := start
 	aopt.Progress = func(cond, a string) {
-		fmt.Fprintf(stderr, "\r%-12s %-14s %6.1fs", cond, a, time.Since(start).Seconds())
+		now := time.Now()
+		fmt.Fprintf(stderr, "%6.1fs (+%.1fs) %-12s %s\n", now.Sub(start).Seconds(), now.Sub(last).Seconds(), cond, a)
+		last = now
 	}
 	key, err := mf.key()
 	if err != nil {
@@ -135,7 +142,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	var reports []*attack.Report
 	for _, c := range chosen {
 		o := c.opt()
-		fmt.Fprintf(stderr, "\r%-12s %-14s %6.1fs", c.name, "record", time.Since(start).Seconds())
+		aopt.Progress(c.name, "record")
 		m, err := plan.Compile(model.Source, cfg, o, nil)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
@@ -150,6 +157,12 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 		run := attack.Run{Condition: c.name, Label: c.label, Rec: rec, Truth: truth, DeepWeight: deep}
+		if len(known) > 0 {
+			if run.Known, run.KnownTruth, err = plan.Record(m, model.Weights, mf.engineOptions(), key, known,
+				plan.RecordOptions{MaxTokens: 1, MaxContext: maxCtx}); err != nil {
+				return fmt.Errorf("%s: known plaintext: %w", c.name, err)
+			}
+		}
 		if *seqPrompts > 0 {
 			or, err := plan.NewOracle(model, mf.engineOptions(), deep, 64, maxCtx)
 			if err != nil {
@@ -164,7 +177,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		}
 		reports = append(reports, rep)
 	}
-	fmt.Fprintf(stderr, "\rattacks done in %.1fs%30s\n", time.Since(start).Seconds(), "")
+	aopt.Progress("all", "done")
 	gates, verdicts := attack.Judge(reports)
 	md := fmt.Sprintf("# gelo attack report\n\nModel %s (%d layers, hidden %d, vocabulary %d), %d prompts x %d new tokens; "+
 		"synthetic random weights decorrelate the residual stream faster than trained ones, so the deep-layer attacks (isa, "+
@@ -204,6 +217,20 @@ func dictionary(model *models.Model) (*mat.Dense, error) {
 		return nil, err
 	}
 	return attack.Dictionary(embed, gamma, cfg.VocabSize, cfg.HiddenSize, cfg.RMSNormEps)
+}
+
+// knownPlaintext is the attacker's own prompts: n uniformly random token
+// sequences of length l, from a fixed seed.
+func knownPlaintext(n, l, vocab int) [][]int32 {
+	rng := rand.New(rand.NewPCG(0x6b6e6f776e, uint64(vocab)))
+	out := make([][]int32, n)
+	for i := range out {
+		out[i] = make([]int32, l)
+		for j := range out[i] {
+			out[i][j] = int32(rng.IntN(vocab))
+		}
+	}
+	return out
 }
 
 // anchors are the ids every chat prompt shares (the chat template's),

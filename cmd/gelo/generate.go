@@ -161,6 +161,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	warnInsecure(stderr, m)
 	eosIDs := []int(l.Config.EOSTokenIDs)
 	if tk != nil {
 		if id, ok := tk.EOSTokenID(); ok && !slices.Contains(eosIDs, id) {

@@ -36,6 +36,7 @@ func compilePlan(mf *modelFlags, out, tokFlag string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warnInsecure(stderr, m)
 	p, id, err := plan.Seal(m, model, o, tokFlag)
 	if err != nil {
 		return err

@@ -47,6 +47,7 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warnInsecure(stderr, m)
 	text := ir.Print(m)
 	if *out == "" {
 		_, err = io.WriteString(stdout, text)
@@ -220,3 +221,11 @@ func parseIDs(s string) ([]int32, error) {
 // defaultPrompt is used when generate gets no prompt, so the README's
 // main command runs with no input at all.
 const defaultPrompt = "1,2,3,4,5,6,7,8"
+
+// warnInsecure says on stderr when a plan's protection is labelled
+// insecure (mask none, or a family an attack of the harness breaks).
+func warnInsecure(w io.Writer, m *ir.Module) {
+	if why := m.Meta["insecure"]; why != "" {
+		fmt.Fprintf(w, "INSECURE plan: %s\n", why)
+	}
+}

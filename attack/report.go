@@ -21,7 +21,8 @@ type Gate struct {
 const Control = "C0"
 
 // Margin is how far above chance a recovery attack may score on a level
-// called secure (2 points, as the seed's gates).
+// called secure (2 points, as the seed's gates), when the excess is also
+// statistically significant (see significant).
 const Margin = 0.02
 
 // recovery lists the attack/metric pairs that recover tokens.
@@ -70,7 +71,7 @@ func Judge(reports []*Report) ([]Gate, []Verdict) {
 			if !ok || math.IsNaN(f.Value) {
 				continue
 			}
-			if f.Value > f.Chance+Margin {
+			if f.Value > f.Chance+Margin && significant(f) {
 				v.Broken = append(v.Broken, Gate{Name: am[0] + " " + am[1],
 					Required: fmt.Sprintf("<= chance %s + 2 points", pct(f.Chance)), Measured: f.Value})
 			}
@@ -88,6 +89,34 @@ func Judge(reports []*Report) ([]Gate, []Verdict) {
 		verdicts = append(verdicts, v)
 	}
 	return gates, verdicts
+}
+
+// significant reports whether a recovery figure is above its chance level
+// beyond what luck explains: the exact binomial tail of its hit count over
+// N trials at the chance rate is below 0.1 %. With few trials one lucky hit
+// can exceed chance + 2 points; it does not make a level insecure.
+func significant(f Figure) bool {
+	if f.N <= 0 || f.Chance <= 0 || f.Chance >= 1 {
+		return true
+	}
+	k := int(math.Round(f.Value * float64(f.N)))
+	return binomTail(k, f.N, f.Chance) < 1e-3
+}
+
+// binomTail is P(X >= k) for X ~ Binomial(n, p).
+func binomTail(k, n int, p float64) float64 {
+	if k <= 0 {
+		return 1
+	}
+	var sum float64
+	lp, lq := math.Log(p), math.Log1p(-p)
+	for i := k; i <= n; i++ {
+		a, _ := math.Lgamma(float64(n + 1))
+		b, _ := math.Lgamma(float64(i + 1))
+		c, _ := math.Lgamma(float64(n - i + 1))
+		sum += math.Exp(a - b - c + float64(i)*lp + float64(n-i)*lq)
+	}
+	return math.Min(1, sum)
 }
 
 func pct(x float64) string {

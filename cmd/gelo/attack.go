@@ -63,6 +63,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("attack", flag.ContinueOnError)
 	var mf modelFlags
 	mf.register(fs)
+	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")
 	corpusPath := fs.String("corpus", filepath.Join("attack", "testdata", "corpus.jsonl"), "the prompt corpus (JSON Lines with Qwen3 ids)")
 	tok := fs.String("tokenizer", "", "re-tokenize the corpus with this tokenizer (default: use its recorded ids)")
 	conds := fs.String("conditions", strings.Join(conditionNames(), ","), "conditions to run: "+strings.Join(conditionNames(), ", "))

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gelo/models"
+)
+
+type attackReport struct {
+	Reports []struct {
+		Condition string `json:"condition"`
+		Insecure  string `json:"insecure"`
+		Figures   []struct {
+			Attack string   `json:"attack"`
+			Metric string   `json:"metric"`
+			Value  *float64 `json:"value"`
+			Chance *float64 `json:"chance"`
+		} `json:"figures"`
+	} `json:"reports"`
+	Gates []struct {
+		Name string `json:"name"`
+		Pass bool   `json:"pass"`
+	} `json:"control_gates"`
+	Verdicts []struct {
+		Condition string `json:"condition"`
+		Secure    bool   `json:"secure"`
+	} `json:"verdicts"`
+}
+
+func readAttackReport(t *testing.T, dir string) attackReport {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r attackReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r attackReport) value(t *testing.T, cond, attack, metric string) float64 {
+	t.Helper()
+	for _, rep := range r.Reports {
+		if rep.Condition != cond {
+			continue
+		}
+		for _, f := range rep.Figures {
+			if f.Attack == attack && f.Metric == metric && f.Value != nil {
+				return *f.Value
+			}
+		}
+	}
+	t.Fatalf("%s: no %s %s figure", cond, attack, metric)
+	return 0
+}
+
+// checkGates is the CI gate of the attack harness: the controls pass (the
+// attacks work), every level not labelled insecure survives every attack,
+// and every level labelled insecure is broken by some attack (so a label
+// never outlives its reason).
+func (r attackReport) checkGates(t *testing.T) {
+	t.Helper()
+	for _, g := range r.Gates {
+		if !g.Pass {
+			t.Errorf("control gate %s fails: the attack does not work even without protection", g.Name)
+		}
+	}
+	labelled := map[string]bool{}
+	for _, rep := range r.Reports {
+		labelled[rep.Condition] = rep.Insecure != ""
+	}
+	for _, v := range r.Verdicts {
+		switch {
+		case !labelled[v.Condition] && !v.Secure:
+			t.Errorf("%s is not labelled insecure, but an attack breaks it (see report.md)", v.Condition)
+		case labelled[v.Condition] && v.Secure:
+			t.Errorf("%s is labelled insecure, but no attack breaks it: the label or the attacks are stale", v.Condition)
+		}
+	}
+}
+
+// TestAttackSmoke is the harness's CI run: 2 layers at the Qwen3-0.6B
+// widths, an 8192-token vocabulary, 8 corpus prompts; it asserts the gates
+// and reproduces the row-space break on the shipped levels.
+func TestAttackSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the attack smoke run takes about a minute")
+	}
+	dir := t.TempDir()
+	cfg, err := models.Variant("qwen3-0.6b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NumHiddenLayers, cfg.VocabSize = 2, 8192
+	cfg.BOSTokenID, cfg.EOSTokenIDs = 1, models.TokenIDs{2}
+	model := filepath.Join(dir, "m")
+	if err := models.WriteSynthetic(model, cfg, 1, "bf16", nil); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report")
+	stdout, stderr, code := gelo(t, "attack", "--model", model, "--corpus", filepath.Join("..", "..", "attack", "testdata", "corpus.jsonl"),
+		"--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--seq-prompts", "0",
+		"--conditions", "C0,C2,C3", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
+	if code != 0 {
+		t.Fatalf("gelo attack: exit %d\n%s", code, stderr)
+	}
+	t.Logf("\n%s", stdout)
+	r := readAttackReport(t, out)
+	r.checkGates(t)
+	for _, c := range []string{"C2", "C3"} {
+		if v := r.value(t, c, "span", "decode top-1"); v < 0.99 {
+			t.Errorf("%s: span membership recovers %.1f %% of decoded tokens; the row-space break (100 %%) is not reproduced", c, 100*v)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(md), "| span | decode top-1 |") {
+		t.Fatalf("report.md: %v\n%s", err, md)
+	}
+}
+
+// TestAttackSequential: sequential vocabulary matching over the whole
+// vocabulary of the built-in tiny model, from the true prefix.
+func TestAttackSequential(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	out := t.TempDir()
+	_, stderr, code := gelo(t, "attack", "--corpus", filepath.Join("..", "..", "attack", "testdata", "corpus.jsonl"),
+		"--prompts", "4", "--max-tokens", "2", "--ica-passes", "1", "--known-prompts", "8", "--known-len", "32",
+		"--seq-prompts", "2", "--conditions", "C0,C3", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
+	if code != 0 {
+		t.Fatalf("gelo attack: exit %d\n%s", code, stderr)
+	}
+	r := readAttackReport(t, out)
+	r.checkGates(t)
+	if v := r.value(t, "C0", "sequential", "prompt top-1"); v < 0.9 {
+		t.Errorf("C0: sequential matching recovers %.1f %% of prompt tokens, want >= 90 %% (the attack is broken)", 100*v)
+	}
+	t.Logf("sequential prompt top-1: C0 %.3f, C3 %.3f", r.value(t, "C0", "sequential", "prompt top-1"), r.value(t, "C3", "sequential", "prompt top-1"))
+}

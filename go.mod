@@ -3,27 +3,28 @@ module gelo
 go 1.26.0
 
 require (
-	github.com/dlclark/regexp2 v1.11.5 // indirect
-	github.com/dominikbraun/graph v0.23.0 // indirect
-	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/dlclark/regexp2 v1.11.5
+	github.com/dominikbraun/graph v0.23.0
+	github.com/gomlx/gomlx v0.26.0
+	github.com/google/go-cmp v0.7.0
+	github.com/google/go-sev-guest v0.15.0
+	github.com/x448/float16 v0.8.4
+	golang.org/x/crypto v0.59.0
+	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
+	golang.org/x/text v0.44.0
+	gonum.org/v1/gonum v0.17.0
+	google.golang.org/protobuf v1.36.10
+)
+
+require (
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/gomlx/go-xla v0.1.4 // indirect
-	github.com/gomlx/gomlx v0.26.0 // indirect
-	github.com/gomlx/gopjrt v0.10.0 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/go-configfs-tsm v0.2.2 // indirect
-	github.com/google/go-sev-guest v0.15.0 // indirect
 	github.com/google/logger v1.1.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/exp v0.0.0-20250819193227-8b4c13bb791b // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
-	gonum.org/v1/gonum v0.17.0
-	google.golang.org/protobuf v1.36.10 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 )

@@ -8,32 +8,8 @@ import (
 	"testing"
 )
 
-// qwenDir finds the Qwen3 tokenizer files: $GELO_TOKENIZER_DIR, or
-// shared/tokenizers/qwen3 in the package directory or any parent of it (the
-// repository root's sibling ../shared is the usual place).
-func qwenDir() string {
-	if d := os.Getenv("GELO_TOKENIZER_DIR"); d != "" {
-		if _, err := os.Stat(filepath.Join(d, "tokenizer.json")); err != nil {
-			return ""
-		}
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		d := filepath.Join(dir, "shared", "tokenizers", "qwen3")
-		if _, err := os.Stat(filepath.Join(d, "tokenizer.json")); err == nil {
-			return d
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
+// qwenDir finds the Qwen3 tokenizer files (SharedQwen3Dir).
+func qwenDir() string { return SharedQwen3Dir() }
 
 const skipMessage = "Qwen3 tokenizer files not found: set GELO_TOKENIZER_DIR to a folder with tokenizer.json " +
 	"and tokenizer_config.json, or provide shared/tokenizers/qwen3/ beside the repository (../shared from its root)"

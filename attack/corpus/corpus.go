@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -140,32 +139,9 @@ func Fit(prompts [][]int32, vocab int) [][]int32 {
 	return out
 }
 
-// TokenizerDir finds the Qwen3 tokenizer the corpus ids come from:
-// $GELO_TOKENIZER_DIR, or shared/tokenizers/qwen3 in the working directory
-// or any parent of it; "" when there is none.
-func TokenizerDir() string {
-	if d := os.Getenv("GELO_TOKENIZER_DIR"); d != "" {
-		if _, err := os.Stat(filepath.Join(d, "tokenizer.json")); err != nil {
-			return ""
-		}
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		d := filepath.Join(dir, "shared", "tokenizers", "qwen3")
-		if _, err := os.Stat(filepath.Join(d, "tokenizer.json")); err == nil {
-			return d
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
+// TokenizerDir finds the Qwen3 tokenizer the corpus ids come from
+// (tokenizer.SharedQwen3Dir); "" when there is none.
+func TokenizerDir() string { return tokenizer.SharedQwen3Dir() }
 
 // Format writes prompts back as corpus lines (with their ids), after the
 // given comment lines.

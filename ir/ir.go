@@ -44,14 +44,23 @@ type DTypeInfo struct {
 	Float bool
 }
 
+// The GGUF block layouts' sizes, as constants so the wire format
+// (device/wire) and the kernels take them from here: QuantBlock values a
+// block, an f16 scale plus 32 int8 (q8_0) or 32 nibbles (q4_0).
+const (
+	QuantBlock     = 32
+	BlockBytesQ8_0 = 2 + QuantBlock
+	BlockBytesQ4_0 = 2 + QuantBlock/2
+)
+
 var dtypeInfo = [...]DTypeInfo{
 	InvalidDType: {Name: "invalid"},
 	F32:          {Name: "f32", Block: 1, BlockBytes: 4, Float: true},
 	BF16:         {Name: "bf16", Block: 1, BlockBytes: 2, Float: true},
 	F16:          {Name: "f16", Block: 1, BlockBytes: 2, Float: true},
 	I32:          {Name: "i32", Block: 1, BlockBytes: 4},
-	Q8_0:         {Name: "q8_0", Block: 32, BlockBytes: 34, Quantized: true}, // f16 scale + 32 int8
-	Q4_0:         {Name: "q4_0", Block: 32, BlockBytes: 18, Quantized: true}, // f16 scale + 32 nibbles
+	Q8_0:         {Name: "q8_0", Block: QuantBlock, BlockBytes: BlockBytesQ8_0, Quantized: true},
+	Q4_0:         {Name: "q4_0", Block: QuantBlock, BlockBytes: BlockBytesQ4_0, Quantized: true},
 }
 
 // Info returns d's record (the zero record for an unknown dtype).

@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"gelo/ir"
 )
 
 // QK is the number of values in one block of every format here (ggml's
-// QK8_0 = QK4_0 = 32).
-const QK = 32
+// QK8_0 = QK4_0 = 32), from ir's dtype record.
+const QK = ir.QuantBlock
 
-// Block sizes in bytes (sizeof(block_q8_0), sizeof(block_q4_0)).
+// Block sizes in bytes (sizeof(block_q8_0), sizeof(block_q4_0)), from ir's
+// dtype record.
 const (
-	BlockBytesQ8_0 = 2 + QK   // f16 d + int8 qs[32]
-	BlockBytesQ4_0 = 2 + QK/2 // f16 d + uint8 qs[16]
+	BlockBytesQ8_0 = ir.BlockBytesQ8_0 // f16 d + int8 qs[32]
+	BlockBytesQ4_0 = ir.BlockBytesQ4_0 // f16 d + uint8 qs[16]
 )
 
 // Format is a block-quantized weight format. Its value is the ggml_type

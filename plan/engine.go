@@ -78,7 +78,13 @@ func (e *Engine) TakeProfile() cpu.Profile {
 
 // NewEngine builds the engine eo asks for m over w; key is the session key
 // of the mask stream.
+//
+// m is verified first (Verify), whatever its origin: an engine never runs
+// a module its compiler would refuse.
 func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*Engine, error) {
+	if err := Verify(m); err != nil {
+		return nil, fmt.Errorf("refusing to run the module: %w", err)
+	}
 	switch eo.Backend {
 	case "", "cpu":
 	case "gomlx":

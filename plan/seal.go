@@ -16,6 +16,7 @@ import (
 	"gelo/attest"
 	"gelo/ir"
 	"gelo/models"
+	"gelo/passes"
 	"gelo/plan/planfile"
 )
 
@@ -43,6 +44,9 @@ func IsPlanName(path string) bool { return strings.HasSuffix(path, planfile.Ext)
 // (tokenizer: a file or a directory holding tokenizer.json; "" means the
 // model directory's, if any) and the numerics flags.
 func Seal(m *ir.Module, model *models.Model, opt Options, tokenizer string) (*planfile.Plan, attest.Identity, error) {
+	if err := Verify(m); err != nil {
+		return nil, attest.Identity{}, fmt.Errorf("refusing to seal the module: %w", err)
+	}
 	src, config, err := sourceOf(model.Source, model.Config)
 	if err != nil {
 		return nil, attest.Identity{}, err
@@ -250,8 +254,17 @@ func ReadSealed(path string) (*planfile.Plan, attest.Identity, error) {
 	if err != nil {
 		return nil, attest.Identity{}, err
 	}
+	if err := Verify(m); err != nil {
+		return nil, attest.Identity{}, fmt.Errorf("plan %s: refusing it: %w", path, err)
+	}
 	return p, id, nil
 }
+
+// Verify is the check every module passes before it is lowered, sealed or
+// attested, whatever its origin (passes.Verify): valid IR, leakcheck, the
+// insecure label the compiler would give it, and every unmask paired with
+// its mask.
+func Verify(m *ir.Module) error { return passes.Verify(m) }
 
 // Overrides replace what a sealed plan records about where its model
 // comes from; whatever is loaded must still hash to the sealed identity.

@@ -109,6 +109,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		if m, sealed, err = plan.ReadArtifact(*planPath); err != nil {
 			return err
 		}
+		if err := plan.Verify(m); err != nil {
+			return fmt.Errorf("refusing to run %s: %w", *planPath, err)
+		}
 	}
 	var l *models.Model
 	if sealed != nil {

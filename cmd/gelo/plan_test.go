@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"gelo/attest"
+	"gelo/ir"
 	"gelo/models"
 	"gelo/plan/planfile"
 )
@@ -321,4 +323,40 @@ func TestDiffPlans(t *testing.T) {
 	if !strings.Contains(out, "is a plan file") || !strings.Contains(out, "no structural differences") {
 		t.Errorf("diff of a plan with its IR text:\n%s", out)
 	}
+}
+
+// TestEditedPlansRefused: a measured binary refuses a plan its compiler
+// would refuse. An IR artifact whose unmask undoes another slot than its
+// mask, or a plan file resealed around that IR (section digests and
+// trailer recomputed, identity intact), is refused by generate and by
+// attest, naming the node.
+func TestEditedPlansRefused(t *testing.T) {
+	dir := t.TempDir()
+	irPath := filepath.Join(dir, "a.ir")
+	must(t, "compile", "--out", irPath)
+	text, _ := os.ReadFile(irPath)
+	re := regexp.MustCompile(`(?m)^(  %\d+ = unmask %\d+, %\d+ \{family="hd3", slot=)0\}`)
+	edited := re.ReplaceAllString(string(text), "${1}5}")
+	edited = regexp.MustCompile(`(?m)^digest .*\n`).ReplaceAllString(edited, "")
+	if edited == string(text) {
+		t.Fatal("the edit changed nothing")
+	}
+	bad := filepath.Join(dir, "bad.ir")
+	os.WriteFile(bad, []byte(edited), 0o644)
+	refused(t, []string{"refusing to run " + bad, "unmask", "slot 5"}, generateArgs("--plan", bad)...)
+
+	planPath, _ := sealed(t, dir, "p")
+	p, err := planfile.ReadFile(planPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ir.Parse(edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetModule(m)
+	forged := filepath.Join(dir, "forged.gelo")
+	os.WriteFile(forged, planfile.Encode(p), 0o644)
+	refused(t, []string{"refusing", "slot 5"}, "attest", forged, "--nonce", testNonce, "--out", filepath.Join(dir, "f.ev"), "--simulated")
+	refused(t, []string{"refusing", "slot 5"}, generateArgs("--plan", forged)...)
 }

@@ -1,0 +1,104 @@
+package passes
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"gelo/ir"
+)
+
+// TestVerifyAcceptsCompiled: every module the pipeline compiles verifies.
+func TestVerifyAcceptsCompiled(t *testing.T) {
+	for _, mask := range []string{MaskNone, MaskHaar, MaskHD3} {
+		for _, cad := range []string{PerForward, PerOffload} {
+			for _, w := range []string{WeightsF32, WeightsQ8_0} {
+				for _, off := range [][]string{nil, Unfused()} {
+					po := DefaultProtect()
+					po.Mask, po.Cadence, po.Weights = mask, cad, w
+					m := traced(t)
+					if err := Pipeline(po, off...).Run(m); err != nil {
+						t.Fatal(err)
+					}
+					if err := Verify(m); err != nil {
+						t.Errorf("mask %s cadence %s weights %s no-fuse %v: %v", mask, cad, w, off, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// edit compiles the default plan, applies a text edit to its IR (and drops
+// the digest line, which the edit invalidates) and parses it back.
+func edit(t *testing.T, po ProtectOptions, f func(string) string) *ir.Module {
+	t.Helper()
+	m := traced(t)
+	if err := Pipeline(po).Run(m); err != nil {
+		t.Fatal(err)
+	}
+	text := f(ir.Print(m))
+	text = regexp.MustCompile(`(?m)^digest .*\n`).ReplaceAllString(text, "")
+	out, err := ir.Parse(text)
+	if err != nil {
+		t.Fatalf("edited IR does not parse: %v", err)
+	}
+	return out
+}
+
+func TestVerifyRefusesEditedPlans(t *testing.T) {
+	// A device matmul reading the shield-stacked rows before the mask, with
+	// every secrecy annotation made consistent again (what a careful editor
+	// of the IR text or the plan file would write).
+	m := traced(t)
+	if err := Pipeline(DefaultProtect()).Run(m); err != nil {
+		t.Fatal(err)
+	}
+	g := m.Graphs[0]
+	edited := false
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpMatMul && n.Place == ir.Device {
+			if src := g.Node(n.Inputs[0]); src.Op == ir.OpMask {
+				n.Inputs[0] = src.Inputs[0]
+				edited = true
+				break
+			}
+		}
+	}
+	if !edited {
+		t.Fatal("no masked device matmul")
+	}
+	for _, n := range g.Nodes {
+		n.Secrecy = ir.InferSecrecy(g, n)
+	}
+	if err := Verify(m); err == nil || !strings.Contains(err.Error(), "reads secret") || !strings.Contains(err.Error(), "shield_stack") {
+		t.Errorf("a matmul on the unmasked stack: %v", err)
+	}
+
+	// An unmask given another slot than its mask.
+	m = edit(t, DefaultProtect(), func(s string) string {
+		re := regexp.MustCompile(`(?m)^(  %\d+ = unmask %\d+, %\d+ \{family="hd3", slot=)0\}`)
+		return re.ReplaceAllString(s, "${1}7}")
+	})
+	if err := Verify(m); err == nil || !strings.Contains(err.Error(), "slot 7") {
+		t.Errorf("an unmask with another slot: %v", err)
+	}
+
+	// The insecure label removed from an hd3 plan.
+	m = edit(t, DefaultProtect(), func(s string) string {
+		return regexp.MustCompile(`(?m)^meta insecure = .*\n`).ReplaceAllString(s, "")
+	})
+	if err := Verify(m); err == nil || !strings.Contains(err.Error(), "insecure label") {
+		t.Errorf("a dropped insecure label: %v", err)
+	}
+
+	// The baseline relabelled as hd3: plaintext crossings under a protected name.
+	none := DefaultProtect()
+	none.Mask = MaskNone
+	m = edit(t, none, func(s string) string {
+		return strings.Replace(s, `meta mask = "none"`, `meta mask = "hd3"`, 1)
+	})
+	if err := Verify(m); err == nil || !strings.Contains(err.Error(), "reads secret") {
+		t.Errorf("plaintext crossings under meta mask hd3: %v", err)
+	}
+}

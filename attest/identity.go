@@ -248,6 +248,10 @@ func ComputeIdentity(in IdentityInput) (Identity, error) {
 	return id, nil
 }
 
+// ConfigDigest is the digest an identity binds for config.json bytes, so a
+// plan file's config section can be checked against its identity.
+func ConfigDigest(config []byte) Digest { return configDigest(config) }
+
 func configDigest(config []byte) Digest {
 	h := sha256.New()
 	writeFrameString(h, identityTag+"/config")

@@ -173,6 +173,15 @@ func TestSealOpenVariant(t *testing.T) {
 	if _, err := plan.Identity("f.gelo", &forged); err == nil || !strings.Contains(err.Error(), `numerics flag "backend"`) {
 		t.Fatalf("identity of a plan whose backend changed: %v", err)
 	}
+	// A config section edited (one value, so it still parses) is not the
+	// config the identity binds.
+	forged = *dec
+	cfg := *model.Config
+	cfg.RMSNormEps = 1e-5
+	forged.Config = cfg.JSON()
+	if _, err := plan.Identity("f.gelo", &forged); err == nil || !strings.Contains(err.Error(), "the config section hashes to") {
+		t.Fatalf("identity of a plan whose config section changed: %v", err)
+	}
 	// A self-consistent change outside the identity: the weights are not the sealed ones.
 	forged = *dec
 	forged.Source.SynthDType = "f32"

@@ -187,6 +187,10 @@ func Identity(path string, p *planfile.Plan) (attest.Identity, error) {
 	if canon, err := json.Marshal(id); err != nil || !bytes.Equal(canon, p.Identity) {
 		return id, fail("not in canonical form")
 	}
+	if got := attest.ConfigDigest(p.Config); got != id.Config {
+		return id, &planfile.Error{File: path, Section: planfile.SectionConfig,
+			Msg: fmt.Sprintf("the config section hashes to %s, the model identity binds %s", got, id.Config)}
+	}
 	cfg, err := models.ParseConfig("plan", p.Config)
 	if err != nil {
 		return id, &planfile.Error{File: path, Section: planfile.SectionConfig, Msg: err.Error(), Err: err}

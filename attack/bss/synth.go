@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"gelo/attack/rowspace"
 )
 
 // Haar returns an n x n orthogonal matrix drawn from the Haar measure (QR of
@@ -14,20 +16,7 @@ func Haar(n int, seed uint64) (*mat.Dense, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: Haar size %d", ErrShape, n)
 	}
-	g := gaussian(n, n, seed)
-	var qr mat.QR
-	qr.Factorize(g)
-	var q, r mat.Dense
-	qr.QTo(&q)
-	qr.RTo(&r)
-	for j := 0; j < n; j++ {
-		if r.At(j, j) < 0 {
-			for i := 0; i < n; i++ {
-				q.Set(i, j, -q.At(i, j))
-			}
-		}
-	}
-	return &q, nil
+	return rowspace.HaarOf(gaussian(n, n, seed)), nil
 }
 
 // FullSpanShield returns S = (I - H^T H)^{1/2} (d x d) for H (n x d) with top

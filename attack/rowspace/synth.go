@@ -27,8 +27,13 @@ func Gaussian(r, c int, rng *rand.Rand) *mat.Dense {
 
 // Haar returns an s x s orthogonal matrix drawn from the Haar measure (QR
 // of a Gaussian matrix with the signs of R's diagonal folded into Q).
-func Haar(s int, rng *rand.Rand) *mat.Dense {
-	g := Gaussian(s, s, rng)
+func Haar(s int, rng *rand.Rand) *mat.Dense { return HaarOf(Gaussian(s, s, rng)) }
+
+// HaarOf returns the orthogonal factor of the QR of a square Gaussian g
+// with the signs of R's diagonal folded into Q: Haar-distributed when g's
+// entries are i.i.d. standard normals.
+func HaarOf(g *mat.Dense) *mat.Dense {
+	s, _ := g.Dims()
 	var qr mat.QR
 	qr.Factorize(g)
 	var q, r mat.Dense

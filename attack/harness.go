@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"gelo/attack/rowspace"
 	"gelo/device"
 	"gelo/device/record"
+	"gelo/models"
 )
 
 // Dictionary is the layer-0 dictionary: row v is exactly the row the
@@ -53,6 +55,36 @@ func Dictionary(embed []float32, gamma []float32, vocab, d int, eps float64) (*m
 		}
 	}
 	return out, nil
+}
+
+// DictionaryOf is the layer-0 dictionary of a model's public weights: the
+// embedding table and the first input norm.
+func DictionaryOf(w *models.Weights) (*mat.Dense, error) {
+	cfg := w.Config
+	embed, _, err := w.Get("model.embed_tokens.weight")
+	if err != nil {
+		return nil, err
+	}
+	gamma, _, err := w.Get("model.layers.0.input_layernorm.weight")
+	if err != nil {
+		return nil, err
+	}
+	return Dictionary(embed, gamma, cfg.VocabSize, cfg.HiddenSize, cfg.RMSNormEps)
+}
+
+// KnownPlaintext is the attacker's own prompts: n uniformly random token
+// sequences of length l, from a fixed seed (the training rows of the ridge
+// inverters come from their recording).
+func KnownPlaintext(n, l, vocab int) [][]int32 {
+	rng := rand.New(rand.NewPCG(0x6b6e6f776e, uint64(vocab)))
+	out := make([][]int32, n)
+	for i := range out {
+		out[i] = make([]int32, l)
+		for j := range out[i] {
+			out[i][j] = int32(rng.IntN(vocab))
+		}
+	}
+	return out
 }
 
 // Run is one recorded condition and its truth.

@@ -159,3 +159,17 @@ func TestJudge(t *testing.T) {
 		t.Errorf("binomTail(1, 48, 0.001) = %v", p)
 	}
 }
+
+func TestKnownPlaintext(t *testing.T) {
+	a, b := KnownPlaintext(3, 5, 100), KnownPlaintext(3, 5, 100)
+	if len(a) != 3 || len(a[0]) != 5 {
+		t.Fatalf("shape %d x %d", len(a), len(a[0]))
+	}
+	for i := range a {
+		for j := range a[i] {
+			if a[i][j] != b[i][j] || a[i][j] < 0 || a[i][j] >= 100 {
+				t.Fatalf("not deterministic or out of range: %v vs %v", a, b)
+			}
+		}
+	}
+}

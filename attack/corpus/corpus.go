@@ -160,3 +160,22 @@ func Format(comments []string, ps []Prompt) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// Anchors are the ids every chat prompt shares (the chat template's),
+// which an attacker knows to be present; ids are the prompts' fitted ids.
+func Anchors(ps []Prompt, ids [][]int32) []int32 {
+	var common []int32
+	first := true
+	for i, p := range ps {
+		if p.Kind != "chat" {
+			continue
+		}
+		if first {
+			common, first = slices.Clone(ids[i]), false
+			continue
+		}
+		common = slices.DeleteFunc(common, func(t int32) bool { return !slices.Contains(ids[i], t) })
+	}
+	slices.Sort(common)
+	return slices.Compact(common)
+}

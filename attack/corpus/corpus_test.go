@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,4 +117,15 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestAnchors(t *testing.T) {
+	ps := []Prompt{{Kind: "chat"}, {Kind: "prose"}, {Kind: "chat"}}
+	ids := [][]int32{{9, 1, 2, 7}, {1, 2, 3}, {2, 1, 8, 9}}
+	if got := Anchors(ps, ids); !slices.Equal(got, []int32{1, 2, 9}) {
+		t.Fatalf("Anchors = %v, want [1 2 9] (the ids every chat prompt shares)", got)
+	}
+	if got := Anchors(ps[1:2], ids[1:2]); got != nil {
+		t.Fatalf("no chat prompt: %v", got)
+	}
 }

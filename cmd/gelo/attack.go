@@ -5,18 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"gonum.org/v1/gonum/mat"
-
 	"gelo/attack"
 	"gelo/attack/corpus"
-	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/tokenizer"
@@ -121,14 +117,14 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		longest = max(longest, len(p))
 	}
 	maxCtx := max(mf.maxContext, longest+*maxTokens+2, *knownLen+2)
-	known := knownPlaintext(*knownPrompts, *knownLen, cfg.VocabSize)
-	D, err := dictionary(model)
+	known := attack.KnownPlaintext(*knownPrompts, *knownLen, cfg.VocabSize)
+	D, err := attack.DictionaryOf(model.Weights)
 	if err != nil {
 		return err
 	}
 	deep := fmt.Sprintf("model.layers.%d.self_attn.q_proj", cfg.NumHiddenLayers-1)
 	aopt := attack.Options{ICAPasses: *icaPasses, SeqPrompts: *seqPrompts, SeqCandidates: *seqCands,
-		Anchors: anchors(ps, fitted), Seed: 1}
+		Anchors: corpus.Anchors(ps, fitted), Seed: 1}
 	start := time.Now()
 	last := start
 	aopt.Progress = func(cond, a string) {
@@ -204,51 +200,4 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// dictionary is the layer-0 dictionary of a model's public weights.
-func dictionary(model *models.Model) (*mat.Dense, error) {
-	cfg := model.Config
-	embed, _, err := model.Get("model.embed_tokens.weight")
-	if err != nil {
-		return nil, err
-	}
-	gamma, _, err := model.Get("model.layers.0.input_layernorm.weight")
-	if err != nil {
-		return nil, err
-	}
-	return attack.Dictionary(embed, gamma, cfg.VocabSize, cfg.HiddenSize, cfg.RMSNormEps)
-}
-
-// knownPlaintext is the attacker's own prompts: n uniformly random token
-// sequences of length l, from a fixed seed.
-func knownPlaintext(n, l, vocab int) [][]int32 {
-	rng := rand.New(rand.NewPCG(0x6b6e6f776e, uint64(vocab)))
-	out := make([][]int32, n)
-	for i := range out {
-		out[i] = make([]int32, l)
-		for j := range out[i] {
-			out[i][j] = int32(rng.IntN(vocab))
-		}
-	}
-	return out
-}
-
-// anchors are the ids every chat prompt shares (the chat template's),
-// which an attacker knows to be present.
-func anchors(ps []corpus.Prompt, ids [][]int32) []int32 {
-	var common []int32
-	first := true
-	for i, p := range ps {
-		if p.Kind != "chat" {
-			continue
-		}
-		if first {
-			common, first = slices.Clone(ids[i]), false
-			continue
-		}
-		common = slices.DeleteFunc(common, func(t int32) bool { return !slices.Contains(ids[i], t) })
-	}
-	slices.Sort(common)
-	return slices.Compact(common)
 }

@@ -144,3 +144,34 @@ func TestAttackSequential(t *testing.T) {
 	}
 	t.Logf("sequential prompt top-1: C0 %.3f, C3 %.3f", r.value(t, "C0", "sequential", "prompt top-1"), r.value(t, "C3", "sequential", "prompt top-1"))
 }
+
+// TestRecordAttackRefusals: bad flags and bad inputs of record and attack
+// are usage errors (exit 2) or refusals (exit 1) that say what is wrong.
+func TestRecordAttackRefusals(t *testing.T) {
+	dir := t.TempDir()
+	badCorpus := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(badCorpus, []byte(`{"kind":"poetry","text":"x"}`+"\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"record"}, 2, "--out is required"},
+		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt-ids", "1", "--prompt", "x"}, 2, "give one of"},
+		{[]string{"record", "--out", filepath.Join(dir, "r"), "--max-tokens", "0"}, 2, "--max-tokens must be positive"},
+		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt-ids", "1,x"}, 2, `"x" is not a token id`},
+		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt", "hi"}, 2, "needs a tokenizer"},
+		{[]string{"record", "--out", filepath.Join(dir, "r"), "--corpus", badCorpus}, 1, `kind "poetry"`},
+		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt-ids", "99999"}, 1, "outside the vocabulary"},
+		{[]string{"attack"}, 2, "--out is required"},
+		{[]string{"attack", "--out", dir, "--conditions", "C9"}, 2, `"C9" is not one of`},
+		{[]string{"attack", "--out", dir, "--max-tokens", "0"}, 2, "--max-tokens must be positive"},
+		{[]string{"attack", "--out", dir, "--corpus", badCorpus}, 1, `kind "poetry"`},
+		{[]string{"attack", "--out", dir, "--corpus", filepath.Join(dir, "missing.jsonl")}, 1, "corpus:"},
+	} {
+		_, errs, code := gelo(t, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("gelo %v: exit %d, %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+}

@@ -136,6 +136,15 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The attacker's copy of the public model does not depend on the
+	// condition: one for the whole run.
+	var oracle *plan.Oracle
+	if *seqPrompts > 0 {
+		if oracle, err = plan.NewOracle(model, mf.engineOptions(), deep, 64, maxCtx); err != nil {
+			return err
+		}
+		defer oracle.Close()
+	}
 	var reports []*attack.Report
 	for _, c := range chosen {
 		o := c.opt()
@@ -160,13 +169,8 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("%s: known plaintext: %w", c.name, err)
 			}
 		}
-		if *seqPrompts > 0 {
-			or, err := plan.NewOracle(model, mf.engineOptions(), deep, 64, maxCtx)
-			if err != nil {
-				return err
-			}
-			defer or.Close()
-			run.Oracle = or.Rows
+		if oracle != nil {
+			run.Oracle = oracle.Rows
 		}
 		rep, err := attack.Evaluate(D, run, aopt)
 		if err != nil {

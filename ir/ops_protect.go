@@ -73,14 +73,15 @@ func init() {
 	}
 	for _, info := range []*OpInfo{
 		{Name: OpShieldStack, Class: ClassBoundary, Cost: CostShield,
-			Doc: "append shield rows (Gaussian, energy x mean row norm) below the data rows; with center, send the rows minus their mean and the mean as one more row",
+			Doc: "append shield rows (Gaussian, energy x mean row norm) below the data rows; with center, send the rows minus their mean and the mean as one more row; with whiten, send [H/alpha; (I - H^T H/alpha^2)^(1/2); 0] (alpha a power of two), whose columns are orthonormal",
 			// Operands: the rows, the pass counter, and optionally the rows
 			// the shield energy is measured against (the uncentred rows when
 			// the stacked ones were centred).
 			MinInputs: 2, MaxInputs: 3,
 			Attrs: []AttrSpec{{Name: "family", Kind: AttrString}, {Name: "k_min", Kind: AttrInt},
 				{Name: "energy", Kind: AttrFloat}, {Name: "rows", Kind: AttrString},
-				{Name: "center", Kind: AttrBool, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true}},
+				{Name: "center", Kind: AttrBool, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true},
+				{Name: "whiten", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := checkFamily(n); err != nil {
 					return Type{}, err
@@ -126,9 +127,10 @@ func init() {
 				return same2D(n, in)
 			}},
 		{Name: OpShieldStrip, Class: ClassBoundary, Cost: CostShield,
-			Doc:       "drop the shield rows, keeping the first rows; with center, add the mean row's product back",
+			Doc:       "drop the shield rows, keeping the first rows; with center, add the mean row's product back; with whiten, scale the rows back by alpha",
 			MinInputs: 1, MaxInputs: 1, Attrs: []AttrSpec{{Name: "rows", Kind: AttrString},
-				{Name: "center", Kind: AttrBool, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true}},
+				{Name: "center", Kind: AttrBool, Optional: true}, {Name: "per_row", Kind: AttrBool, Optional: true},
+				{Name: "whiten", Kind: AttrBool, Optional: true}},
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("y", in[0], true, 2); err != nil {
 					return Type{}, err

@@ -472,6 +472,9 @@ func matchStripSwiGLU(g *ir.Graph, users map[ir.ValueID][]ir.ValueID) []match {
 		if c, _ := st.Attrs.Bool("center"); c {
 			continue // the strip adds the mean row's product: keep it
 		}
+		if w, _ := st.Attrs.Bool("whiten"); w {
+			continue // the strip scales the rows back by alpha: keep it
+		}
 		sw, st := sw, st
 		out = append(out, match{nodes: []ir.ValueID{st.ID, sw.ID}, build: func(b *builder) map[ir.ValueID]ir.ValueID {
 			attrs := ir.Attrs{"rows": st.Attrs["rows"]}

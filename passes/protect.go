@@ -20,6 +20,10 @@ const (
 
 // ProtectOptions configure the protect pass.
 type ProtectOptions struct {
+	// Security names the protection level (passes.Levels) whose knobs
+	// the fields below hold, or custom; "" is taken as the level the knobs
+	// match (LevelOf).
+	Security string
 	// Mask is none (the insecure baseline), haar or hd3.
 	Mask string
 	// Cadence is per-forward (one mask per forward pass and shielded row
@@ -58,7 +62,21 @@ const (
 
 // DefaultProtect is the protection a plan gets unless told otherwise.
 func DefaultProtect() ProtectOptions {
-	return ProtectOptions{Mask: MaskHD3, Cadence: PerForward, ShieldK: 8, ShieldEnergy: 4.0, Center: true, Topology: PerSequence}
+	l, _ := LookupLevel(DefaultLevel)
+	o := l.Options(ProtectOptions{Topology: PerSequence})
+	if !l.FullSpan {
+		o.Security = "" // named by its knobs, so callers may change them
+	}
+	return o
+}
+
+// SecurityLevel is the level o compiles to: the named one, or the level
+// its knobs match.
+func (o ProtectOptions) SecurityLevel() string {
+	if o.Security != "" {
+		return o.Security
+	}
+	return LevelOf(o)
 }
 
 // Check validates the options and names the bad one.
@@ -80,6 +98,9 @@ func (o ProtectOptions) Check() error {
 	case "", PerSequence, Shared:
 	default:
 		return fmt.Errorf("--topology %q: want per-sequence or shared", o.Topology)
+	}
+	if err := o.checkLevel(); err != nil {
+		return err
 	}
 	if o.Mask != MaskNone {
 		if o.ShieldK < 8 {
@@ -123,6 +144,7 @@ func Protect(o ProtectOptions) Pass {
 				}
 				m.Graphs[i] = ng
 			}
+			m.Meta["security"] = o.SecurityLevel()
 			m.Meta["mask"] = o.Mask
 			m.Meta["cadence"] = o.Cadence
 			if o.Mask != MaskNone {
@@ -267,9 +289,20 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 						}
 						c = r.emit(ir.OpToDevice, attrs, ir.TEE, x)
 					} else {
+						lv := o.level()
+						width := xt.Shape[1].Size
 						dim := ShieldedDim(rows)
+						kmin := int64(o.ShieldK)
+						if lv.FullSpan {
+							// s >= n + d: the payload has full column rank.
+							dim = fmt.Sprintf("%s_%d", dim, width)
+							kmin = max(kmin, int64(width))
+						}
 						addParam(dim)
-						attrs := ir.Attrs{"family": o.Mask, "k_min": int64(o.ShieldK), "energy": o.ShieldEnergy, "rows": dim}
+						attrs := ir.Attrs{"family": o.Mask, "k_min": kmin, "energy": o.ShieldEnergy, "rows": dim}
+						if lv.Whiten {
+							attrs["whiten"] = true
+						}
 						var mu ir.ValueID = -1
 						ref := x
 						switch {
@@ -334,6 +367,9 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 				uattrs["per_row"], attrs["per_row"] = true, true
 			} else if center(o, rows) && mean < 0 {
 				attrs["center"] = true
+			}
+			if o.level().Whiten {
+				attrs["whiten"] = true
 			}
 			u := r.emit(ir.OpUnmask, uattrs, ir.TEE, d, pass)
 			back = r.emit(ir.OpShieldStrip, attrs, ir.TEE, u)

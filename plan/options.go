@@ -74,6 +74,7 @@ func passesOf(o Options, meta map[string]string) planfile.Passes {
 	}
 	return planfile.Passes{
 		Pipeline: splitList(meta["passes"]),
+		Security: o.SecurityLevel(),
 		Mask:     o.Mask, Cadence: o.Cadence, Topology: topology,
 		ShieldK: o.ShieldK, ShieldEnergy: o.ShieldEnergy, Center: o.Center,
 		Fusions:      fusionsOf(meta),
@@ -111,6 +112,7 @@ func IdentityFlags(cfg *models.Config, backend string, ps planfile.Passes) map[s
 		"qkv_bias":            strconv.FormatBool(cfg.QKVBias()),
 		"o_bias":              strconv.FormatBool(cfg.OBias()),
 		"tie_word_embeddings": strconv.FormatBool(cfg.TieWordEmbeddings),
+		"security":            ps.Security,
 		"mask":                ps.Mask,
 		"cadence":             ps.Cadence,
 		"topology":            ps.Topology,

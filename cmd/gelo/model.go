@@ -27,6 +27,8 @@ type modelFlags struct {
 	dumpAfter  string
 	dumpAll    bool
 
+	security     string
+	protectFS    *flag.FlagSet // to tell the knobs given from their defaults
 	mask         string
 	cadence      string
 	shield       string
@@ -69,7 +71,9 @@ func (mf *modelFlags) engine(w *models.Weights, key []byte, m *ir.Module) (*plan
 // that compiles on the fly.
 func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	d := plan.Defaults()
-	fs.StringVar(&mf.mask, "mask", d.Mask, passes.MaskFamilyHelp())
+	mf.protectFS = fs
+	fs.StringVar(&mf.security, "security", passes.DefaultLevel, passes.LevelHelp())
+	fs.StringVar(&mf.mask, "mask", d.Mask, passes.MaskFamilyHelp()+" (expert knob: makes the level custom)")
 	fs.StringVar(&mf.cadence, "cadence", d.Cadence, "mask cadence: per-forward or per-offload")
 	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
 	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")
@@ -82,6 +86,43 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 // options parses the compile flags.
 func (mf *modelFlags) options() (plan.Options, error) {
 	o := plan.Defaults()
+	var knobs []string // expert protection knobs given on the command line
+	securitySet := false
+	if mf.protectFS != nil {
+		mf.protectFS.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "mask", "cadence", "shield", "center":
+				knobs = append(knobs, "--"+f.Name)
+			case "security":
+				securitySet = true
+			}
+		})
+	}
+	if len(knobs) == 0 || mf.security != passes.LevelCustom {
+		if len(knobs) > 0 && securitySet {
+			return o, fmt.Errorf("%w: %s set protection knobs that --security %s fixes (use --security custom, or drop them)", errUsage, strings.Join(knobs, ", "), mf.security)
+		}
+		if len(knobs) == 0 {
+			l, ok := passes.LookupLevel(mf.security)
+			if !ok {
+				return o, fmt.Errorf("%w: --security %q: want %s", errUsage, mf.security, ir.OrList(passes.LevelNames()))
+			}
+			o.ProtectOptions = l.Options(o.ProtectOptions)
+			if mf.weights != "" {
+				o.Weights = mf.weights
+			}
+			if mf.topology != "" && !l.FullSpan {
+				o.Topology = mf.topology
+			}
+			o.NoFuse = splitList(mf.noFuse)
+			if err := o.Check(); err != nil {
+				return o, fmt.Errorf("%w: %v", errUsage, err)
+			}
+			return o, nil
+		}
+	}
+	// The expert knobs: the level is whatever they match (custom if none).
+	o.Security = ""
 	if mf.mask != "" {
 		o.Mask, o.Cadence, o.Center = mf.mask, mf.cadence, mf.center
 	}

@@ -219,6 +219,9 @@ type slot struct {
 	ws     []*mask.Workspace // one per group
 	ms     []mask.Mask       // sampled this pass, one per group
 	live   bool
+	// alpha is the whitening scale of the slot's stack this pass (the
+	// exact level): H / alpha crossed, the strip multiplies it back.
+	alpha float32
 }
 
 // Compile lowers g with its symbolic dims bound.
@@ -488,6 +491,9 @@ func (p *Program) endPass() {
 		sl.live = false
 	}
 	p.live = p.live[:0]
+	for _, sl := range p.slots {
+		sl.alpha = 0
+	}
 	p.b.rng.Zeroise()
 }
 

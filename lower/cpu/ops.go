@@ -131,6 +131,20 @@ func lowerShieldStack(l *lowering) (func() error, error) {
 			return nil
 		}, nil
 	}
+	if wh, _ := n.Attrs.Bool("whiten"); wh {
+		if centered {
+			return nil, fmt.Errorf("shield_stack: whiten and center together are not supported")
+		}
+		return func() error {
+			sl := p.slots[fillSlot]
+			if sl == nil {
+				return fmt.Errorf("whitened shield_stack %v has no mask slot", n.ID)
+			}
+			a, err := mask.Whiten(f(out), f(in[0]), r, d, rows)
+			sl.alpha = a
+			return err
+		}, nil
+	}
 	data := r
 	if centered {
 		data++
@@ -175,6 +189,25 @@ func lowerMask(l *lowering) (func() error, error) {
 
 func lowerShieldStrip(l *lowering) (func() error, error) {
 	n, ctx, out, in, rows, dims, f := l.n, l.ctx, l.out, l.in, l.rows, l.dims, l.f
+	if wh, _ := n.Attrs.Bool("whiten"); wh {
+		u := l.p.g.Node(in[0])
+		if u == nil || u.Op != ir.OpUnmask {
+			return nil, fmt.Errorf("whitened shield_strip reads %v, not an unmask", in[0])
+		}
+		id, _ := u.Attrs.Int("slot")
+		cols := dims(out)[1]
+		return func() error {
+			sl := l.p.slots[id]
+			if sl == nil || sl.alpha == 0 {
+				return fmt.Errorf("whitened shield_strip: slot %d has no whitening scale this pass", id)
+			}
+			y, x := f(out), f(in[0])
+			for i := range y[:rows*cols] {
+				y[i] = x[i] * sl.alpha
+			}
+			return nil
+		}, nil
+	}
 	if pr, _ := n.Attrs.Bool("per_row"); pr {
 		cols := dims(out)[1]
 		s1 := dims(in[0])[0] / rows

@@ -70,7 +70,9 @@ type Source struct {
 
 // Passes is the pass configuration a plan was compiled with.
 type Passes struct {
-	Pipeline     []string
+	Pipeline []string
+	// Security is the protection level (passes.Levels, or custom).
+	Security     string
 	Mask         string
 	Cadence      string
 	Topology     string
@@ -184,6 +186,7 @@ type metaWire struct {
 
 type passesWire struct {
 	Pipeline     []string `json:"pipeline"`
+	Security     string   `json:"security"`
 	Mask         string   `json:"mask"`
 	Cadence      string   `json:"cadence"`
 	Topology     string   `json:"topology"`
@@ -213,6 +216,7 @@ func encodeMeta(p *Plan) []byte {
 		Source:  p.Source,
 		Passes: passesWire{
 			Pipeline:     nonNil(p.Passes.Pipeline),
+			Security:     p.Passes.Security,
 			Mask:         p.Passes.Mask,
 			Cadence:      p.Passes.Cadence,
 			Topology:     p.Passes.Topology,
@@ -410,7 +414,7 @@ func decodeMeta(body []byte) (*Plan, error) {
 		Backend: w.Backend,
 		Source:  w.Source,
 		Passes: Passes{
-			Pipeline: w.Passes.Pipeline, Mask: w.Passes.Mask, Cadence: w.Passes.Cadence,
+			Pipeline: w.Passes.Pipeline, Security: w.Passes.Security, Mask: w.Passes.Mask, Cadence: w.Passes.Cadence,
 			Topology: w.Passes.Topology, ShieldK: w.Passes.ShieldK, ShieldEnergy: e,
 			Center: w.Passes.Center, Fusions: w.Passes.Fusions, WeightFormat: w.Passes.WeightFormat,
 		},
@@ -496,7 +500,7 @@ func (p *Plan) checkMeta() error {
 			return bad("passes.pipeline[%d] %q is not a pass name", i, n)
 		}
 	}
-	o := passes.ProtectOptions{Mask: ps.Mask, Cadence: ps.Cadence, ShieldK: ps.ShieldK,
+	o := passes.ProtectOptions{Security: ps.Security, Mask: ps.Mask, Cadence: ps.Cadence, ShieldK: ps.ShieldK,
 		ShieldEnergy: ps.ShieldEnergy, Center: ps.Center, Topology: ps.Topology}
 	if err := o.Check(); err != nil {
 		return bad("passes: %v", err)
@@ -600,6 +604,9 @@ func (p *Plan) checkIR() error {
 		}
 	} else if len(ps.Fusions) > 0 {
 		return bad("the pipeline has no fuse pass, yet the meta section lists fusions %v", ps.Fusions)
+	}
+	if slices.Contains(ps.Pipeline, "protect") {
+		want["security"] = ps.Security
 	}
 	if ps.Mask != passes.MaskNone {
 		want["shield"] = strconv.Itoa(ps.ShieldK) + "," + formatEnergy(ps.ShieldEnergy)

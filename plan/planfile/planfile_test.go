@@ -63,6 +63,7 @@ func newTestPlan(tb testing.TB, po passes.ProtectOptions, noFuse ...string) *Pla
 		Source:  Source{Kind: SourceVariant, Name: "qwen3-tiny", Seed: 1, SynthDType: "bf16"},
 		Passes: Passes{
 			Pipeline: strings.Split(m.Meta["passes"], ","),
+			Security: m.Meta["security"],
 			Mask:     po.Mask, Cadence: po.Cadence, Topology: po.Topology,
 			ShieldK: po.ShieldK, ShieldEnergy: po.ShieldEnergy, Center: po.Center,
 			Fusions:      fusions,

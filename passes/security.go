@@ -1,0 +1,169 @@
+package passes
+
+import (
+	"fmt"
+	"strings"
+
+	"gelo/ir"
+)
+
+// Security level names. A level fixes every protection knob (mask family,
+// cadence, shield rule and energy, centring, shield kind), so a plan's
+// level says exactly what the device was shown; custom is any other
+// combination of the knobs (the expert flags --mask, --shield, --cadence).
+const (
+	LevelNone   = "none"
+	Level8x4    = "gelo-8x4"
+	LevelSpan   = "span"
+	LevelExact  = "exact"
+	LevelCustom = "custom"
+)
+
+// Level is one named protection level: its knobs and its claim.
+type Level struct {
+	Name string
+	// Claim is what the level promises, as README and inspect print it.
+	Claim string
+	// Insecure, when not empty, is the attack that breaks the level; a
+	// plan at this level carries it (through its crossings) in meta.
+	Insecure string
+	// Rank orders levels for --min-security: insecure levels rank 0.
+	Rank int
+
+	Mask, Cadence string
+	ShieldK       int
+	ShieldEnergy  float64
+	Center        bool
+	// FullSpan: every crossing of n rows of width d carries at least d
+	// shield rows (s >= n + d), so the device sees a full-rank payload and
+	// the row space hides nothing.
+	FullSpan bool
+	// Whiten: the shield is (I - H'^T H')^(1/2) for H' = H / alpha (alpha a
+	// power of two above H's largest singular value), so X = [H'; S] has
+	// X^T X = I and the payload's Gram is the identity whatever H is.
+	Whiten bool
+}
+
+// levels is the registry, weakest first.
+var levels = []Level{
+	{Name: LevelNone, Mask: MaskNone, Cadence: PerForward, ShieldK: 8, ShieldEnergy: 4, Center: true,
+		Claim:    "no protection: the device sees every activation that crosses, in the clear",
+		Insecure: "no protection"},
+	{Name: Level8x4, Mask: MaskHD3, Cadence: PerForward, ShieldK: 8, ShieldEnergy: 4, Center: true,
+		Claim:    "the seed's protocol: HD3 row mixing with 8 Gaussian shield rows at energy 4, one mask per forward pass (kept for comparison)",
+		Insecure: ir.RowSpaceBreak},
+	{Name: LevelSpan, Rank: 1, Mask: MaskHD3, Cadence: PerOffload, ShieldK: 8, ShieldEnergy: SpanEnergy, Center: true, FullSpan: true,
+		Claim: fmt.Sprintf("full-span Gaussian shields (s >= n + d rows on every crossing, energy %g) and a fresh HD3 mixing per crossing; "+
+			"judged by the attack harness, no proof", SpanEnergy)},
+	{Name: LevelExact, Rank: 2, Mask: MaskHaar, Cadence: PerOffload, ShieldK: 8, ShieldEnergy: 1, Center: false, FullSpan: true, Whiten: true,
+		Claim: "whitened full-span shields and a fresh Haar mixing per crossing: every payload is uniform on the Stiefel manifold " +
+			"whatever the data (proof in lower/cpu/mask); the TEE works more than the matmul it protects (the reference, not the fast path)"},
+}
+
+// SpanEnergy is the shield energy of level span: shield rows of norm
+// SpanEnergy x the mean data row norm.
+const SpanEnergy = 4.0
+
+// DefaultLevel is the level a plan gets unless told otherwise.
+const DefaultLevel = Level8x4
+
+// Levels lists the named levels, weakest first.
+func Levels() []Level { return append([]Level(nil), levels...) }
+
+// LevelNames lists what --security takes.
+func LevelNames() []string {
+	var ns []string
+	for _, l := range levels {
+		ns = append(ns, l.Name)
+	}
+	return append(ns, LevelCustom)
+}
+
+// LookupLevel returns the named level (not custom).
+func LookupLevel(name string) (Level, bool) {
+	for _, l := range levels {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return Level{}, false
+}
+
+// LevelHelp is the --security flag help, one line.
+func LevelHelp() string {
+	var parts []string
+	for _, l := range levels {
+		s := l.Name
+		if l.Insecure != "" {
+			s += " (insecure)"
+		}
+		parts = append(parts, s)
+	}
+	return "protection level: " + strings.Join(parts, ", ") + ", or custom (set by --mask, --shield, --cadence, --center)"
+}
+
+// Options returns o with the level's knobs; the weight format and
+// topology are kept (a full-span level needs the shared topology for
+// batched decode: one full-span crossing for the whole batch).
+func (l Level) Options(o ProtectOptions) ProtectOptions {
+	o.Security = l.Name
+	o.Mask, o.Cadence, o.ShieldK, o.ShieldEnergy, o.Center = l.Mask, l.Cadence, l.ShieldK, l.ShieldEnergy, l.Center
+	if l.FullSpan {
+		o.Topology = Shared
+	}
+	return o
+}
+
+// matches reports whether o's knobs are the level's.
+func (l Level) matches(o ProtectOptions) bool {
+	if o.Mask == MaskNone && l.Mask == MaskNone {
+		return true // the other knobs mean nothing without a mask
+	}
+	return o.Mask == l.Mask && o.Cadence == l.Cadence && o.ShieldK == l.ShieldK &&
+		o.ShieldEnergy == l.ShieldEnergy && o.Center == l.Center && (!l.FullSpan || o.topology() == Shared)
+}
+
+// LevelOf names the level o's knobs make: a named level when they match
+// one that is not full-span (full-span levels are chosen by name only), else
+// custom.
+func LevelOf(o ProtectOptions) string {
+	for _, l := range levels {
+		if !l.FullSpan && l.matches(o) {
+			return l.Name
+		}
+	}
+	return LevelCustom
+}
+
+// level is o's level record; custom has the knobs as given and no span
+// or whitening.
+func (o ProtectOptions) level() Level {
+	if l, ok := LookupLevel(o.Security); ok {
+		return l
+	}
+	return Level{Name: LevelCustom, Mask: o.Mask, Cadence: o.Cadence, ShieldK: o.ShieldK, ShieldEnergy: o.ShieldEnergy, Center: o.Center}
+}
+
+// checkLevel refuses options whose knobs contradict their named level.
+func (o ProtectOptions) checkLevel() error {
+	if o.Security == "" || o.Security == LevelCustom {
+		return nil
+	}
+	l, ok := LookupLevel(o.Security)
+	if !ok {
+		return fmt.Errorf("--security %q: want %s", o.Security, ir.OrList(LevelNames()))
+	}
+	if !l.matches(o) {
+		return fmt.Errorf("--security %s fixes mask %s, cadence %s, shield %d,%g, center %v%s; the options say mask %s, cadence %s, shield %d,%g, center %v, topology %s (use --security custom for other settings)",
+			l.Name, l.Mask, l.Cadence, l.ShieldK, l.ShieldEnergy, l.Center, map[bool]string{true: ", topology shared"}[l.FullSpan],
+			o.Mask, o.Cadence, o.ShieldK, o.ShieldEnergy, o.Center, o.topology())
+	}
+	return nil
+}
+
+// LevelRank is the rank of a plan's level for --min-security (0 for
+// insecure, custom and unknown levels).
+func LevelRank(name string) int {
+	l, _ := LookupLevel(name)
+	return l.Rank
+}

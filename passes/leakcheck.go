@@ -27,6 +27,9 @@ func Leakcheck(allowInsecure bool) Pass {
 			if len(errs) > 0 {
 				return errors.Join(append(errs, leaks...)...)
 			}
+			if err := checkSecurity(m); err != nil {
+				return err
+			}
 			if len(leaks) == 0 {
 				delete(m.Meta, "insecure")
 				if why := brokenFamilies(m); why != "" {
@@ -42,26 +45,47 @@ func Leakcheck(allowInsecure bool) Pass {
 		}}
 }
 
-// brokenFamilies names the mask families m uses that an attack breaks,
-// with the reason, or "".
+// brokenFamilies names the attacks that break m's crossings, or "": a
+// family an attack breaks whatever the shield, and any shield_stack with
+// fewer shield rows than its width (the row space stays visible), per
+// family, in the order first met.
 func brokenFamilies(m *ir.Module) string {
 	seen := map[string]bool{}
 	var parts []string
+	add := func(name, why string) {
+		if !seen[name+why] {
+			seen[name+why] = true
+			parts = append(parts, "mask "+name+": "+why)
+		}
+	}
 	for _, g := range m.Graphs {
 		for _, n := range g.Nodes {
-			if n.Op != ir.OpMask {
-				continue
+			switch n.Op {
+			case ir.OpMask:
+				name, _ := n.Attrs.Str("family")
+				if f, ok := ir.LookupMaskFamily(name); ok && f.Insecure != "" {
+					add(name, f.Insecure)
+				}
+			case ir.OpShieldStack:
+				name, _ := n.Attrs.Str("family")
+				if !fullSpan(g, n) {
+					add(name, ir.RowSpaceBreak)
+				}
 			}
-			name, _ := n.Attrs.Str("family")
-			f, ok := ir.LookupMaskFamily(name)
-			if !ok || f.Insecure == "" || seen[name] {
-				continue
-			}
-			seen[name] = true
-			parts = append(parts, "mask "+name+": "+f.Insecure)
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// fullSpan reports whether a shield_stack's stack has at least as many
+// shield rows as its width (s >= n + d): the payload has full column rank.
+func fullSpan(g *ir.Graph, n *ir.Node) bool {
+	k, _ := n.Attrs.Int("k_min")
+	if pr, _ := n.Attrs.Bool("per_row"); pr {
+		return false // per-sequence stacks are one row plus its own few shield rows
+	}
+	x := g.Node(n.Inputs[0])
+	return x != nil && len(x.Type.Shape) == 2 && !x.Type.Shape[1].IsSym() && k >= int64(x.Type.Shape[1].Size)
 }
 
 func describe(g *ir.Graph, v ir.ValueID) string {
@@ -116,14 +140,16 @@ func leakcheck(g *ir.Graph) (leaks, errs []error) {
 // tolerates plaintext crossings only for mask none, which the module
 // then says. noFuse switches fusions off by name.
 func Pipeline(o ProtectOptions, noFuse ...string) *Manager {
-	return &Manager{Passes: []Pass{
-		Place(DefaultPolicy()),
-		Fuse(noFuse),
+	ps := []Pass{Place(DefaultPolicy()), Fuse(noFuse)}
+	if o.level().FullSpan {
+		ps = append(ps, Offload(o))
+	}
+	return &Manager{Passes: append(ps,
 		Quantize(o.Weights),
 		Protect(o),
 		FuseEpilogue(noFuse),
 		Leakcheck(o.Mask == MaskNone),
-	}}
+	)}
 }
 
 // Unfused is every fusion's name: Pipeline(o, Unfused()...) is the

@@ -49,6 +49,14 @@ type ProtectOptions struct {
 	// mask) or shared (the B rows are stacked under one mask with
 	// next_pow2(B + 8) - B shield rows; opt-in, far fewer device rows).
 	Topology string
+	// PlanRows and PlanBatch are the prefill length n and decode batch B
+	// the offload decision of a full-span level is costed at (0: the
+	// defaults, DefaultPlanRows and DefaultPlanBatch).
+	PlanRows, PlanBatch int
+	// OffloadAll offloads every linear op under a full-span level, paying
+	// or not (the attack harness and the level's tests need crossings to
+	// look at; the exact level never pays).
+	OffloadAll bool
 	// Weights is the device weight format: f32 (default), bf16, q8_0 or q4_0.
 	// It is a compile option like the protection, so it travels with it.
 	Weights string

@@ -30,6 +30,9 @@ func Verify(m *ir.Module) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("verify: %w", errors.Join(append(leaks, errs...)...))
 	}
+	if err := checkSecurity(m); err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
 	want := brokenFamilies(m)
 	if len(leaks) > 0 {
 		if m.Meta["mask"] != MaskNone {

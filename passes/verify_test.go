@@ -96,9 +96,55 @@ func TestVerifyRefusesEditedPlans(t *testing.T) {
 	none := DefaultProtect()
 	none.Mask = MaskNone
 	m = edit(t, none, func(s string) string {
+		s = strings.Replace(s, `meta security = "none"`, `meta security = "gelo-8x4"`, 1)
 		return strings.Replace(s, `meta mask = "none"`, `meta mask = "hd3"`, 1)
 	})
 	if err := Verify(m); err == nil || !strings.Contains(err.Error(), "reads secret") {
 		t.Errorf("plaintext crossings under meta mask hd3: %v", err)
+	}
+}
+
+// TestVerifyHoldsLevels: a plan labelled with a full-span level is refused,
+// naming the node, when one crossing carries too few shield rows, shares a
+// mask slot with another, or drops the whitening; the same edits of the
+// security label itself are refused too.
+func TestVerifyHoldsLevels(t *testing.T) {
+	for _, name := range []string{LevelSpan, LevelExact} {
+		l, _ := LookupLevel(name)
+		po := l.Options(DefaultProtect())
+		po.OffloadAll = true
+		m := traced(t)
+		if err := Pipeline(po).Run(m); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := Verify(m); err != nil {
+			t.Fatalf("%s: the compiled plan: %v", name, err)
+		}
+		if got := m.Meta["insecure"]; got != "" {
+			t.Errorf("%s: labelled insecure: %q", name, got)
+		}
+		for _, c := range []struct {
+			what, re, repl, want string
+		}{
+			{"too few shield rows", `k_min=(64|192)`, "k_min=8", "the level needs s >= n + d"},
+			{"a shared mask slot", `slot=1\b`, "slot=0", "masks a second crossing"},
+			{"another level's label", `meta security = "[a-z]+"`, `meta security = "gelo-8x4"`, "security gelo-8x4 uses mask hd3"},
+		} {
+			if name == LevelSpan && c.what == "another level's label" {
+				continue // span is hd3 too: its relabelling is caught by the insecure label instead
+			}
+			m := edit(t, po, func(s string) string {
+				return regexp.MustCompile(c.re).ReplaceAllString(s, c.repl)
+			})
+			if err := Verify(m); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s, %s: %v, want %q", name, c.what, err, c.want)
+			}
+		}
+		if l.Whiten {
+			m := edit(t, po, func(s string) string { return strings.ReplaceAll(s, ", whiten=true", "") })
+			if err := Verify(m); err == nil || !strings.Contains(err.Error(), "whiten = false") {
+				t.Errorf("%s without whitening: %v", name, err)
+			}
+		}
 	}
 }

@@ -41,6 +41,8 @@ type EngineOptions struct {
 	// attack harness. The cpu backend only: the whole-forward gomlx engine
 	// has no boundary to watch.
 	Spy bool
+	// Traffic, when not nil, counts what crosses to and from the device.
+	Traffic *cpu.Traffic
 }
 
 // Engine runs compiled modules: the runtime backend, and the cpu backend
@@ -109,7 +111,7 @@ func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*
 // newCPU builds the cpu backend with the device eo.Device names. The
 // returned close releases both.
 func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *device.SpyDevice, func(), error) {
-	opt := cpu.Options{Workers: eo.Workers, SessionKey: key}
+	opt := cpu.Options{Workers: eo.Workers, SessionKey: key, Traffic: eo.Traffic}
 	closeDev := func() {}
 	switch {
 	case eo.Device == "" || eo.Device == "local":

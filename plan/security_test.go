@@ -21,6 +21,7 @@ func levelLogits(t *testing.T, level string, prompt []int32, steps int) [][]floa
 	}
 	o := plan.Defaults()
 	o.ProtectOptions = l.Options(o.ProtectOptions)
+	o.OffloadAll = true
 	m, err := plan.Compile(src, cfg, o, nil)
 	if err != nil {
 		t.Fatalf("%s: %v", level, err)

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"gelo/ir"
+	"gelo/lower/cpu"
 	"gelo/models"
+	"gelo/passes"
 	"gelo/plan"
 	"gelo/plan/planfile"
 	"gelo/runtime"
@@ -226,6 +228,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "model %s, mask %s: %d prompt tokens, %d generated; TTFT %v, TPOT %v\n",
 		l.Spec, m.Meta["mask"], len(prompts[0]), len(out), first.Round(time.Microsecond), tpot.Round(time.Microsecond))
+	fmt.Fprintln(stderr, securityLine(m, mf.traffic))
 	return nil
 }
 
@@ -262,7 +265,55 @@ func generateBatch(mf *modelFlags, m *ir.Module, l *models.Model, prompts [][]in
 	}
 	fmt.Fprintf(stderr, "model %s, mask %s (%s): batch of %d, %d tokens in %v\n", l.Spec, m.Meta["mask"], m.Meta["topology"],
 		len(prompts), n, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintln(stderr, securityLine(m, mf.traffic))
 	return nil
+}
+
+// securityLine is generate's last line: the plan's level and what crossed
+// the boundary during the run.
+func securityLine(m *ir.Module, t *cpu.Traffic) string {
+	level := m.Meta["security"]
+	if level == "" {
+		level = passes.LevelCustom
+	}
+	if m.Meta["insecure"] != "" {
+		level += " (INSECURE)"
+	}
+	var local []string
+	for _, g := range m.Graphs {
+		if v := m.Meta["offload."+g.Name]; v != "" {
+			local = append(local, fmt.Sprintf("%s %d", g.Name, len(strings.Split(v, "; "))))
+		}
+	}
+	kept := "none kept TEE-local"
+	if len(local) > 0 {
+		kept = "kept TEE-local: " + strings.Join(local, ", ")
+	}
+	if t == nil {
+		t = new(cpu.Traffic)
+	}
+	p, rows := t.Payloads.Load(), t.Rows.Load()
+	per := 0.0
+	if p > 0 {
+		per = float64(rows) / float64(p)
+	}
+	return fmt.Sprintf("security %s: %d payloads crossed (%.0f rows each on average), %s to the device, %s back; linear ops %s",
+		level, p, per, byteSize(t.ToDevice.Load()), byteSize(t.ToTEE.Load()), kept)
+}
+
+// byteSize prints a byte count with a binary unit.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, u := float64(n), "KMGTPE"
+	i := -1
+	for f >= unit && i < len(u)-1 {
+		f /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", f, u[i])
 }
 
 func toI32(ids []int) []int32 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"gelo/ir"
+	"gelo/lower/cpu"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
@@ -28,6 +29,10 @@ type modelFlags struct {
 	dumpAll    bool
 
 	security     string
+	offload      string
+	planRows     int
+	planBatch    int
+	traffic      *cpu.Traffic  // what crossed, for the last line of generate (shared by copies)
 	protectFS    *flag.FlagSet // to tell the knobs given from their defaults
 	mask         string
 	cadence      string
@@ -43,6 +48,7 @@ type modelFlags struct {
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
+	mf.traffic = new(cpu.Traffic)
 	fs.StringVar(&mf.model, "model", models.DefaultVariant,
 		"model: a directory with config.json + safetensors, or a built-in variant generated in memory ("+fmt.Sprint(models.VariantNames())+")")
 	fs.Uint64Var(&mf.seed, "seed", 1, "seed of the synthetic weights of a built-in variant")
@@ -55,7 +61,7 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 
 // engineOptions are the engine flags.
 func (mf *modelFlags) engineOptions() plan.EngineOptions {
-	return plan.EngineOptions{Backend: mf.backendName, GomlxBackend: mf.gomlxBackend, Device: mf.device, Workers: mf.workers}
+	return plan.EngineOptions{Backend: mf.backendName, GomlxBackend: mf.gomlxBackend, Device: mf.device, Workers: mf.workers, Traffic: mf.traffic}
 }
 
 // engine builds the engine the flags ask for m.
@@ -73,6 +79,9 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	d := plan.Defaults()
 	mf.protectFS = fs
 	fs.StringVar(&mf.security, "security", passes.DefaultLevel, passes.LevelHelp())
+	fs.StringVar(&mf.offload, "offload", "auto", "under a full-span level: auto (each linear op offloaded only where the cost model says it pays; inspect prints why) or all")
+	fs.IntVar(&mf.planRows, "plan-rows", passes.DefaultPlanRows, "prefill length n the offload decision is costed at")
+	fs.IntVar(&mf.planBatch, "plan-batch", passes.DefaultPlanBatch, "decode batch B the offload decision is costed at")
 	fs.StringVar(&mf.mask, "mask", d.Mask, passes.MaskFamilyHelp()+" (expert knob: makes the level custom)")
 	fs.StringVar(&mf.cadence, "cadence", d.Cadence, "mask cadence: per-forward or per-offload")
 	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
@@ -108,6 +117,17 @@ func (mf *modelFlags) options() (plan.Options, error) {
 				return o, fmt.Errorf("%w: --security %q: want %s", errUsage, mf.security, ir.OrList(passes.LevelNames()))
 			}
 			o.ProtectOptions = l.Options(o.ProtectOptions)
+			switch mf.offload {
+			case "", "auto":
+			case "all":
+				o.OffloadAll = true
+			default:
+				return o, fmt.Errorf("%w: --offload %q: want auto or all", errUsage, mf.offload)
+			}
+			if mf.planRows < 1 || mf.planRows > 1<<20 || mf.planBatch < 1 || mf.planBatch > 1<<16 {
+				return o, fmt.Errorf("%w: --plan-rows %d / --plan-batch %d: want 1..%d and 1..%d", errUsage, mf.planRows, mf.planBatch, 1<<20, 1<<16)
+			}
+			o.PlanRows, o.PlanBatch = mf.planRows, mf.planBatch
 			if mf.weights != "" {
 				o.Weights = mf.weights
 			}

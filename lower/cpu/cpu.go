@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -34,6 +35,23 @@ type Options struct {
 	// SessionKey keys the per-pass mask stream, HKDF(key, pass counter).
 	// Protected programs refuse to run without one.
 	SessionKey []byte
+	// Traffic, when not nil, counts what crosses to and from the device.
+	Traffic *Traffic
+}
+
+// Traffic counts the payloads a backend's programs send the device and
+// the bytes each way: what the user is told crossed the boundary.
+type Traffic struct {
+	Payloads, Rows, ToDevice, ToTEE atomic.Int64
+}
+
+func (t *Traffic) add(rows, in, out int) {
+	if t != nil {
+		t.Payloads.Add(1)
+		t.Rows.Add(int64(rows))
+		t.ToDevice.Add(int64(in))
+		t.ToTEE.Add(int64(out))
+	}
 }
 
 // Backend compiles graphs against one set of resident weights. The
@@ -43,6 +61,7 @@ type Backend struct {
 	weights *models.Weights
 	ctx     *kernels.Ctx
 	dev     device.Device
+	traffic *Traffic
 	key     []byte
 
 	mu       sync.Mutex
@@ -123,7 +142,7 @@ type ropeKey struct {
 
 // New returns a backend over w.
 func New(w *models.Weights, opt Options) *Backend {
-	b := &Backend{weights: w, ctx: kernels.NewCtx(opt.Workers), dev: opt.Device,
+	b := &Backend{weights: w, ctx: kernels.NewCtx(opt.Workers), dev: opt.Device, traffic: opt.Traffic,
 		key: append([]byte(nil), opt.SessionKey...), ropes: map[ropeKey]*kernels.Rope{}, uploaded: map[string]bool{},
 		stacks: map[string][]float32{}, qmats: map[string]*wire.Matrix{}, bf16s: map[string][]uint16{}}
 	b.qctx = quant.NewCtx(opt.Workers)

@@ -483,7 +483,12 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 		if p.qa[x] == nil {
 			return nil, fmt.Errorf("device %s on quantized weights reads %v, which is not q8_0 rows", n.Op, x)
 		}
-		return func() error { return dev.MatMulQ(n.Op, name, p.qa[x], p.f32[out]) }, nil
+		tr, wrows := b.traffic, p.dims[w][0]
+		return func() error {
+			a := p.qa[x]
+			tr.add(a.Rows(), a.Rows()*(a.Cols()/ir.QuantBlock)*ir.BlockBytesQ8_0, 4*a.Rows()*wrows)
+			return dev.MatMulQ(n.Op, name, a, p.f32[out])
+		}, nil
 	}
 	wr, wc, err := matrixShape(p.dims[w])
 	if err != nil {
@@ -499,8 +504,11 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 	if err := b.uploadOnce(name, send); err != nil {
 		return nil, fmt.Errorf("upload %q: %w", name, err)
 	}
-	x, out, rows, dev := n.Inputs[0], n.ID, p.dims[n.ID][0], b.dev
-	return func() error { return dev.MatMul(n.Op, name, p.f32[p.storage(x)], rows, p.f32[out]) }, nil
+	x, out, rows, dev, tr := n.Inputs[0], n.ID, p.dims[n.ID][0], b.dev, b.traffic
+	return func() error {
+		tr.add(rows, 4*rows*wc, 4*rows*wr)
+		return dev.MatMul(n.Op, name, p.f32[p.storage(x)], rows, p.f32[out])
+	}, nil
 }
 
 // useSlot records that the next instruction uses n's mask slot.

@@ -1,0 +1,185 @@
+package passes
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strings"
+
+	"gelo/ir"
+)
+
+// Planning defaults of the offload decision: the rows a crossing is
+// costed at when its row count is symbolic.
+const (
+	// DefaultPlanRows is the prefill length (n) decisions are made for.
+	DefaultPlanRows = 2040
+	// DefaultPlanBatch is the decode batch (B) decisions are made for.
+	DefaultPlanBatch = 1
+	// DeviceSpeedup is the device's multiply-add rate over the TEE's in
+	// the cost model: an accelerator against a few enclave cores.
+	DeviceSpeedup = 50.0
+)
+
+// Cost is one linear op's offload decision under a full-span level: the
+// TEE's work (multiply-add equivalents) to protect it, the device's work
+// in TEE time, and the TEE's work to compute it itself.
+type Cost struct {
+	Op           string
+	Rows         int // the rows it was costed at
+	D, DOut      int
+	S            int     // the protected stack's rows
+	Protect      float64 // TEE work of a secure offload: shield, mix, unmix (and whitening, Haar sampling)
+	Device       float64 // device multiply-adds, in TEE time (/ DeviceSpeedup)
+	Local        float64 // TEE work of the matmul itself
+	Offload      bool
+	RowsSymbolic string // "n" or "B" when Rows is a planning figure
+}
+
+// Reason is the decision in one line, as inspect prints it.
+func (c Cost) Reason() string {
+	at := fmt.Sprintf("%d", c.Rows)
+	if c.RowsSymbolic != "" {
+		at = fmt.Sprintf("%s=%d (planned)", c.RowsSymbolic, c.Rows)
+	}
+	verdict := "TEE-local: securing it costs the TEE more than computing it"
+	if c.Offload {
+		verdict = "offload"
+	}
+	return fmt.Sprintf("%s %dx%d at rows %s, s=%d: protect %.3g + device %.3g vs local %.3g multiply-adds: %s",
+		c.Op, c.D, c.DOut, at, c.S, c.Protect, c.Device, c.Local, verdict)
+}
+
+// CostOf prices one linear op of rows x d -> d_out under level l.
+func CostOf(l Level, op string, rows, d, dout int) Cost {
+	s := rows + d
+	if f, ok := ir.LookupMaskFamily(l.Mask); ok && f.PowerOfTwo {
+		s = 1 << bits.Len(uint(s-1))
+	}
+	fs, fd, fo, fr := float64(s), float64(d), float64(dout), float64(rows)
+	c := Cost{Op: op, Rows: rows, D: d, DOut: dout, S: s, Local: fr * fd * fo, Device: fs * fd * fo / DeviceSpeedup}
+	switch l.Mask {
+	case MaskHD3:
+		lg := math.Log2(fs)
+		c.Protect = 3*fs*lg*(fd+fo) + 4*(fs-fr)*fd // three rounds each way, Gaussian shield rows
+	case MaskHaar:
+		c.Protect = 4.0/3*fs*fs*fs + fs*fs*(fd+fo) // QR sample per crossing, A X and A^T Y
+		if l.Whiten {
+			if rows <= d {
+				c.Protect += fr*fr*fd + fr*fd*fd + 4*fr*fr*fr
+			} else {
+				c.Protect += fr*fd*fd + 4*fd*fd*fd
+			}
+		}
+	}
+	c.Offload = c.Protect+c.Device < c.Local
+	return c
+}
+
+// Offload decides, for every linear op on the device under a full-span
+// level, between a secure offload and a TEE-local matmul, from its rows
+// (planning figures for symbolic n and B), widths and the cost model: a
+// full-span crossing costs the TEE O(s log s (d + d_out)) at best, so it
+// pays only for many rows (prefill, large batches), never at B = 1 decode.
+// Ops kept in the TEE are listed in meta "offload.<graph>" with the
+// reason. Runs after fuse (stacked projections are costed as one) and
+// before quantize (a TEE-local op keeps f32 weights).
+func Offload(o ProtectOptions) Pass {
+	return Pass{Name: "offload", Doc: "keep in the TEE each linear op whose secure offload costs more than computing it",
+		Run: func(m *ir.Module) error {
+			l := o.level()
+			if !l.FullSpan {
+				return nil
+			}
+			for _, g := range m.Graphs {
+				var local []string
+				for _, n := range g.Nodes {
+					if !ir.IsLinear(n.Op) || n.Place != ir.Device {
+						continue
+					}
+					c, err := costNode(g, n, l, o)
+					if err != nil {
+						return fmt.Errorf("graph %s: %s: %w", g.Name, describe(g, n.ID), err)
+					}
+					if !c.Offload && !o.OffloadAll {
+						n.Place = ir.TEE
+						local = append(local, fmt.Sprintf("%v %s", n.ID, c.Reason()))
+					}
+				}
+				if len(local) > 0 {
+					m.Meta["offload."+g.Name] = strings.Join(local, "; ")
+				}
+				placeStacked(g)
+				placeWeights(g)
+			}
+			m.Meta["offload_plan"] = fmt.Sprintf("n=%d,B=%d,device_speedup=%g", o.planRows(), o.planBatch(), DeviceSpeedup)
+			if o.OffloadAll {
+				m.Meta["offload_plan"] = "all"
+			}
+			return nil
+		}}
+}
+
+// costNode prices a linear node at its rows (planning figures for n, B).
+func costNode(g *ir.Graph, n *ir.Node, l Level, o ProtectOptions) (Cost, error) {
+	x, w := g.Node(n.Inputs[0]), g.Node(n.Inputs[1])
+	if len(x.Type.Shape) != 2 || len(w.Type.Shape) != 2 {
+		return Cost{}, fmt.Errorf("linear op operands are not matrices")
+	}
+	r := x.Type.Shape[0]
+	rows, sym := r.Size, ""
+	if r.IsSym() {
+		sym = r.Sym
+		switch r.Sym {
+		case "n":
+			rows = o.planRows()
+		case "B":
+			rows = o.planBatch()
+		default:
+			return Cost{}, fmt.Errorf("rows %s: no planning figure", r.Sym)
+		}
+	}
+	c := CostOf(l, n.Op, rows, x.Type.Shape[1].Size, w.Type.Shape[0].Size)
+	c.RowsSymbolic = sym
+	return c, nil
+}
+
+// placeStacked puts stacked weights in the TEE when no device op reads
+// them (their projection was kept TEE-local).
+func placeStacked(g *ir.Graph) {
+	onDevice := map[ir.ValueID]bool{}
+	for _, n := range g.Nodes {
+		if n.Place == ir.Device && ir.ClassOf(n.Op) != ir.ClassStackedWeights {
+			for _, in := range n.Inputs {
+				onDevice[in] = true
+			}
+		}
+	}
+	for i := len(g.Nodes) - 1; i >= 0; i-- {
+		n := g.Nodes[i]
+		if ir.ClassOf(n.Op) != ir.ClassStackedWeights {
+			continue
+		}
+		if onDevice[n.ID] {
+			for _, in := range n.Inputs {
+				onDevice[in] = true
+			}
+			continue
+		}
+		n.Place = ir.TEE
+	}
+}
+
+func (o ProtectOptions) planRows() int {
+	if o.PlanRows > 0 {
+		return o.PlanRows
+	}
+	return DefaultPlanRows
+}
+
+func (o ProtectOptions) planBatch() int {
+	if o.PlanBatch > 0 {
+		return o.PlanBatch
+	}
+	return DefaultPlanBatch
+}

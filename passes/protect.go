@@ -110,6 +110,9 @@ func (o ProtectOptions) Check() error {
 	if err := o.checkLevel(); err != nil {
 		return err
 	}
+	if l := o.level(); l.FullSpan && !l.Whiten && (o.Weights == WeightsQ8_0 || o.Weights == WeightsQ4_0) {
+		return fmt.Errorf("--security %s with --weights %s: the payload is quantized after mixing, and shield rows at %g x the data rows' norm turn its block rounding into errors larger than the data (use f32 or bf16 weights, or --security exact)", l.Name, o.Weights, l.ShieldEnergy)
+	}
 	if o.Mask != MaskNone {
 		if o.ShieldK < 8 {
 			return fmt.Errorf("--shield: k = %d shield rows; the protocol needs at least 8", o.ShieldK)

@@ -62,7 +62,7 @@ var levels = []Level{
 
 // SpanEnergy is the shield energy of level span: shield rows of norm
 // SpanEnergy x the mean data row norm.
-const SpanEnergy = 4.0
+const SpanEnergy = 32.0
 
 // DefaultLevel is the level a plan gets unless told otherwise.
 const DefaultLevel = Level8x4

@@ -42,6 +42,21 @@ var conditions = []condition{
 		o.Cadence = passes.PerOffload
 		return o
 	}},
+	{"span", "--security span, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelSpan)},
+	{"exact", "--security exact, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelExact)},
+}
+
+// levelCondition is a named security level with every linear op
+// offloaded, so the harness sees the crossings the cost model would keep
+// in the TEE too.
+func levelCondition(name string) func() plan.Options {
+	return func() plan.Options {
+		o := plan.Defaults()
+		l, _ := passes.LookupLevel(name)
+		o.ProtectOptions = l.Options(o.ProtectOptions)
+		o.OffloadAll = true
+		return o
+	}
 }
 
 func conditionNames() []string {

@@ -68,13 +68,14 @@ const (
 	Shared      = "shared"
 )
 
-// DefaultProtect is the protection a plan gets unless told otherwise.
+// DefaultProtect is the seed protocol's knobs (gelo-8x4's) with no level
+// named, so callers may change them; the level is then whatever they
+// match. The level a plan gets unless told otherwise is DefaultLevel
+// (plan.Defaults).
 func DefaultProtect() ProtectOptions {
-	l, _ := LookupLevel(DefaultLevel)
+	l, _ := LookupLevel(Level8x4)
 	o := l.Options(ProtectOptions{Topology: PerSequence})
-	if !l.FullSpan {
-		o.Security = "" // named by its knobs, so callers may change them
-	}
+	o.Security = ""
 	return o
 }
 

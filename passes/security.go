@@ -65,7 +65,7 @@ var levels = []Level{
 const SpanEnergy = 32.0
 
 // DefaultLevel is the level a plan gets unless told otherwise.
-const DefaultLevel = Level8x4
+const DefaultLevel = LevelSpan
 
 // Levels lists the named levels, weakest first.
 func Levels() []Level { return append([]Level(nil), levels...) }

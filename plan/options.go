@@ -29,8 +29,26 @@ type Options struct {
 	Trace models.TraceOptions
 }
 
-// Defaults are the options of `gelo compile` without flags.
-func Defaults() Options { return Options{ProtectOptions: passes.DefaultProtect()} }
+// Defaults are the options of `gelo compile` without flags: the default
+// security level (passes.DefaultLevel).
+func Defaults() Options { return Level(passes.DefaultLevel) }
+
+// Level is the options of `gelo compile --security name` (the default
+// level for an unknown name, which Check then refuses).
+func Level(name string) Options {
+	l, ok := passes.LookupLevel(name)
+	if !ok {
+		o := Defaults()
+		o.Security = name
+		return o
+	}
+	return Options{ProtectOptions: l.Options(passes.DefaultProtect())}
+}
+
+// Knobs are the seed protocol's settings (gelo-8x4's) with no level
+// named: the base that the expert knobs (--mask, --shield, --cadence,
+// --center) and tests modify; the level is then whatever they match.
+func Knobs() Options { return Options{ProtectOptions: passes.DefaultProtect()} }
 
 // Check validates the options and names the bad one.
 func (o Options) Check() error {

@@ -27,7 +27,7 @@ type Oracle struct {
 
 // NewOracle compiles model's config unprotected for the oracle.
 func NewOracle(model *models.Model, eo EngineOptions, weightPrefix string, batch, maxContext int) (*Oracle, error) {
-	o := Defaults()
+	o := Level(passes.LevelNone)
 	o.Mask = passes.MaskNone
 	m, err := Compile(models.Source{}, model.Config, o, nil)
 	if err != nil {

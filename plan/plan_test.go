@@ -57,7 +57,7 @@ func TestCompileDeterministic(t *testing.T) {
 }
 
 func withMask(mask string) plan.Options {
-	o := plan.Defaults()
+	o := plan.Knobs()
 	o.Mask = mask
 	return o
 }
@@ -92,7 +92,7 @@ func TestOptionsCheck(t *testing.T) {
 		{func(o *plan.Options) { o.Weights = "q3_k" }, `--weights "q3_k"`},
 		{func(o *plan.Options) { o.NoFuse = []string{"bogus"} }, "--no-fuse=bogus: no such fusion"},
 	} {
-		o := plan.Defaults()
+		o := plan.Knobs()
 		tc.edit(&o)
 		err := o.Check()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -210,7 +210,7 @@ func TestIdentityBindsOptions(t *testing.T) {
 		"weights":  func(o *plan.Options) { o.Weights = passes.WeightsQ8_0 },
 		"no-fuse":  func(o *plan.Options) { o.NoFuse = []string{"swiglu"} },
 	} {
-		o := plan.Defaults()
+		o := plan.Knobs()
 		edit(&o)
 		_, id, _ := seal(t, model, o, "")
 		if id.Digest == base.Digest {

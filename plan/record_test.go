@@ -67,10 +67,10 @@ func TestRecordHoldsNoPlaintext(t *testing.T) {
 		}
 		return r, truth
 	}
-	plainOpt := plan.Defaults()
+	plainOpt := plan.Knobs()
 	plainOpt.Mask = passes.MaskNone
 	plainRec, _ := rec(plainOpt)
-	protRec, truth := rec(plan.Defaults())
+	protRec, truth := rec(plan.Knobs())
 	if len(truth) != 2*4 {
 		t.Fatalf("%d passes recorded, want 8 (a prefill and 3 decodes per prompt)", len(truth))
 	}

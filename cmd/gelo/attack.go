@@ -27,18 +27,18 @@ type condition struct {
 // conditions are the harness's settings: the control, the shipped levels.
 var conditions = []condition{
 	{"C0", "mask none (control: every attack must succeed)", func() plan.Options {
-		o := plan.Defaults()
+		o := plan.Knobs()
 		o.Mask = passes.MaskNone
 		return o
 	}},
 	{"C2", "haar, per-forward, shield 8 rows at energy 4 (the seed's default)", func() plan.Options {
-		o := plan.Defaults()
+		o := plan.Knobs()
 		o.Mask = passes.MaskHaar
 		return o
 	}},
-	{"C3", "hd3, per-forward, shield 8 rows at energy 4 (gelo's default)", func() plan.Options { return plan.Defaults() }},
+	{"C3", "hd3, per-forward, shield 8 rows at energy 4 (gelo's default)", func() plan.Options { return plan.Knobs() }},
 	{"C3-offload", "hd3, per-offload cadence, shield 8 rows at energy 4", func() plan.Options {
-		o := plan.Defaults()
+		o := plan.Knobs()
 		o.Cadence = passes.PerOffload
 		return o
 	}},
@@ -51,9 +51,7 @@ var conditions = []condition{
 // in the TEE too.
 func levelCondition(name string) func() plan.Options {
 	return func() plan.Options {
-		o := plan.Defaults()
-		l, _ := passes.LookupLevel(name)
-		o.ProtectOptions = l.Options(o.ProtectOptions)
+		o := plan.Level(name)
 		o.OffloadAll = true
 		return o
 	}

@@ -145,6 +145,32 @@ func TestAttackSequential(t *testing.T) {
 	t.Logf("sequential prompt top-1: C0 %.3f, C3 %.3f", r.value(t, "C0", "sequential", "prompt top-1"), r.value(t, "C3", "sequential", "prompt top-1"))
 }
 
+// TestAttackLevels is the harness's gate on the levels called secure: on
+// the built-in tiny model (2 layers, width 64, vocabulary 512; the 0.6B
+// widths make full-span payloads of 2048-4096 rows, too large for CI),
+// with every linear op offloaded so prefill and decode both cross, span
+// and exact are at chance on every attack while the controls pass.
+func TestAttackLevels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	out := t.TempDir()
+	stdout, stderr, code := gelo(t, "attack", "--corpus", filepath.Join("..", "..", "attack", "testdata", "corpus.jsonl"),
+		"--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--known-len", "32",
+		"--seq-prompts", "2", "--conditions", "C0,span,exact", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
+	if code != 0 {
+		t.Fatalf("gelo attack: exit %d\n%s", code, stderr)
+	}
+	t.Logf("\n%s", stdout)
+	r := readAttackReport(t, out)
+	r.checkGates(t)
+	for _, v := range r.Verdicts {
+		if (v.Condition == "span" || v.Condition == "exact") && !v.Secure {
+			t.Errorf("%s: an attack beats chance (see the report above)", v.Condition)
+		}
+	}
+}
+
 // TestRecordAttackRefusals: bad flags and bad inputs of record and attack
 // are usage errors (exit 2) or refusals (exit 1) that say what is wrong.
 func TestRecordAttackRefusals(t *testing.T) {

@@ -76,7 +76,7 @@ func (mf *modelFlags) engine(w *models.Weights, key []byte, m *ir.Module) (*plan
 // registerProtect adds the compile flags of compile and of every verb
 // that compiles on the fly.
 func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
-	d := plan.Defaults()
+	d := plan.Knobs() // the expert knobs' defaults: the seed protocol's
 	mf.protectFS = fs
 	fs.StringVar(&mf.security, "security", passes.DefaultLevel, passes.LevelHelp())
 	fs.StringVar(&mf.offload, "offload", "auto", "under a full-span level: auto (each linear op offloaded only where the cost model says it pays; inspect prints why) or all")
@@ -94,7 +94,7 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 
 // options parses the compile flags.
 func (mf *modelFlags) options() (plan.Options, error) {
-	o := plan.Defaults()
+	o := plan.Knobs()
 	var knobs []string // expert protection knobs given on the command line
 	securitySet := false
 	if mf.protectFS != nil {

@@ -50,20 +50,42 @@ func (c Cost) Reason() string {
 		c.Op, c.D, c.DOut, at, c.S, c.Protect, c.Device, c.Local, verdict)
 }
 
-// CostOf prices one linear op of rows x d -> d_out under level l.
-func CostOf(l Level, op string, rows, d, dout int) Cost {
-	s := rows + d
+// CostOf prices one linear op of rows x d -> d_out under level l (any
+// level: none sends the rows as they are; a level that is not full-span
+// stacks its k shield rows, per sequence when perSequence).
+func CostOf(l Level, op string, rows, d, dout int) Cost { return costOf(l, op, rows, d, dout, false) }
+
+// CostOfBatch is CostOf for a decode batch of rows sequences under the
+// per-sequence topology (each row its own stack and mask) when
+// perSequence, else one stack for the batch.
+func CostOfBatch(l Level, op string, rows, d, dout int, perSequence bool) Cost {
+	return costOf(l, op, rows, d, dout, perSequence)
+}
+
+func costOf(l Level, op string, rows, d, dout int, perSequence bool) Cost {
+	groups, data := 1, rows
+	if perSequence && !l.FullSpan {
+		groups, data = rows, 1
+	}
+	k := l.ShieldK
+	if l.FullSpan {
+		k = max(k, d)
+	}
+	s := data + k
 	if f, ok := ir.LookupMaskFamily(l.Mask); ok && f.PowerOfTwo {
 		s = 1 << bits.Len(uint(s-1))
 	}
-	fs, fd, fo, fr := float64(s), float64(d), float64(dout), float64(rows)
-	c := Cost{Op: op, Rows: rows, D: d, DOut: dout, S: s, Local: fr * fd * fo, Device: fs * fd * fo / DeviceSpeedup}
+	if l.Mask == MaskNone {
+		s = data
+	}
+	fs, fd, fo, fr, fg := float64(s), float64(d), float64(dout), float64(rows), float64(groups)
+	c := Cost{Op: op, Rows: rows, D: d, DOut: dout, S: s * groups, Local: fr * fd * fo, Device: fg * fs * fd * fo / DeviceSpeedup}
 	switch l.Mask {
 	case MaskHD3:
 		lg := math.Log2(fs)
-		c.Protect = 3*fs*lg*(fd+fo) + 4*(fs-fr)*fd // three rounds each way, Gaussian shield rows
+		c.Protect = fg * (3*fs*lg*(fd+fo) + 4*(fs-float64(data))*fd) // three rounds each way, Gaussian shield rows
 	case MaskHaar:
-		c.Protect = 4.0/3*fs*fs*fs + fs*fs*(fd+fo) // QR sample per crossing, A X and A^T Y
+		c.Protect = fg * (4.0/3*fs*fs*fs + fs*fs*(fd+fo)) // QR sample per crossing, A X and A^T Y
 		if l.Whiten {
 			if rows <= d {
 				c.Protect += fr*fr*fd + fr*fd*fd + 4*fr*fr*fr

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"gelo/ir"
+	"gelo/models"
+	"gelo/passes"
+	"gelo/plan"
+	"gelo/runtime"
+)
+
+// linearShape is one linear op of the model: rows of width d in, dOut out.
+type linearShape struct {
+	op      string
+	d, dOut int
+	perPass int // how many per forward pass (layers)
+	lmHead  bool
+}
+
+// linearShapes lists the device-bound linear ops of one forward pass as
+// the compiler fuses them (concat_proj: QKV as one, gate|up as one).
+func linearShapes(cfg *models.Config) []linearShape {
+	hd := cfg.HeadDim
+	q, kv := cfg.NumAttentionHeads*hd, cfg.NumKeyValueHeads*hd
+	L := cfg.NumHiddenLayers
+	return []linearShape{
+		{"qkv", cfg.HiddenSize, q + 2*kv, L, false},
+		{"o", q, cfg.HiddenSize, L, false},
+		{"gate_up", cfg.HiddenSize, 2 * cfg.IntermediateSize, L, false},
+		{"down", cfg.IntermediateSize, cfg.HiddenSize, L, false},
+		{"lm_head", cfg.HiddenSize, cfg.VocabSize, 1, true},
+	}
+}
+
+// frontierRow is one level in one scenario: what the cost model says the
+// TEE and the device do and what crosses, per token.
+type frontierRow struct {
+	teeFrac          float64 // TEE multiply-adds / TEE-local inference's (linear ops)
+	devPerTok        float64 // device multiply-adds per token
+	bytesPerTok      float64 // f32 bytes crossing per token, both ways
+	offloaded, total int     // linear ops offloaded / all, per pass
+}
+
+// frontier prices one forward pass of rows tokens (the LM head reads one
+// row at prefill, every row at decode) under level l with the compiler's
+// offload decision (every op offloaded for levels that are not full-span).
+func frontier(cfg *models.Config, l passes.Level, rows int, prefill bool, perSequence bool) frontierRow {
+	var tee, local, dev, bytes float64
+	var r frontierRow
+	for _, sh := range linearShapes(cfg) {
+		n := rows
+		if sh.lmHead && prefill {
+			n = 1
+		}
+		c := passes.CostOfBatch(l, sh.op, n, sh.d, sh.dOut, perSequence && !prefill)
+		off := !l.FullSpan || c.Offload
+		k := float64(sh.perPass)
+		local += k * c.Local
+		r.total += sh.perPass
+		if off {
+			r.offloaded += sh.perPass
+			tee += k * c.Protect
+			dev += k * c.Device * passes.DeviceSpeedup
+			bytes += k * 4 * float64(c.S) * float64(sh.d+sh.dOut)
+		} else {
+			tee += k * c.Local
+		}
+	}
+	r.teeFrac = tee / local
+	r.devPerTok = dev / float64(rows)
+	r.bytesPerTok = bytes / float64(rows)
+	return r
+}
+
+// benchSecurity prints the security frontier: for each level at prefill
+// n, batched decode B and B = 1, the cost model's TEE share, device work
+// and bytes per token (on the full model), then the measured TTFT, TPOT
+// and batched tok/s on this machine's local device.
+func (e *benchEnv) benchSecurity(n, b int, measure bool) error {
+	cfg := e.l.Config
+	levels := []string{passes.LevelNone, passes.Level8x4, passes.LevelSpan, passes.LevelExact}
+	fmt.Fprintf(e.out, "\nsecurity: the cost model's frontier (%d layers; device speed %gx the TEE's; linear ops only)\n", cfg.NumHiddenLayers, passes.DeviceSpeedup)
+	fmt.Fprintf(e.out, "%-9s %-14s %10s %14s %14s %10s\n", "level", "scenario", "TEE share", "device MAC/tok", "bytes/tok", "offloaded")
+	for _, name := range levels {
+		l, _ := passes.LookupLevel(name)
+		for _, sc := range []struct {
+			label   string
+			rows    int
+			prefill bool
+		}{{fmt.Sprintf("prefill n=%d", n), n, true}, {fmt.Sprintf("decode B=%d", b), b, false}, {"decode B=1", 1, false}} {
+			r := frontier(cfg, l, sc.rows, sc.prefill, true)
+			fmt.Fprintf(e.out, "%-9s %-14s %9.1f%% %14.3g %14s %5d/%-4d\n", name, sc.label, 100*r.teeFrac, r.devPerTok,
+				passes.HumanBytes(int64(r.bytesPerTok)), r.offloaded, r.total)
+		}
+	}
+	if !measure {
+		return nil
+	}
+	fmt.Fprintf(e.out, "\nsecurity: measured on the local device (TTFT at n=%d, TPOT at B=1, batched decode at B=%d)\n%-9s %12s %12s %14s %16s\n",
+		n, b, "level", "TTFT", "TPOT", "B tok/s", "crossed/token")
+	for _, name := range levels {
+		o := plan.Level(name)
+		o.PlanRows, o.PlanBatch = n, b
+		if l, _ := passes.LookupLevel(name); !l.FullSpan {
+			o.Topology = passes.PerSequence
+		}
+		m, err := plan.Compile(models.Source{}, cfg, o, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		before := e.mf.traffic.ToDevice.Load() + e.mf.traffic.ToTEE.Load()
+		ttft, err := e.prefillTime(m, n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		crossed := e.mf.traffic.ToDevice.Load() + e.mf.traffic.ToTEE.Load() - before
+		// TPOT at B = 1 needs the plan costed at B = 1.
+		o1 := o
+		o1.PlanBatch = 1
+		m1, err := plan.Compile(models.Source{}, cfg, o1, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		tpot, err := e.decodeTPOT(m1, 1, false)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		tb, err := e.decodeTPOT(m, b, false)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Fprintf(e.out, "%-9s %12s %12s %14.2f %16s\n", name, short(ttft), short(tpot), float64(b)/tb.Seconds(),
+			passes.HumanBytes(crossed/int64(n)))
+	}
+	return nil
+}
+
+// prefillTime times one prefill of n tokens after a warm-up prefill.
+func (e *benchEnv) prefillTime(m *ir.Module, n int) (time.Duration, error) {
+	eng, err := e.mf.engine(e.l.Weights, e.key, m)
+	if err != nil {
+		return 0, err
+	}
+	defer eng.Close()
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = int32(1 + i%(e.l.Config.VocabSize-1))
+	}
+	s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: e.maxCtx})
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	if _, err := s.Prefill(prompt); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
+}

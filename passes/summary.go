@@ -16,6 +16,9 @@ type Summary struct {
 	// at the dtype the IR declares.
 	ParamBytes int64
 	Weights    int
+	// Security is the plan's level, Claim what it promises, Insecure the
+	// attack that breaks it ("" if none does).
+	Security, Claim, Insecure string
 }
 
 // GraphSummary counts one graph's ops.
@@ -28,11 +31,19 @@ type GraphSummary struct {
 	// device-placed matmuls whose weights belong to it; -1 collects the
 	// ones outside any block (the LM head).
 	DeviceMatmulsPerBlock map[int]int
+	// KeptLocal lists the linear ops the offload decision kept in the
+	// TEE, with the reason.
+	KeptLocal []string
 }
 
 // Summarize computes the summary of m.
 func Summarize(m *ir.Module) Summary {
 	var s Summary
+	s.Security = m.Meta["security"]
+	if l, ok := LookupLevel(s.Security); ok {
+		s.Claim = l.Claim
+	}
+	s.Insecure = m.Meta["insecure"]
 	seen := map[string]bool{}
 	for _, g := range m.Graphs {
 		gs := GraphSummary{Name: g.Name, Nodes: len(g.Nodes), OpCounts: map[string]int{},
@@ -55,6 +66,9 @@ func Summarize(m *ir.Module) Summary {
 			if n.Place == ir.Device && ir.IsLinear(n.Op) {
 				gs.DeviceMatmulsPerBlock[blockOf(g, n)]++
 			}
+		}
+		if v := m.Meta["offload."+g.Name]; v != "" {
+			gs.KeptLocal = strings.Split(v, "; ")
 		}
 		s.Graphs = append(s.Graphs, gs)
 	}
@@ -88,6 +102,16 @@ func blockOf(g *ir.Graph, n *ir.Node) int {
 // String prints the summary deterministically.
 func (s Summary) String() string {
 	var b strings.Builder
+	if s.Security != "" {
+		fmt.Fprintf(&b, "security: %s", s.Security)
+		if s.Claim != "" {
+			fmt.Fprintf(&b, ": %s", s.Claim)
+		}
+		if s.Insecure != "" {
+			fmt.Fprintf(&b, " (INSECURE: %s)", s.Insecure)
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "weights: %d tensors, %s (%d bytes)\n", s.Weights, HumanBytes(s.ParamBytes), s.ParamBytes)
 	for _, g := range s.Graphs {
 		fmt.Fprintf(&b, "graph %s: %d nodes; placement tee=%d device=%d unplaced=%d\n", g.Name, g.Nodes,
@@ -105,6 +129,9 @@ func (s Summary) String() string {
 		b.WriteString("  device matmuls per block: ")
 		b.WriteString(perBlock(g.DeviceMatmulsPerBlock))
 		b.WriteString("\n")
+		for _, k := range g.KeptLocal {
+			fmt.Fprintf(&b, "  kept in the TEE: %s\n", k)
+		}
 	}
 	return b.String()
 }

@@ -4,6 +4,7 @@ package main
 // the model identity check, and the attest and verify verbs.
 
 import (
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -16,6 +17,7 @@ import (
 
 	"gelo/attest"
 	"gelo/models"
+	"gelo/passes"
 	"gelo/plan"
 	"gelo/plan/planfile"
 )
@@ -358,8 +360,9 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	allowDebug := fs.Bool("allow-debug", false, "accept a guest whose policy allows debugging")
 	measurement := fs.String("measurement", "", "expected launch MEASUREMENT, hex (48 bytes)")
 	minTCB := fs.String("min-tcb", "", "minimum REPORTED_TCB, e.g. bl=3,tee=0,snp=20,ucode=209")
+	minSec := fs.String("min-security", "", "refuse a plan below this protection level: "+strings.Join(passes.LevelNames(), ", ")+" (insecure levels and custom rank lowest)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: gelo verify PLAN.gelo --evidence EVIDENCE --nonce HEX [--allow-simulated] [--measurement HEX] [--min-tcb ...]")
+		fmt.Fprintln(stderr, "usage: gelo verify PLAN.gelo --evidence EVIDENCE --nonce HEX [--allow-simulated] [--measurement HEX] [--min-tcb ...] [--min-security LEVEL]")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args, stderr)
@@ -385,6 +388,11 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: --measurement is not hex: %v", errUsage, err)
 		}
 	}
+	if *minSec != "" {
+		if _, ok := passes.LookupLevel(*minSec); !ok {
+			return fmt.Errorf("%w: --min-security %q: want %s", errUsage, *minSec, strings.Join(passes.LevelNames(), ", "))
+		}
+	}
 	p, id, err := plan.ReadSealed(pos[0])
 	if err != nil {
 		return err
@@ -405,6 +413,28 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "plan:           %s (plan digest %x)\n", pos[0], d)
 	fmt.Fprintf(stdout, "model identity: %s\n", id.Digest)
 	fmt.Fprintf(stdout, "nonce:          %x\n", nonce)
+	level := cmp.Or(p.Passes.Security, passes.LevelCustom)
+	if id.Flags != nil && id.Flags["security"] != p.Passes.Security {
+		return fmt.Errorf("refused: the plan says security %q, its sealed identity %q", p.Passes.Security, id.Flags["security"])
+	}
+	pm, err := p.Module()
+	if err != nil {
+		return err
+	}
+	insecure := pm.Meta["insecure"]
+	label := insecure
+	if label == "" {
+		label = "no attack of the harness breaks it"
+	} else {
+		label = "INSECURE: " + label
+	}
+	fmt.Fprintf(stdout, "security:       %s (%s)\n", level, label)
+	if *minSec != "" {
+		if passes.LevelRank(level) < passes.LevelRank(*minSec) || (insecure != "" && passes.LevelRank(*minSec) > 0) {
+			return fmt.Errorf("refused: plan %s has security %s, below --min-security %s", pos[0], level, *minSec)
+		}
+		fmt.Fprintf(stdout, "min-security:   %s met\n", *minSec)
+	}
 	io.WriteString(stdout, rep.String())
 	meas := "any"
 	if pol.Measurement != nil {

@@ -20,11 +20,11 @@ func gelo(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestInspectIsDeterministic(t *testing.T) {
-	a, _, code := gelo(t, "inspect")
+	a, _, code := gelo(t, "inspect", "--security", "gelo-8x4")
 	if code != 0 {
 		t.Fatalf("inspect exited %d", code)
 	}
-	b, _, _ := gelo(t, "inspect")
+	b, _, _ := gelo(t, "inspect", "--security", "gelo-8x4")
 	if a != b {
 		t.Fatal("two inspects of the default model differ")
 	}
@@ -75,10 +75,10 @@ func TestDiffReportsChangedDimension(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := filepath.Join(dir, "a.ir"), filepath.Join(dir, "b.ir")
-	if _, errs, code := gelo(t, "compile", "--out", a); code != 0 {
+	if _, errs, code := gelo(t, "compile", "--security", "gelo-8x4", "--out", a); code != 0 {
 		t.Fatal(errs)
 	}
-	if _, errs, code := gelo(t, "compile", "--model", mdir, "--out", b); code != 0 {
+	if _, errs, code := gelo(t, "compile", "--security", "gelo-8x4", "--model", mdir, "--out", b); code != 0 {
 		t.Fatal(errs)
 	}
 	out, errs, code := gelo(t, "diff", a, b)

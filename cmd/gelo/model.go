@@ -134,6 +134,12 @@ func (mf *modelFlags) options() (plan.Options, error) {
 			if mf.topology != "" && !l.FullSpan {
 				o.Topology = mf.topology
 			}
+			if l.FullSpan && mf.topology != "" && mf.topology != passes.PerSequence && mf.topology != passes.Shared {
+				return o, fmt.Errorf("%w: --topology %q: want per-sequence or shared", errUsage, mf.topology)
+			}
+			if l.FullSpan && mf.topologySet() && mf.topology != passes.Shared {
+				return o, fmt.Errorf("%w: --security %s batches decode under the shared topology (one full-span crossing for the batch); --topology %s contradicts it", errUsage, l.Name, mf.topology)
+			}
 			o.NoFuse = splitList(mf.noFuse)
 			if err := o.Check(); err != nil {
 				return o, fmt.Errorf("%w: %v", errUsage, err)
@@ -164,6 +170,15 @@ func (mf *modelFlags) options() (plan.Options, error) {
 		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return o, nil
+}
+
+// topologySet reports whether --topology was given.
+func (mf *modelFlags) topologySet() bool {
+	set := false
+	if mf.protectFS != nil {
+		mf.protectFS.Visit(func(f *flag.Flag) { set = set || f.Name == "topology" })
+	}
+	return set
 }
 
 // key returns the session key: the flag's, or 32 fresh random bytes.

@@ -333,7 +333,7 @@ func TestDiffPlans(t *testing.T) {
 func TestEditedPlansRefused(t *testing.T) {
 	dir := t.TempDir()
 	irPath := filepath.Join(dir, "a.ir")
-	must(t, "compile", "--out", irPath)
+	must(t, "compile", "--security", "gelo-8x4", "--out", irPath)
 	text, _ := os.ReadFile(irPath)
 	re := regexp.MustCompile(`(?m)^(  %\d+ = unmask %\d+, %\d+ \{family="hd3", slot=)0\}`)
 	edited := re.ReplaceAllString(string(text), "${1}5}")
@@ -345,7 +345,7 @@ func TestEditedPlansRefused(t *testing.T) {
 	os.WriteFile(bad, []byte(edited), 0o644)
 	refused(t, []string{"refusing to run " + bad, "unmask", "slot 5"}, generateArgs("--plan", bad)...)
 
-	planPath, _ := sealed(t, dir, "p")
+	planPath, _ := sealed(t, dir, "p", "--security", "gelo-8x4")
 	p, err := planfile.ReadFile(planPath)
 	if err != nil {
 		t.Fatal(err)

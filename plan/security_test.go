@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"gelo/device"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
@@ -94,6 +95,74 @@ func TestLevelLogits(t *testing.T) {
 			if w != passes.WeightsQ8_0 && worst > tol {
 				t.Errorf("%s, %s weights: max |dlogit| %.3g > %g", lv, w, worst, tol)
 			}
+		}
+	}
+}
+
+// TestExactPayloadsOrthonormal checks the exact level's proof obligation
+// on what the device actually received: every payload U (s x d) that
+// crossed to the device, prefill and decode, has U^T U = I to float32
+// rounding, whatever the prompt; and the payloads of span and gelo-8x4 do
+// not (their Gram carries the data).
+func TestExactPayloadsOrthonormal(t *testing.T) {
+	src, cfg := tiny(t)
+	mod, err := models.Open(models.DefaultVariant, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lv := range []string{passes.LevelExact, passes.LevelSpan} {
+		o := plan.Level(lv)
+		o.OffloadAll = true
+		m, err := plan.Compile(src, cfg, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng, err := plan.NewEngine(plan.EngineOptions{Spy: true}, mod.Weights, make([]byte, 32), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lg, err := s.Prefill([]int32{7, 8, 9, 10, 11, 12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			if lg, err = s.Decode(int32(runtime.Argmax(lg))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		payloads, worst := 0, 0.0
+		for _, c := range eng.Spy.Record() {
+			if c.Dir != device.ToDevice {
+				continue
+			}
+			payloads++
+			for a := 0; a < c.Cols; a++ {
+				for b := a; b < c.Cols; b++ {
+					var g float64
+					for r := 0; r < c.Rows; r++ {
+						g += float64(c.Data[r*c.Cols+a]) * float64(c.Data[r*c.Cols+b])
+					}
+					if a == b {
+						g--
+					}
+					worst = math.Max(worst, math.Abs(g))
+				}
+			}
+		}
+		eng.Close()
+		if payloads == 0 {
+			t.Fatalf("%s: nothing crossed", lv)
+		}
+		t.Logf("%s: %d payloads, max |U^T U - I| = %.3g", lv, payloads, worst)
+		if lv == passes.LevelExact && worst > 1e-4 {
+			t.Errorf("exact: max |U^T U - I| = %.3g over %d payloads, want rounding", worst, payloads)
+		}
+		if lv == passes.LevelSpan && worst < 0.5 {
+			t.Errorf("span: payload Gram within %.3g of I: the test cannot tell whitened from Gaussian shields", worst)
 		}
 	}
 }

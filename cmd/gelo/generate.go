@@ -4,8 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -47,27 +45,11 @@ type textIO struct {
 	tok *tokenizer.Tokenizer
 }
 
-// loadTokenizer finds tokenizer.json: --tokenizer (a file or directory),
-// else the model directory's.
+// loadTokenizer loads --tokenizer (a file, used as named, or a directory
+// holding tokenizer.json), else the model directory's; nil when neither.
 func loadTokenizer(flagValue, modelDir string) (*tokenizer.Tokenizer, error) {
-	dir := flagValue
-	if dir != "" {
-		if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-			dir = filepath.Dir(dir)
-		}
-	} else if modelDir != "" {
-		if _, err := os.Stat(filepath.Join(modelDir, "tokenizer.json")); err == nil {
-			dir = modelDir
-		}
-	}
-	if dir == "" {
-		return nil, nil
-	}
-	t, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
-	}
-	return t, nil
+	t, err := plan.LoadTokenizer(flagValue, modelDir)
+	return t.Tok, err
 }
 
 func runGenerate(args []string, stdout, stderr io.Writer) error {
@@ -114,8 +96,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	var l *models.Model
+	var sealedTok *tokenizer.Tokenizer
 	if sealed != nil {
-		l, err = openSealed(fs, &mf, *planPath, sealed, *tok, stderr)
+		l, sealedTok, err = openSealed(fs, &mf, *planPath, sealed, *tok, stderr)
 	} else {
 		l, err = mf.open(stderr)
 	}
@@ -126,10 +109,17 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 
 	modelDir := l.Dir
 	var tk *tokenizer.Tokenizer
-	if *prompt != "" || *chat != "" || *tok != "" {
+	switch {
+	case *prompt == "" && *chat == "" && *tok == "":
+	case sealed != nil:
+		// The tokenizer the identity check hashed, never another file.
+		tk = sealedTok
+	default:
 		if tk, err = loadTokenizer(*tok, modelDir); err != nil {
 			return err
 		}
+	}
+	if *prompt != "" || *chat != "" {
 		if tk == nil {
 			return fmt.Errorf("%w: --prompt and --chat need a tokenizer: pass --tokenizer DIR (the built-in %s has none: use --prompt-ids)", errUsage, l.Spec)
 		}

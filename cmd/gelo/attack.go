@@ -71,7 +71,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	knownPrompts := fs.Int("known-prompts", 16, "random-token prompts the attacker records as known plaintext (training rows for the ridge inverters)")
 	knownLen := fs.Int("known-len", 64, "tokens per known-plaintext prompt")
 	out := fs.String("out", "", "directory for report.md and report.json")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *out == "" {

@@ -70,11 +70,19 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	showIDs := fs.Bool("show-ids", false, "with text output, also print the token ids")
 	maxTokens := fs.Int("max-tokens", 32, "maximum number of new tokens per sequence")
 	eos := fs.String("eos", "", "comma-separated EOS ids (default: the config's eos_token_id and the tokenizer's)")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *maxTokens <= 0 {
 		return fmt.Errorf("%w: --max-tokens must be positive, got %d", errUsage, *maxTokens)
+	}
+	if err := checkPromptFlags(fs); err != nil {
+		return err
+	}
+	if *planPath != "" {
+		if err := checkPlanOverrides(fs); err != nil {
+			return err
+		}
 	}
 	if n := btoi(*promptIDs != "") + btoi(*prompt != "") + btoi(*chat != ""); n > 1 {
 		return fmt.Errorf("%w: give one of --prompt-ids, --prompt and --chat", errUsage)
@@ -186,7 +194,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	var ids []int
 	start := time.Now()
 	var first time.Duration
-	out, err := s.Generate(prompts[0], runtime.GenerateOptions{MaxTokens: *maxTokens, EOS: eosIDs, Sampler: sampler,
+	c, err := s.Complete(prompts[0], runtime.GenerateOptions{MaxTokens: *maxTokens, EOS: eosIDs, Sampler: sampler,
 		Emit: func(t int) error {
 			if first == 0 {
 				first = time.Since(start)
@@ -209,6 +217,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	out := c.Tokens
+	fmt.Fprintln(stderr, finishText(c, *maxTokens, mf.maxContext))
 	total := time.Since(start)
 	tpot := time.Duration(0)
 	if len(out) > 1 {
@@ -235,10 +245,10 @@ func generateBatch(mf *modelFlags, m *ir.Module, l *models.Model, prompts [][]in
 		return err
 	}
 	start := time.Now()
-	out, err := bt.Generate(prompts, opt, nil)
-	for i, seq := range out {
+	cs, err := bt.Complete(prompts, opt, nil)
+	for i, c := range cs {
 		fmt.Fprintf(stdout, "[%d]", i)
-		for _, t := range seq {
+		for _, t := range c.Tokens {
 			fmt.Fprintf(stdout, " %d", t)
 		}
 		fmt.Fprintln(stdout)
@@ -247,8 +257,9 @@ func generateBatch(mf *modelFlags, m *ir.Module, l *models.Model, prompts [][]in
 		return err
 	}
 	var n int
-	for _, seq := range out {
-		n += len(seq)
+	for i, c := range cs {
+		n += len(c.Tokens)
+		fmt.Fprintf(stderr, "[%d] %s\n", i, finishText(c, opt.MaxTokens, mf.maxContext))
 	}
 	fmt.Fprintf(stderr, "model %s, mask %s (%s): batch of %d, %d tokens in %v\n", l.Spec, m.Meta["mask"], m.Meta["topology"],
 		len(prompts), n, time.Since(start).Round(time.Millisecond))

@@ -28,7 +28,7 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: gelo record --out FILE.safetensors [--prompt-ids 1,2;3 | --prompt TEXT | --corpus FILE] [compile flags]")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *out == "" {

@@ -21,7 +21,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	steps := fs.Int("steps", 128, "decode steps")
 	promptIDs := fs.String("prompt-ids", defaultPrompt, "comma-separated prompt token ids")
 	verbose := fs.Bool("v", false, "print every step")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *steps <= 0 {

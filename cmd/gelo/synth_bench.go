@@ -29,7 +29,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	dtype := fs.String("dtype", "bf16", "weight dtype in the file: bf16, f16 or f32")
 	layers := fs.Int("layers", 0, "override num_hidden_layers (0: the variant's)")
 	vocab := fs.Int("vocab", 0, "override vocab_size (0: the variant's)")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -115,7 +115,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("reps", 1, "prefill repetitions per length (the median is reported)")
 	suite := fs.String("suite", "masks", "comma-separated suites: masks (TTFT/TPOT per family, per-bucket split), fusion, weights, replay, batch, or all")
 	batch := fs.Int("batch", 8, "B of the batch suite")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	suites := splitList(*suite)

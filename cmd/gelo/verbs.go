@@ -30,7 +30,7 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	mf.registerDump(fs)
 	out := fs.String("out", "", "write the compiled artifact here (default: stdout); a name ending in "+planfile.Ext+" gets a sealed plan file")
 	tok := fs.String("tokenizer", "", "tokenizer.json, or a directory holding one, to bind into a plan's model identity (default: the model directory's, if any)")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if plan.IsPlanName(*out) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"gelo/ir"
+	"gelo/models"
 )
 
 // Batch keeps B sequences in flight: each is prefilled on its own into its
@@ -52,8 +53,8 @@ func NewBatch(m *ir.Module, be Backend, b int, opt Options) (*Batch, error) {
 // newBatch validates the module and options (the session's checks) and
 // prepares b slots.
 func newBatch(m *ir.Module, be Backend, b int, opt Options) (*Batch, error) {
-	if opt.MaxContext <= 0 {
-		return nil, fmt.Errorf("session: max context must be positive, got %d", opt.MaxContext)
+	if opt.MaxContext <= 0 || opt.MaxContext > models.MaxDim {
+		return nil, fmt.Errorf("session: max context must be in [1, %d], got %d", models.MaxDim, opt.MaxContext)
 	}
 	for _, name := range []string{"prefill", "decode"} {
 		if m.Graph(name) == nil {

@@ -98,7 +98,7 @@ func (s *Session) Complete(prompt []int32, opt GenerateOptions) (Completion, err
 	}
 	var out []int
 	// The history never outgrows the context, whatever MaxTokens says.
-	history := make([]int, 0, min(len(prompt)+opt.MaxTokens, s.MaxContext()+1))
+	history := make([]int, 0, len(prompt)+min(opt.MaxTokens, max(s.MaxContext()-len(prompt), 0)+1))
 	for _, t := range prompt {
 		history = append(history, int(t))
 	}

@@ -4,11 +4,17 @@ package main
 // finish line that makes a truncated generation say so.
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 
+	"gelo/ir"
+	"gelo/models"
+	"gelo/passes"
+	"gelo/plan"
+	"gelo/plan/planfile"
 	"gelo/runtime"
 )
 
@@ -83,4 +89,66 @@ func finishText(c runtime.Completion, maxTokens, maxContext int) string {
 		return fmt.Sprintf("finish reason %s: end of sequence", c.Finish)
 	}
 	return "finish reason: none (interrupted)"
+}
+
+// preflight refuses, before anything loads, a run the flags make
+// impossible (exit 2) or larger than the memory limit (exit 1): see
+// plan.Preflight. m is the artifact given with --plan (nil: compiled from
+// the flags); sequences 0 checks the weights alone.
+func (mf *modelFlags) preflight(cfg *models.Config, m *ir.Module, sequences, promptLen, maxTokens int) error {
+	r := plan.Run{Config: cfg, Sequences: sequences, MaxContext: mf.maxContext, MaxTokens: maxTokens,
+		PromptLen: promptLen, Workers: mf.workers, Weights: passes.WeightsF32}
+	if mf.maxMemory != "" {
+		var err error
+		if r.Limit, err = plan.ParseBytes(mf.maxMemory); err != nil {
+			return fmt.Errorf("%w: --max-memory: %v", errUsage, err)
+		}
+	}
+	if m != nil {
+		if w := m.Meta["weights"]; w != "" {
+			r.Weights = w
+		}
+		if sh := m.Meta["shield"]; sh != "" {
+			r.ShieldK, _, _ = plan.ParseShield(sh)
+		}
+	} else {
+		if mf.weights != "" {
+			r.Weights = mf.weights
+		}
+		if mf.shield != "" {
+			k, _, err := plan.ParseShield(mf.shield)
+			if err != nil {
+				return fmt.Errorf("%w: %v", errUsage, err)
+			}
+			r.ShieldK = k
+		}
+	}
+	_, err := plan.Preflight(r)
+	if errors.Is(err, plan.ErrPreflight) {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return err
+}
+
+// promptShape is the batch size and the longest prompt of --prompt-ids
+// (a bad list is reported when it is parsed).
+func promptShape(ids string) (sequences, longest int) {
+	if ids == "" {
+		ids = defaultPrompt
+	}
+	parts := strings.Split(ids, ";")
+	for _, p := range parts {
+		longest = max(longest, len(splitList(p)))
+	}
+	return len(parts), longest
+}
+
+// runConfig is the config a run will load, read before the weights: the
+// sealed plan's (what is loaded must hash to it), else --model's.
+func runConfig(mf *modelFlags, sealed *planfile.Plan, path string) (*models.Config, error) {
+	if sealed != nil {
+		return models.ParseConfig("plan "+path, sealed.Config)
+	}
+	_, cfg, err := mf.resolve()
+	return cfg, err
 }

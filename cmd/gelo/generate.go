@@ -103,6 +103,17 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("refusing to run %s: %w", *planPath, err)
 		}
 	}
+	cfg, err := runConfig(&mf, sealed, *planPath)
+	if err != nil {
+		return err
+	}
+	seqs, longest := 1, 0
+	if *prompt == "" && *chat == "" {
+		seqs, longest = promptShape(*promptIDs)
+	}
+	if err := mf.preflight(cfg, m, seqs, longest, *maxTokens); err != nil {
+		return err
+	}
 	var l *models.Model
 	var sealedTok *tokenizer.Tokenizer
 	if sealed != nil {

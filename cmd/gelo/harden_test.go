@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gelo/models"
 )
 
 // usageCase runs gelo and expects exit code code with every want on stderr.
@@ -74,4 +77,65 @@ func TestFinishReason(t *testing.T) {
 	if !strings.Contains(errs, "[0] finish reason length: the context of 8 tokens is full") || !strings.Contains(errs, "[1] finish reason length: --max-tokens 6 reached") {
 		t.Fatalf("batch finish reasons:\n%s", errs)
 	}
+}
+
+// TestBoundsBeforeAllocation: every count is range-checked and the memory
+// a run needs is computed before anything is allocated; a count out of
+// range is a usage error (exit 2), a run above the memory limit exit 1,
+// and nothing panics or dies of memory.
+func TestBoundsBeforeAllocation(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		code  int
+		wants []string
+		args  []string
+	}{
+		{2, []string{"--max-tokens 9223372036854775807 can never be reached"}, []string{"generate", "--max-tokens", "9223372036854775807"}},
+		{2, []string{"invalid value \"1e9\""}, []string{"generate", "--max-tokens", "1e9"}},
+		{2, []string{"--max-context 1099511627776 is outside [1, 4096]"}, []string{"generate", "--max-context", "1099511627776"}},
+		{2, []string{"--max-context 4611686018427387904 is outside"}, []string{"generate", "--max-context", "4611686018427387904"}},
+		{2, []string{"--max-context 4097 is outside [1, 4096] (the model's max_position_embeddings)"}, []string{"generate", "--max-context", "4097"}},
+		{2, []string{"--workers 1000000 is outside [0, 1024]"}, []string{"generate", "--workers", "1000000"}},
+		{2, []string{"--shield 1000000 rows is outside [0, 4096]"}, []string{"generate", "--shield", "1000000,4"}},
+		{2, []string{"--workers 1000000"}, []string{"replay", "--workers", "1000000"}},
+		{2, []string{"--max-context 1099511627776"}, []string{"record", "--out", filepath.Join(dir, "r.safetensors"), "--max-context", "1099511627776"}},
+		{2, []string{"--max-memory: \"lots\" is not a size"}, []string{"generate", "--max-memory", "lots"}},
+		{1, []string{"needs about", "above the --max-memory of 1.0 MiB", "lower --max-context"}, []string{"generate", "--max-memory", "1M"}},
+		// The 8B built-in is refused before its 32 GB are synthesized.
+		{1, []string{"needs about 30.", "above the --max-memory of 1.0 GiB"}, []string{"generate", "--model", "qwen3-8b", "--max-memory", "1G"}},
+		{1, []string{"needs about", "above the --max-memory"}, []string{"compile", "--model", "qwen3-8b", "--max-memory", "1G", "--out", filepath.Join(dir, "8b.gelo")}},
+	} {
+		usageCase(t, tc.code, tc.wants, tc.args...)
+	}
+
+	// synth: a layer count out of range leaves no directory behind.
+	out := filepath.Join(dir, "big")
+	usageCase(t, 2, []string{"num_hidden_layers: 1000000000 exceeds 4096"}, "synth", "--layers", "1000000000", "--out", out)
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused synth left its output directory")
+	}
+	// A config with 2^40 layers is refused naming the field.
+	cfg, _ := models.Variant("qwen3-tiny")
+	m := filepath.Join(dir, "m")
+	if err := models.WriteSynthetic(m, cfg, 1, "bf16", nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(m, "config.json"))
+	big := strings.Replace(string(raw), `"num_hidden_layers": 2`, `"num_hidden_layers": 1099511627776`, 1)
+	if big == string(raw) {
+		t.Fatalf("config has no num_hidden_layers 2:\n%s", raw)
+	}
+	os.WriteFile(filepath.Join(m, "config.json"), []byte(big), 0o644)
+	usageCase(t, 1, []string{"num_hidden_layers: 1099511627776 exceeds 4096"}, "generate", "--model", m)
+	usageCase(t, 1, []string{"num_hidden_layers: 1099511627776 exceeds 4096"}, "compile", "--model", m)
+
+	// k_min far above any shield in IR text: refused naming the node.
+	irPath := filepath.Join(dir, "a.ir")
+	must(t, "compile", "--out", irPath)
+	text, _ := os.ReadFile(irPath)
+	// Without its digest line it reads as hand-written IR.
+	lines := strings.SplitN(string(text), "\n", 3)
+	edited := lines[0] + "\n" + strings.Replace(lines[2], "k_min=8", "k_min=100000000", 1)
+	os.WriteFile(irPath, []byte(edited), 0o644)
+	usageCase(t, 1, []string{"k_min 100000000 is outside [0, 4096]", "shield_stack"}, "generate", "--plan", irPath)
 }

@@ -28,6 +28,11 @@ func compilePlan(mf *modelFlags, out, tokFlag string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if _, cfg, err := mf.resolve(); err != nil {
+		return err
+	} else if err := mf.preflight(cfg, nil, 0, 0, 0); err != nil {
+		return err
+	}
 	model, err := mf.open(stderr)
 	if err != nil {
 		return err

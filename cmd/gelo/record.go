@@ -44,6 +44,11 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if _, cfg, err := mf.resolve(); err != nil {
+		return err
+	} else if err := mf.preflight(cfg, nil, 1, 0, *maxTokens); err != nil {
+		return err
+	}
 	model, err := mf.open(stderr)
 	if err != nil {
 		return err

@@ -32,6 +32,11 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	mf.maxContext = max(mf.maxContext, len(prompt)+*steps+1)
+	if _, cfg, err := mf.resolve(); err != nil {
+		return err
+	} else if err := mf.preflight(cfg, nil, 1, len(prompt), *steps); err != nil {
+		return err
+	}
 	l, err := mf.open(stderr)
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return fmt.Errorf("%w: --layers/--vocab: %v", errUsage, err)
 	}
 	bar := newProgress(stderr, "synth "+*variant)
 	start := time.Now()
@@ -146,6 +146,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		families = []string{mf.mask}
 	}
 	mf.maxContext = max(mf.maxContext, slices.Max(lengths)+*decodeSteps+2)
+	if _, cfg, err := mf.resolve(); err != nil {
+		return err
+	} else if err := mf.preflight(cfg, nil, *batch, slices.Max(lengths), *decodeSteps); err != nil {
+		return err
+	}
 	l, err := mf.open(stderr)
 	if err != nil {
 		return err

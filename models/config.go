@@ -159,6 +159,9 @@ func (c *Config) Validate() error {
 	if c.UseSlidingWindow {
 		return errors.New("field use_sliding_window: sliding-window attention is not supported")
 	}
+	if c.BOSTokenID < 0 || c.BOSTokenID >= c.VocabSize {
+		return fmt.Errorf("field bos_token_id: %d is outside the vocabulary [0, %d)", c.BOSTokenID, c.VocabSize)
+	}
 	for _, id := range c.EOSTokenIDs {
 		if id < 0 || id >= c.VocabSize {
 			return fmt.Errorf("field eos_token_id: %d is outside the vocabulary [0, %d)", id, c.VocabSize)
@@ -207,6 +210,9 @@ func paramText(n int64, err error) string {
 // ParseConfig decodes and validates a config.json body; name is used in
 // errors.
 func ParseConfig(name string, data []byte) (*Config, error) {
+	if err := CheckStrictJSON(data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var c Config
 	if err := dec.Decode(&c); err != nil {

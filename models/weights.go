@@ -190,6 +190,11 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 			file, _ := set.FileOf(s.Name)
 			return nil, fmt.Errorf("weights %s: tensor %q: shape %s in the file vs config's %s", file, s.Name, shapeStr(in.Shape), shapeStr(s.Shape))
 		}
+		if other, ok := halfMismatch(cfg.TorchDType, in.DType); ok {
+			file, _ := set.FileOf(s.Name)
+			return nil, fmt.Errorf("weights %s: tensor %q is %s but config.json's torch_dtype is %s (%s bytes read as %s would load silently wrong)",
+				file, s.Name, in.DType, cfg.TorchDType, other, in.DType)
+		}
 	}
 	tiedHead := false
 	for _, name := range set.Names() {
@@ -229,6 +234,9 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 					return
 				}
 				data[i], errs[i] = set.Float32(specs[i].Name)
+				if errs[i] == nil {
+					errs[i] = finite(specs[i].Name, data[i])
+				}
 				if progress != nil {
 					mu.Lock()
 					done += int64(specs[i].Elems())
@@ -265,6 +273,31 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 		set = nil
 	}
 	return newWeights(cfg, specs, byName, set), nil
+}
+
+// halfMismatch reports a 16-bit tensor dtype that contradicts the
+// config's torch_dtype (the other 16-bit format): the two have the same
+// size, so a mislabelled file would load as noise. F32 tensors (often the
+// norms of a bf16 checkpoint) and configs without torch_dtype pass.
+func halfMismatch(torch, dtype string) (string, bool) {
+	switch {
+	case torch == "bfloat16" && dtype == safetensors.F16:
+		return safetensors.BF16, true
+	case torch == "float16" && dtype == safetensors.BF16:
+		return safetensors.F16, true
+	}
+	return "", false
+}
+
+// finite refuses a tensor holding NaN or Inf, naming it and the first bad
+// element: such weights would reach the identity and the device.
+func finite(name string, v []float32) error {
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("tensor %q: element %d is %v (weights must be finite)", name, i, x)
+		}
+	}
+	return nil
 }
 
 func sameBits(a, b []float32) bool {

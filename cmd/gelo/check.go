@@ -12,6 +12,7 @@ import (
 
 	"gelo/ir"
 	"gelo/models"
+	"gelo/models/safetensors"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/plan/planfile"
@@ -151,4 +152,17 @@ func runConfig(mf *modelFlags, sealed *planfile.Plan, path string) (*models.Conf
 	}
 	_, cfg, err := mf.resolve()
 	return cfg, err
+}
+
+// checkOut refuses, before any work, an --out that the write would
+// wrongly replace (a device, a FIFO, a symbolic link): see
+// safetensors.Replaceable.
+func checkOut(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := safetensors.Replaceable(path); err != nil {
+		return fmt.Errorf("%w: --out: %v", errUsage, err)
+	}
+	return nil
 }

@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"gelo/models"
+	"gelo/models/safetensors"
 )
 
 // usageCase runs gelo and expects exit code code with every want on stderr.
@@ -138,4 +140,56 @@ func TestBoundsBeforeAllocation(t *testing.T) {
 	edited := lines[0] + "\n" + strings.Replace(lines[2], "k_min=8", "k_min=100000000", 1)
 	os.WriteFile(irPath, []byte(edited), 0o644)
 	usageCase(t, 1, []string{"k_min 100000000 is outside [0, 4096]", "shield_stack"}, "generate", "--plan", irPath)
+}
+
+// TestOutputNotReplaced: --out that is a FIFO or a symbolic link is
+// refused before any work (exit 2) and left as it was; the library writer
+// refuses them too (a device such as /dev/full the same way).
+func TestOutputNotReplaced(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	target := filepath.Join(dir, "target.ir")
+	os.WriteFile(target, []byte("keep"), 0o644)
+	link := filepath.Join(dir, "link.ir")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	linkPlan := filepath.Join(dir, "link.gelo")
+	os.Symlink(target, linkPlan)
+	for _, tc := range []struct {
+		want string
+		args []string
+	}{
+		{"it is a named pipe", []string{"compile", "--out", fifo}},
+		{"it is a symbolic link", []string{"compile", "--out", link}},
+		{"it is a symbolic link", []string{"compile", "--out", linkPlan}},
+		{"it is a named pipe", []string{"record", "--out", fifo}},
+	} {
+		usageCase(t, 2, []string{tc.want}, tc.args...)
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v %v", st.Mode(), err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Errorf("the link's target changed: %q", b)
+	}
+	// A device is only ever Lstat-ed here: a test must not risk writing
+	// onto a real one.
+	if st, err := os.Lstat("/dev/null"); err == nil && st.Mode()&os.ModeDevice != 0 {
+		if err := safetensors.Replaceable("/dev/null"); err == nil || !strings.Contains(err.Error(), "it is a device") {
+			t.Errorf("Replaceable(/dev/null): %v", err)
+		}
+	}
+	if err := writeAtomic(fifo, []byte("x")); err == nil || !strings.Contains(err.Error(), "named pipe") {
+		t.Errorf("writeAtomic onto a FIFO: %v", err)
+	}
+	// A regular file and a new path are written.
+	must(t, "compile", "--out", target)
+	must(t, "compile", "--out", filepath.Join(dir, "new.ir"))
 }

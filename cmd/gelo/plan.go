@@ -290,6 +290,9 @@ func runAttest(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return fmt.Errorf("%w: --out is required", errUsage)
 	}
+	if err := checkOut(*out); err != nil {
+		return err
+	}
 	nonce, err := parseNonce(*nonceHex)
 	if err != nil {
 		return err

@@ -34,6 +34,9 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return fmt.Errorf("%w: --out is required", errUsage)
 	}
+	if err := checkOut(*out); err != nil {
+		return err
+	}
 	if n := btoi(*promptIDs != "") + btoi(*prompt != "") + btoi(*corpusPath != ""); n > 1 {
 		return fmt.Errorf("%w: give one of --prompt-ids, --prompt and --corpus", errUsage)
 	}

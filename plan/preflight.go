@@ -209,7 +209,7 @@ func Bytes(n int64) string {
 }
 
 // ParseBytes reads a size such as 512M, 8G, 1.5T or a plain byte count
-// (binary units).
+// (binary units), at least one byte.
 func ParseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "i")
@@ -221,7 +221,7 @@ func ParseBytes(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || !(v > 0) || v*float64(mult) >= 1<<62 {
+	if err != nil || !(v*float64(mult) >= 1) || v*float64(mult) >= 1<<62 {
 		return 0, fmt.Errorf("%q is not a size (a positive number of bytes, or with K, M, G, T, P)", s)
 	}
 	return int64(v * float64(mult)), nil

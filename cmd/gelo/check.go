@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"gelo/ir"
@@ -69,7 +70,7 @@ func checkPromptFlags(fs *flag.FlagSet) error {
 		}
 	}
 	if !isSet(fs, "chat") {
-		for _, n := range []string{"system", "think"} {
+		for _, n := range []string{"system", "think", "chat-raw"} {
 			if isSet(fs, n) {
 				return fmt.Errorf("%w: --%s applies only with --chat", errUsage, n)
 			}
@@ -165,4 +166,35 @@ func checkOut(path string) error {
 		return fmt.Errorf("%w: --out: %v", errUsage, err)
 	}
 	return nil
+}
+
+// maxPromptFile bounds --prompt-file (far beyond any context).
+const maxPromptFile = 64 << 20
+
+// readPromptFile reads --prompt-file ('-': standard input); an empty or
+// oversized file is an error naming it.
+func readPromptFile(path string) (string, error) {
+	var r io.Reader
+	name := path
+	if path == "-" {
+		r, name = os.Stdin, "standard input"
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", fmt.Errorf("--prompt-file: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxPromptFile+1))
+	if err != nil {
+		return "", fmt.Errorf("--prompt-file %s: %w", name, err)
+	}
+	if len(data) > maxPromptFile {
+		return "", fmt.Errorf("%w: --prompt-file %s is larger than %d bytes", errUsage, name, maxPromptFile)
+	}
+	if len(data) == 0 {
+		return "", fmt.Errorf("%w: --prompt-file %s is empty", errUsage, name)
+	}
+	return string(data), nil
 }

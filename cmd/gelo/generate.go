@@ -67,6 +67,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	chat := fs.String("chat", "", "a user message, formatted with the model's chat template (needs a tokenizer)")
 	system := fs.String("system", "", "system message for --chat")
 	think := fs.Bool("think", false, "with --chat: let the model open a thinking block (Qwen3 enable_thinking)")
+	chatRaw := fs.Bool("chat-raw", false, "with --chat: parse control tokens written inside the messages (<|im_start|> ...) as Hugging Face's apply_chat_template does; by default message text is encoded as text, so it cannot open a turn")
+	promptFile := fs.String("prompt-file", "", "read the --prompt text from this file ('-': standard input), for prompts beyond the argument limit")
 	showIDs := fs.Bool("show-ids", false, "with text output, also print the token ids")
 	maxTokens := fs.Int("max-tokens", 32, "maximum number of new tokens per sequence")
 	eos := fs.String("eos", "", "comma-separated EOS ids (default: the config's eos_token_id and the tokenizer's)")
@@ -78,6 +80,16 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := checkPromptFlags(fs); err != nil {
 		return err
+	}
+	if *promptFile != "" {
+		if *prompt != "" {
+			return fmt.Errorf("%w: give one of --prompt and --prompt-file", errUsage)
+		}
+		text, err := readPromptFile(*promptFile)
+		if err != nil {
+			return err
+		}
+		*prompt = text
 	}
 	if *planPath != "" {
 		if err := checkPlanOverrides(fs); err != nil {
@@ -153,7 +165,11 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			msgs = append(msgs, tokenizer.Message{Role: "system", Content: *system})
 		}
 		msgs = append(msgs, tokenizer.Message{Role: "user", Content: *chat})
-		prompts = [][]int32{toI32(tk.EncodeChat(msgs, true, *think))}
+		if *chatRaw {
+			prompts = [][]int32{toI32(tk.EncodeChat(msgs, true, *think))}
+		} else {
+			prompts = [][]int32{toI32(tk.EncodeChatSafe(msgs, true, *think))}
+		}
 	default:
 		ids := *promptIDs
 		if ids == "" {

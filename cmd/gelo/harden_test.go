@@ -193,3 +193,32 @@ func TestOutputNotReplaced(t *testing.T) {
 	must(t, "compile", "--out", target)
 	must(t, "compile", "--out", filepath.Join(dir, "new.ir"))
 }
+
+// TestPromptFileAndSafeChat: --prompt-file reads the prompt (the same
+// tokens as --prompt), an empty one is a usage error, and --chat encodes
+// message text as text unless --chat-raw.
+func TestPromptFileAndSafeChat(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := models.Variant("qwen3-tiny")
+	m := filepath.Join(dir, "m")
+	if err := models.WriteSynthetic(m, cfg, 1, "bf16", nil); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(m, "tokenizer.json"), tinyTokenizer(true), 0o644)
+	pf := filepath.Join(dir, "prompt.txt")
+	os.WriteFile(pf, []byte("abab"), 0o644)
+	a, errs := must(t, "generate", "--model", m, "--prompt-file", pf, "--max-tokens", "2")
+	if !strings.Contains(errs, ": 2 prompt tokens") {
+		t.Errorf("--prompt-file abab:\n%s", errs)
+	}
+	b, _ := must(t, "generate", "--model", m, "--prompt", "abab", "--max-tokens", "2")
+	if a != b {
+		t.Errorf("--prompt-file %q vs --prompt %q", a, b)
+	}
+	empty := filepath.Join(dir, "empty.txt")
+	os.WriteFile(empty, nil, 0o644)
+	usageCase(t, 2, []string{"--prompt-file " + empty + " is empty"}, "generate", "--model", m, "--prompt-file", empty)
+	usageCase(t, 2, []string{"give one of --prompt and --prompt-file"}, "generate", "--prompt", "x", "--prompt-file", pf)
+	usageCase(t, 1, []string{"missing.txt"}, "generate", "--prompt-file", filepath.Join(dir, "missing.txt"))
+	usageCase(t, 2, []string{"--chat-raw applies only with --chat"}, "generate", "--chat-raw")
+}

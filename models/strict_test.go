@@ -75,3 +75,59 @@ func TestLoadCrossChecks(t *testing.T) {
 		t.Fatalf("a NaN weight: %v", err)
 	}
 }
+
+// TestPrivateWeights: f32 weights alias the mapped file (a rewrite in
+// place shows through) until Private copies them; after it the file can
+// change without changing them.
+func TestPrivateWeights(t *testing.T) {
+	cfg, _ := models.Variant("qwen3-tiny")
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := models.WriteSynthetic(dir, cfg, 1, "f32", nil); err != nil {
+		t.Fatal(err)
+	}
+	st := filepath.Join(dir, "model.safetensors")
+	overwrite := func() {
+		data, _ := os.ReadFile(st)
+		n := binary.LittleEndian.Uint64(data[:8])
+		f, err := os.OpenFile(st, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		// Every data byte rewritten in place (same inode, same mapping).
+		zeros := make([]byte, len(data)-8-int(n))
+		if _, err := f.WriteAt(zeros, int64(8+n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := func(w *models.Weights) float64 {
+		v, _, _ := w.Get(models.FinalNormName)
+		s := 0.0
+		for _, x := range v {
+			s += float64(x)
+		}
+		return s
+	}
+	w, err := models.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := models.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	before := sum(w)
+	if err := w.Private(); err != nil {
+		t.Fatal(err)
+	}
+	overwrite()
+	if got := sum(w); got != before {
+		t.Fatalf("private weights changed with the file: %v -> %v", before, got)
+	}
+	// The control: the mapped copy shows the rewrite.
+	if got := sum(shared); got == before {
+		t.Fatalf("the mapped weights did not change with the file (sum %v): the test proves nothing", got)
+	}
+	w.Close()
+}

@@ -34,6 +34,7 @@ type Weights struct {
 type weight struct {
 	data  []float32
 	shape []int
+	view  bool // aliases the mapped file
 }
 
 func newWeights(cfg *Config, specs []TensorSpec, data map[string][]float32, set *safetensors.Set) *Weights {
@@ -249,12 +250,14 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 	wg.Wait()
 	byName := make(map[string][]float32, len(specs))
 	views := false
+	viewOf := map[string]bool{}
 	for i, s := range specs {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("weights %s: %w", dir, errs[i])
 		}
 		byName[s.Name] = data[i]
-		views = views || set.IsView(s.Name)
+		viewOf[s.Name] = set.IsView(s.Name)
+		views = views || viewOf[s.Name]
 	}
 	if tiedHead {
 		head, err := set.Float32(LMHeadName)
@@ -272,7 +275,35 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 		}
 		set = nil
 	}
-	return newWeights(cfg, specs, byName, set), nil
+	w := newWeights(cfg, specs, byName, set)
+	for name, v := range viewOf {
+		t := w.tensors[name]
+		t.view = v
+		w.tensors[name] = t
+	}
+	return w, nil
+}
+
+// Private copies every tensor that aliases the mapped file into memory of
+// its own and releases the mapping, so a later write to the file (which a
+// shared mapping would show) cannot change what was hashed and computes.
+// It is a no-op for weights held in memory already.
+func (w *Weights) Private() error {
+	if w == nil || w.closed || w.set == nil {
+		return nil
+	}
+	for name, t := range w.tensors {
+		if t.view {
+			t.data, t.view = append([]float32(nil), t.data...), false
+			w.tensors[name] = t
+		}
+	}
+	err := w.set.Close()
+	w.set = nil
+	if err != nil {
+		return fmt.Errorf("weights: %w", err)
+	}
+	return nil
 }
 
 // halfMismatch reports a 16-bit tensor dtype that contradicts the

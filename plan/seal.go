@@ -312,6 +312,11 @@ func openSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 		model.Close()
 		return nil, attest.Identity{}, Tokenizer{}, err
 	}
+	// What is hashed below is what computes: no shared mapping of a file
+	// that can be rewritten after the check.
+	if err := model.Weights.Private(); err != nil {
+		return fail(fmt.Errorf("plan %s: %w", path, err))
+	}
 	_, config, err := sourceOf(model.Source, model.Config)
 	if err != nil {
 		return fail(err)

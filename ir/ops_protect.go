@@ -28,6 +28,10 @@ func DimAttr(a Attrs, name string) (Dim, error) {
 // so per-step scalars live in the arena, never in an instruction.
 const PassInput = "pass"
 
+// MaxShieldRows bounds a shield's k_min, far above any useful shield, so
+// a plan cannot ask the TEE for millions of rows per crossing.
+const MaxShieldRows = 4096
+
 func passCounter(t Type) error {
 	if t.DType != I32 || t.Rank() != 1 || t.Shape[0] != D(2) {
 		return fmt.Errorf("pass counter must be i32[2], got %v", t)
@@ -99,8 +103,8 @@ func init() {
 				if err != nil {
 					return Type{}, err
 				}
-				if k, _ := n.Attrs.Int("k_min"); k < 0 {
-					return Type{}, fmt.Errorf("k_min %d is negative", k)
+				if k, _ := n.Attrs.Int("k_min"); k < 0 || k > MaxShieldRows {
+					return Type{}, fmt.Errorf("k_min %d is outside [0, %d]", k, MaxShieldRows)
 				}
 				return Type{F32, Shape{rows, in[0].Shape[1]}}, nil
 			}},

@@ -118,10 +118,19 @@ func (c *Config) Validate() error {
 		{"num_key_value_heads", c.NumKeyValueHeads}, {"vocab_size", c.VocabSize},
 		{"max_position_embeddings", c.MaxPositionEmbeddings},
 	}
+	if c.NumHiddenLayers > MaxLayers {
+		return fmt.Errorf("field num_hidden_layers: %d exceeds %d", c.NumHiddenLayers, MaxLayers)
+	}
 	for _, f := range pos {
 		if f.v <= 0 {
 			return fmt.Errorf("field %s: must be positive, got %d", f.name, f.v)
 		}
+		if f.v > MaxDim {
+			return fmt.Errorf("field %s: %d exceeds %d", f.name, f.v, MaxDim)
+		}
+	}
+	if c.HeadDim > MaxDim {
+		return fmt.Errorf("field head_dim: %d exceeds %d", c.HeadDim, MaxDim)
 	}
 	if c.HeadDim < 0 {
 		return fmt.Errorf("field head_dim: must be positive, got %d", c.HeadDim)
@@ -150,17 +159,60 @@ func (c *Config) Validate() error {
 	if c.UseSlidingWindow {
 		return errors.New("field use_sliding_window: sliding-window attention is not supported")
 	}
+	if c.BOSTokenID < 0 || c.BOSTokenID >= c.VocabSize {
+		return fmt.Errorf("field bos_token_id: %d is outside the vocabulary [0, %d)", c.BOSTokenID, c.VocabSize)
+	}
 	for _, id := range c.EOSTokenIDs {
 		if id < 0 || id >= c.VocabSize {
 			return fmt.Errorf("field eos_token_id: %d is outside the vocabulary [0, %d)", id, c.VocabSize)
 		}
 	}
+	if n, err := c.checkedParamCount(); err != nil || n > MaxParams {
+		return fmt.Errorf("the weights this config implies (%s parameters) exceed %d", paramText(n, err), int64(MaxParams))
+	}
 	return nil
+}
+
+// Bounds on a config, far above any supported model, so that no size
+// computed from one overflows or asks for more memory than exists.
+const (
+	// MaxDim bounds every width, the vocabulary and the context.
+	MaxDim = 1 << 24
+	// MaxLayers bounds num_hidden_layers.
+	MaxLayers = 4096
+	// MaxParams bounds the parameter count (2^38: 1 TiB as f32).
+	MaxParams = 1 << 38
+)
+
+// checkedParamCount is ParamCount computed with checked arithmetic, for a
+// config not yet known to be within bounds.
+func (c *Config) checkedParamCount() (int64, error) {
+	var total int64
+	for _, t := range c.TensorSpecs() {
+		n, err := Mul(t.Shape...)
+		if err != nil {
+			return 0, fmt.Errorf("tensor %s: %w", t.Name, err)
+		}
+		if total, err = Add(total, n); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+func paramText(n int64, err error) string {
+	if err != nil {
+		return "more than 2^63"
+	}
+	return fmt.Sprint(n)
 }
 
 // ParseConfig decodes and validates a config.json body; name is used in
 // errors.
 func ParseConfig(name string, data []byte) (*Config, error) {
+	if err := CheckStrictJSON(data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var c Config
 	if err := dec.Decode(&c); err != nil {

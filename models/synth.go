@@ -113,7 +113,15 @@ func SynthesizeAs(cfg *Config, seed uint64, dtype string) (*Weights, error) {
 // written so far and the total, from one goroutine. Files appear only
 // complete (written under temporary names, then renamed); the config is
 // written last.
-func WriteSynthetic(dir string, cfg *Config, seed uint64, dtype string, progress func(done, total int64)) error {
+func WriteSynthetic(dir string, cfg *Config, seed uint64, dtype string, progress func(done, total int64)) (err error) {
+	if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+		// A directory this call creates does not outlive its failure.
+		defer func() {
+			if err != nil {
+				os.Remove(dir) // only when empty
+			}
+		}()
+	}
 	if cfg == nil {
 		return fmt.Errorf("write synthetic %s: nil config", dir)
 	}

@@ -34,6 +34,7 @@ type Weights struct {
 type weight struct {
 	data  []float32
 	shape []int
+	view  bool // aliases the mapped file
 }
 
 func newWeights(cfg *Config, specs []TensorSpec, data map[string][]float32, set *safetensors.Set) *Weights {
@@ -190,6 +191,11 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 			file, _ := set.FileOf(s.Name)
 			return nil, fmt.Errorf("weights %s: tensor %q: shape %s in the file vs config's %s", file, s.Name, shapeStr(in.Shape), shapeStr(s.Shape))
 		}
+		if other, ok := halfMismatch(cfg.TorchDType, in.DType); ok {
+			file, _ := set.FileOf(s.Name)
+			return nil, fmt.Errorf("weights %s: tensor %q is %s but config.json's torch_dtype is %s (%s bytes read as %s would load silently wrong)",
+				file, s.Name, in.DType, cfg.TorchDType, other, in.DType)
+		}
 	}
 	tiedHead := false
 	for _, name := range set.Names() {
@@ -229,6 +235,9 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 					return
 				}
 				data[i], errs[i] = set.Float32(specs[i].Name)
+				if errs[i] == nil {
+					errs[i] = finite(specs[i].Name, data[i])
+				}
 				if progress != nil {
 					mu.Lock()
 					done += int64(specs[i].Elems())
@@ -241,12 +250,14 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 	wg.Wait()
 	byName := make(map[string][]float32, len(specs))
 	views := false
+	viewOf := map[string]bool{}
 	for i, s := range specs {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("weights %s: %w", dir, errs[i])
 		}
 		byName[s.Name] = data[i]
-		views = views || set.IsView(s.Name)
+		viewOf[s.Name] = set.IsView(s.Name)
+		views = views || viewOf[s.Name]
 	}
 	if tiedHead {
 		head, err := set.Float32(LMHeadName)
@@ -264,7 +275,60 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 		}
 		set = nil
 	}
-	return newWeights(cfg, specs, byName, set), nil
+	w := newWeights(cfg, specs, byName, set)
+	for name, v := range viewOf {
+		t := w.tensors[name]
+		t.view = v
+		w.tensors[name] = t
+	}
+	return w, nil
+}
+
+// Private copies every tensor that aliases the mapped file into memory of
+// its own and releases the mapping, so a later write to the file (which a
+// shared mapping would show) cannot change what was hashed and computes.
+// It is a no-op for weights held in memory already.
+func (w *Weights) Private() error {
+	if w == nil || w.closed || w.set == nil {
+		return nil
+	}
+	for name, t := range w.tensors {
+		if t.view {
+			t.data, t.view = append([]float32(nil), t.data...), false
+			w.tensors[name] = t
+		}
+	}
+	err := w.set.Close()
+	w.set = nil
+	if err != nil {
+		return fmt.Errorf("weights: %w", err)
+	}
+	return nil
+}
+
+// halfMismatch reports a 16-bit tensor dtype that contradicts the
+// config's torch_dtype (the other 16-bit format): the two have the same
+// size, so a mislabelled file would load as noise. F32 tensors (often the
+// norms of a bf16 checkpoint) and configs without torch_dtype pass.
+func halfMismatch(torch, dtype string) (string, bool) {
+	switch {
+	case torch == "bfloat16" && dtype == safetensors.F16:
+		return safetensors.BF16, true
+	case torch == "float16" && dtype == safetensors.BF16:
+		return safetensors.F16, true
+	}
+	return "", false
+}
+
+// finite refuses a tensor holding NaN or Inf, naming it and the first bad
+// element: such weights would reach the identity and the device.
+func finite(name string, v []float32) error {
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("tensor %q: element %d is %v (weights must be finite)", name, i, x)
+		}
+	}
+	return nil
 }
 
 func sameBits(a, b []float32) bool {

@@ -234,7 +234,7 @@ func TestOpenSealedDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := filepath.Join(dir, "tokenizer.json")
-	if err := os.WriteFile(tok, []byte(`{"model":{"type":"BPE"}}`), 0o644); err != nil {
+	if err := os.WriteFile(tok, tinyTokenizer(true), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	model, err := models.Open(m1, 0, nil)
@@ -306,15 +306,20 @@ func TestOpenSealedDirectory(t *testing.T) {
 	os.WriteFile(cfgPath, origCfg, 0o644)
 
 	// The tokenizer changed, or missing.
-	os.WriteFile(tok, []byte(`{"model":{"type":"WordPiece"}}`), 0o644)
+	os.WriteFile(tok, tinyTokenizer(false), 0o644)
 	refused(open(plan.Overrides{}), "tokenizer: "+tok, "tokenizer differs")
+	// Not a tokenizer at all: refused before it is hashed, naming the file.
+	os.WriteFile(tok, []byte(`{"model":{"type":"WordPiece"}}`), 0o644)
+	if err := open(plan.Overrides{}); err == nil || !strings.Contains(err.Error(), tok+" is not a usable tokenizer") {
+		t.Fatalf("a tokenizer that does not parse: %v", err)
+	}
 	os.Remove(tok)
 	if err := open(plan.Overrides{}); err == nil || !strings.Contains(err.Error(), tok) {
 		t.Fatalf("missing tokenizer: %v", err)
 	}
 
 	// Restored: opens again.
-	os.WriteFile(tok, []byte(`{"model":{"type":"BPE"}}`), 0o644)
+	os.WriteFile(tok, tinyTokenizer(true), 0o644)
 	if err := open(plan.Overrides{}); err != nil {
 		t.Fatal(err)
 	}
@@ -340,5 +345,73 @@ func TestReadArtifact(t *testing.T) {
 	os.WriteFile(bad, []byte("GELOPLAN and then nothing"), 0o644)
 	if _, _, err := plan.ReadArtifact(bad); err == nil || !strings.Contains(err.Error(), "plan file "+bad) {
 		t.Fatalf("a broken plan file: %v", err)
+	}
+}
+
+// tinyTokenizer is the smallest tokenizer.json the loader accepts: "ab" is
+// one token (id 2) with the merge, two (0 1) without it.
+func tinyTokenizer(merge bool) []byte {
+	vocab, merges := `{"a":0,"b":1}`, `[]`
+	if merge {
+		vocab, merges = `{"a":0,"b":1,"ab":2}`, `[["a","b"]]`
+	}
+	return []byte(`{"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":false},"decoder":{"type":"ByteLevel"},` +
+		`"model":{"type":"BPE","vocab":` + vocab + `,"merges":` + merges + `}}`)
+}
+
+// TestTokenizerBinding: a tokenizer path is that file (not its
+// directory's tokenizer.json), a file that is not a tokenizer is never
+// sealed, and a sealed plan returns the tokenizer parsed from the bytes its
+// identity hashed.
+func TestTokenizerBinding(t *testing.T) {
+	dir := t.TempDir()
+	def, other := filepath.Join(dir, "tokenizer.json"), filepath.Join(dir, "other.json")
+	os.WriteFile(def, tinyTokenizer(false), 0o644)
+	os.WriteFile(other, tinyTokenizer(true), 0o644)
+	tk, err := plan.LoadTokenizer(other, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Path != other || !bytes.Equal(tk.Bytes, tinyTokenizer(true)) || len(tk.Tok.Encode("ab")) != 1 {
+		t.Fatalf("LoadTokenizer(%s) loaded %s (%d tokens for ab)", other, tk.Path, len(tk.Tok.Encode("ab")))
+	}
+	if tk, err = plan.LoadTokenizer(dir, ""); err != nil || tk.Path != def || len(tk.Tok.Encode("ab")) != 2 {
+		t.Fatalf("LoadTokenizer(dir) = %s, %v", tk.Path, err)
+	}
+	if tk, err = plan.LoadTokenizer("", t.TempDir()); err != nil || tk.Tok != nil || tk.Bytes != nil {
+		t.Fatalf("no tokenizer: %+v, %v", tk, err)
+	}
+	if _, err := plan.LoadTokenizer(filepath.Join(dir, "missing.json"), ""); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Fatalf("missing file: %v", err)
+	}
+
+	model, err := models.Open(models.DefaultVariant, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	m, err := plan.Compile(model.Source, model.Config, plan.Defaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bogus := filepath.Join(dir, "passwd")
+	os.WriteFile(bogus, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644)
+	if _, _, err := plan.Seal(m, model, plan.Defaults(), bogus); err == nil || !strings.Contains(err.Error(), bogus+" is not a usable tokenizer") {
+		t.Fatalf("Seal with a non-tokenizer: %v", err)
+	}
+	p, id, err := plan.Seal(m, model, plan.Defaults(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Source.Tokenizer != other {
+		t.Fatalf("sealed tokenizer path %s, want %s", p.Source.Tokenizer, other)
+	}
+	o, err := plan.OpenSealedTokenizer("t.gelo", p, plan.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Model.Close()
+	if o.Identity.Digest != id.Digest || o.Tokenizer.Path != other || len(o.Tokenizer.Tok.Encode("ab")) != 1 {
+		t.Fatalf("opened with tokenizer %s (%d tokens for ab)", o.Tokenizer.Path, len(o.Tokenizer.Tok.Encode("ab")))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -41,8 +40,9 @@ func IsPlanName(path string) bool { return strings.HasSuffix(path, planfile.Ext)
 // Seal builds the plan file of m, compiled with opt from model: its
 // source, config bytes, pass configuration, the IR, and the model identity
 // recomputed from the weights (hashed, not copied), the tokenizer
-// (tokenizer: a file or a directory holding tokenizer.json; "" means the
-// model directory's, if any) and the numerics flags.
+// (tokenizer: a file, used as named, or a directory holding
+// tokenizer.json; "" means the model directory's, if any; it must parse as
+// a tokenizer) and the numerics flags.
 func Seal(m *ir.Module, model *models.Model, opt Options, tokenizer string) (*planfile.Plan, attest.Identity, error) {
 	if err := Verify(m); err != nil {
 		return nil, attest.Identity{}, fmt.Errorf("refusing to seal the module: %w", err)
@@ -51,14 +51,14 @@ func Seal(m *ir.Module, model *models.Model, opt Options, tokenizer string) (*pl
 	if err != nil {
 		return nil, attest.Identity{}, err
 	}
-	tokPath, tok, err := TokenizerFile(tokenizer, model.Dir)
+	tok, err := LoadTokenizer(tokenizer, model.Dir)
 	if err != nil {
 		return nil, attest.Identity{}, err
 	}
-	src.Tokenizer = tokPath
+	src.Tokenizer = tok.Path
 	p := &planfile.Plan{Backend: Backend, Source: src, Passes: passesOf(opt, m.Meta), Config: config}
 	p.SetModule(m)
-	id, err := ModelIdentity(model.Weights, config, tok, IdentityFlags(model.Config, p.Backend, p.Passes))
+	id, err := ModelIdentity(model.Weights, config, tok.Bytes, IdentityFlags(model.Config, p.Backend, p.Passes))
 	if err != nil {
 		return nil, attest.Identity{}, err
 	}
@@ -99,32 +99,6 @@ func sourceOf(s models.Source, cfg *models.Config) (planfile.Source, []byte, err
 		return planfile.Source{Kind: planfile.SourceDir, Name: s.Dir}, config, nil
 	}
 	return planfile.Source{Kind: planfile.SourceVariant, Name: s.Variant, Seed: s.Seed, SynthDType: s.SynthDType}, cfg.JSON(), nil
-}
-
-// TokenizerFile resolves the tokenizer bound into the identity: path (a
-// file, or a directory holding tokenizer.json), else the model directory's
-// tokenizer.json when it has one, else none ("" and nil).
-func TokenizerFile(path, modelDir string) (string, []byte, error) {
-	if path != "" {
-		if st, err := os.Stat(path); err == nil && st.IsDir() {
-			path = filepath.Join(path, TokenizerFileName)
-		}
-	} else if modelDir != "" {
-		path = filepath.Join(modelDir, TokenizerFileName)
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return "", nil, nil
-		}
-	} else {
-		return "", nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", nil, fmt.Errorf("tokenizer: %w", err)
-	}
-	if data == nil {
-		data = []byte{}
-	}
-	return path, data, nil
 }
 
 var littleEndian = func() bool {
@@ -291,12 +265,33 @@ type Overrides struct {
 // differs. path names the plan in errors. On success the caller owns the
 // model (Close it).
 func OpenSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, attest.Identity, error) {
+	o, err := OpenSealedTokenizer(path, p, ov)
+	return o.Model, o.Identity, err
+}
+
+// Opened is a sealed plan's model as OpenSealedTokenizer checked it.
+type Opened struct {
+	Model    *models.Model
+	Identity attest.Identity
+	// Tokenizer is the one whose bytes the identity check hashed (zero
+	// when the plan binds none): the one to encode and decode with.
+	Tokenizer Tokenizer
+}
+
+// OpenSealedTokenizer is OpenSealed that also returns the tokenizer it
+// checked, parsed from the very bytes it hashed.
+func OpenSealedTokenizer(path string, p *planfile.Plan, ov Overrides) (Opened, error) {
+	model, id, tok, err := openSealed(path, p, ov)
+	return Opened{Model: model, Identity: id, Tokenizer: tok}, err
+}
+
+func openSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, attest.Identity, Tokenizer, error) {
 	if p.Backend != Backend {
-		return nil, attest.Identity{}, fmt.Errorf("plan %s is lowered for backend %q; this build runs %q plans", path, p.Backend, Backend)
+		return nil, attest.Identity{}, Tokenizer{}, fmt.Errorf("plan %s is lowered for backend %q; this build runs %q plans", path, p.Backend, Backend)
 	}
 	want, err := Identity(path, p)
 	if err != nil {
-		return nil, attest.Identity{}, err
+		return nil, attest.Identity{}, Tokenizer{}, err
 	}
 	spec, seed, synth := p.Source.Name, p.Source.Seed, p.Source.SynthDType
 	if ov.Model != "" {
@@ -311,11 +306,16 @@ func OpenSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 	}
 	model, err := models.OpenAs(spec, seed, synth, progress)
 	if err != nil {
-		return nil, attest.Identity{}, fmt.Errorf("plan %s: %w", path, err)
+		return nil, attest.Identity{}, Tokenizer{}, fmt.Errorf("plan %s: %w", path, err)
 	}
-	fail := func(err error) (*models.Model, attest.Identity, error) {
+	fail := func(err error) (*models.Model, attest.Identity, Tokenizer, error) {
 		model.Close()
-		return nil, attest.Identity{}, err
+		return nil, attest.Identity{}, Tokenizer{}, err
+	}
+	// What is hashed below is what computes: no shared mapping of a file
+	// that can be rewritten after the check.
+	if err := model.Weights.Private(); err != nil {
+		return fail(fmt.Errorf("plan %s: %w", path, err))
 	}
 	_, config, err := sourceOf(model.Source, model.Config)
 	if err != nil {
@@ -325,11 +325,11 @@ func OpenSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 	if tokPath == "" && ov.Model == "" {
 		tokPath = p.Source.Tokenizer
 	}
-	tokPath, tok, err := TokenizerFile(tokPath, model.Dir)
+	tok, err := LoadTokenizer(tokPath, model.Dir)
 	if err != nil {
 		return fail(fmt.Errorf("refusing to run sealed plan %s: %w", path, err))
 	}
-	got, err := ModelIdentity(model.Weights, config, tok, IdentityFlags(model.Config, p.Backend, p.Passes))
+	got, err := ModelIdentity(model.Weights, config, tok.Bytes, IdentityFlags(model.Config, p.Backend, p.Passes))
 	if err != nil {
 		return fail(err)
 	}
@@ -346,10 +346,10 @@ func OpenSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 			}
 		}
 		if want.Tokenizer != got.Tokenizer || want.HasTokenizer != got.HasTokenizer {
-			if tokPath == "" {
+			if tok.Path == "" {
 				files = append(files, "tokenizer: none found")
 			} else {
-				files = append(files, "tokenizer: "+tokPath)
+				files = append(files, "tokenizer: "+tok.Path)
 			}
 		}
 		if want.FlagsDigest != got.FlagsDigest {
@@ -358,7 +358,7 @@ func OpenSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 		return fail(fmt.Errorf("refusing to run sealed plan %s: the model loaded from %s is not the one it was sealed for (differs: %s): %w",
 			path, spec, strings.Join(files, "; "), err))
 	}
-	return model, got, nil
+	return model, got, tok, nil
 }
 
 // weightFiles names where a model's weights were read from.

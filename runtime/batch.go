@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"gelo/ir"
+	"gelo/models"
 )
 
 // Batch keeps B sequences in flight: each is prefilled on its own into its
@@ -31,6 +32,11 @@ type Batch struct {
 	decode  map[int]*step // captured decode steps by kv bucket
 	eager   bool
 	pos     []int
+	// hold marks sequences that finished inside Generate: they keep
+	// stepping (the batch shape never changes) on their last cache slot
+	// instead of advancing, so a finished sequence never fills the
+	// context for the others.
+	hold []bool
 	// pass numbers forward passes; it only grows (a Session's Reset keeps
 	// it), because the mask stream is keyed by it and must never repeat.
 	pass uint64
@@ -47,8 +53,8 @@ func NewBatch(m *ir.Module, be Backend, b int, opt Options) (*Batch, error) {
 // newBatch validates the module and options (the session's checks) and
 // prepares b slots.
 func newBatch(m *ir.Module, be Backend, b int, opt Options) (*Batch, error) {
-	if opt.MaxContext <= 0 {
-		return nil, fmt.Errorf("session: max context must be positive, got %d", opt.MaxContext)
+	if opt.MaxContext <= 0 || opt.MaxContext > models.MaxDim {
+		return nil, fmt.Errorf("session: max context must be in [1, %d], got %d", models.MaxDim, opt.MaxContext)
 	}
 	for _, name := range []string{"prefill", "decode"} {
 		if m.Graph(name) == nil {
@@ -56,7 +62,7 @@ func newBatch(m *ir.Module, be Backend, b int, opt Options) (*Batch, error) {
 		}
 	}
 	bt := &Batch{module: m, backend: be, maxT: opt.MaxContext, b: b, caches: map[string][]float32{},
-		prefill: map[int]*step{}, decode: map[int]*step{}, eager: opt.Eager, pos: make([]int, b)}
+		prefill: map[int]*step{}, decode: map[int]*step{}, eager: opt.Eager, pos: make([]int, b), hold: make([]bool, b)}
 	dec := m.Graph("decode")
 	for _, o := range dec.Outputs {
 		if o.Name == outLogits {
@@ -197,7 +203,10 @@ func (bt *Batch) Decode(tokens []int32) ([]float32, error) {
 	if len(tokens) != bt.b {
 		return nil, fmt.Errorf("%s: %d tokens for %d sequences", op, len(tokens), bt.b)
 	}
-	longest := slices.Max(bt.pos)
+	longest := 0
+	for j := range bt.pos {
+		longest = max(longest, bt.at(j))
+	}
 	if longest >= bt.maxT {
 		return nil, fmt.Errorf("%s: context of %d tokens is full", op, bt.maxT)
 	}
@@ -222,15 +231,26 @@ func (bt *Batch) Decode(tokens []int32) ([]float32, error) {
 			}
 			return nil, fmt.Errorf("%s: token %d of sequence %d is outside the vocabulary [0, %d)", op, t, j, bt.vocab)
 		}
-		st.ids[j], st.pos[j], st.seq[j] = t, int32(bt.pos[j]), int32(j)
+		st.ids[j], st.pos[j], st.seq[j] = t, int32(bt.at(j)), int32(j)
 	}
 	if err := bt.runPass(st); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	for j := range bt.pos {
-		bt.pos[j]++
+		if !bt.hold[j] {
+			bt.pos[j]++
+		}
 	}
 	return st.logits, nil
+}
+
+// at is the position sequence j decodes at: its next one, or its last
+// one again while it is held.
+func (bt *Batch) at(j int) int {
+	if bt.hold[j] && bt.pos[j] > 0 {
+		return bt.pos[j] - 1
+	}
+	return bt.pos[j]
 }
 
 // Captured lists the kv buckets that have a recorded decode step.
@@ -245,17 +265,30 @@ func (bt *Batch) Captured() []int {
 
 // Generate prefills every prompt into its slot and decodes greedily in
 // lockstep (one sampler shared in sequence order, so a seed reproduces the
-// batch) until each sequence has hit an EOS id or MaxTokens; a finished
-// sequence keeps stepping on its last token (its output is ignored) so the
-// batch shape never changes. Emit, if set, receives (sequence, token).
+// batch) until each sequence has hit an EOS id, MaxTokens or the context;
+// each sequence stops on its own. A finished sequence keeps stepping on its
+// last cache slot (its output is ignored, its cache is scratch afterwards)
+// so the batch shape never changes. Emit, if set, receives (sequence,
+// token).
 func (bt *Batch) Generate(prompts [][]int32, opt GenerateOptions, emit func(seq, tok int) error) ([][]int, error) {
+	cs, err := bt.Complete(prompts, opt, emit)
+	out := make([][]int, len(cs))
+	for i, c := range cs {
+		out[i] = c.Tokens
+	}
+	return out, err
+}
+
+// Complete is Generate that also says why each sequence stopped.
+func (bt *Batch) Complete(prompts [][]int32, opt GenerateOptions, emit func(seq, tok int) error) ([]Completion, error) {
 	if len(prompts) != bt.b {
 		return nil, fmt.Errorf("batch generate: %d prompts for %d sequences", len(prompts), bt.b)
 	}
 	if opt.MaxTokens <= 0 {
 		return nil, fmt.Errorf("batch generate: max tokens must be positive, got %d", opt.MaxTokens)
 	}
-	out := make([][]int, bt.b)
+	defer clear(bt.hold)
+	out := make([]Completion, bt.b)
 	next := make([]int32, bt.b)
 	done := make([]bool, bt.b)
 	history := make([][]int, bt.b)
@@ -281,19 +314,19 @@ func (bt *Batch) Generate(prompts [][]int32, opt GenerateOptions, emit func(seq,
 				continue
 			}
 			tok := int(next[i])
-			out[i] = append(out[i], tok)
+			out[i].Tokens = append(out[i].Tokens, tok)
 			if emit != nil {
 				if err := emit(i, tok); err != nil {
 					return out, err
 				}
 			}
-			if slices.Contains(opt.EOS, tok) || len(out[i]) >= opt.MaxTokens || bt.pos[i] >= bt.maxT {
-				done[i] = true
+			if c, stop := opt.finish(out[i].Tokens, tok, bt.pos[i], bt.maxT); stop {
+				out[i], done[i], bt.hold[i] = c, true, true
 			} else {
 				finished = false
 			}
 		}
-		if finished || slices.Max(bt.pos) >= bt.maxT {
+		if finished {
 			return out, nil
 		}
 		logits, err := bt.Decode(next)

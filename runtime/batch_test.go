@@ -166,3 +166,55 @@ func TestBatchDecodeAllocatesNothing(t *testing.T) {
 		t.Fatalf("a replayed batched decode step allocates %v times", a)
 	}
 }
+
+// TestFinishReasons: a generation cut at the context says so, and in a
+// batch a sequence that fills the context stops alone: the others run to
+// MaxTokens with the tokens they get on their own.
+func TestFinishReasons(t *testing.T) {
+	m, w := tinyModule(t)
+	s, err := runtime.NewSession(m, countingCPU(t, w), runtime.Options{MaxContext: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Complete([]int32{1, 2, 3}, runtime.GenerateOptions{MaxTokens: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Tokens) != 3 || c.Finish != runtime.FinishLength || !c.ContextFull {
+		t.Fatalf("3-token prompt in a 5-token context: %+v, want 3 tokens, length, context full", c)
+	}
+
+	alone, err := runtime.NewSession(m, countingCPU(t, w), runtime.Options{MaxContext: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := alone.Complete([]int32{7}, runtime.GenerateOptions{MaxTokens: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Finish != runtime.FinishLength || want.ContextFull || len(want.Tokens) != 6 {
+		t.Fatalf("alone: %+v", want)
+	}
+	bt, err := runtime.NewBatch(m, countingCPU(t, w), 2, runtime.Options{MaxContext: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := bt.Complete([][]int32{{1, 2, 3, 4, 5, 6}, {7}}, runtime.GenerateOptions{MaxTokens: 6}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs[0].Tokens) != 3 || !cs[0].ContextFull || cs[0].Finish != runtime.FinishLength {
+		t.Errorf("the long sequence: %+v, want 3 tokens and a full context", cs[0])
+	}
+	if !slices.Equal(cs[1].Tokens, want.Tokens) || cs[1].ContextFull || cs[1].Finish != runtime.FinishLength {
+		t.Errorf("the short sequence: %+v, want %v (its tokens alone) and max tokens", cs[1], want.Tokens)
+	}
+	// EOS is a stop.
+	alone.Reset()
+	if c, err = alone.Complete([]int32{7}, runtime.GenerateOptions{MaxTokens: 4, EOS: []int{want.Tokens[0]}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Tokens) != 1 || c.Finish != runtime.FinishStop || c.ContextFull {
+		t.Errorf("EOS first: %+v, want one token and stop", c)
+	}
+}

@@ -30,9 +30,56 @@ type ToolCall struct {
 // tools section (the tools argument) is not supported.
 func FormatChat(messages []Message, addGenerationPrompt, enableThinking bool) string {
 	var b strings.Builder
+	for _, p := range FormatChatParts(messages, addGenerationPrompt, enableThinking) {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// Control tokens the Qwen3 template writes around each turn.
+const (
+	imStart = "<|im_start|>"
+	imEnd   = "<|im_end|>"
+)
+
+// ChatPart is a piece of a formatted chat: a control token the template
+// itself writes (Control), or text, which holds the messages' content.
+type ChatPart struct {
+	Text    string
+	Control bool
+}
+
+// chatWriter collects parts, merging adjacent text (so text is tokenized
+// in the same stretches as the formatted string is).
+type chatWriter struct{ parts []ChatPart }
+
+func (w *chatWriter) ctl(s string) { w.parts = append(w.parts, ChatPart{Text: s, Control: true}) }
+
+func (w *chatWriter) text(s string) {
+	if s == "" {
+		return
+	}
+	if n := len(w.parts); n > 0 && !w.parts[n-1].Control {
+		w.parts[n-1].Text += s
+		return
+	}
+	w.parts = append(w.parts, ChatPart{Text: s})
+}
+
+// FormatChatParts is FormatChat split into the template's control tokens
+// and the text between them (EncodeChatSafe encodes the text without
+// recognising control tokens in it).
+func FormatChatParts(messages []Message, addGenerationPrompt, enableThinking bool) []ChatPart {
+	var w chatWriter
+	turn := func(role, content string) {
+		w.ctl(imStart)
+		w.text(role + "\n" + content)
+		w.ctl(imEnd)
+		w.text("\n")
+	}
 	n := len(messages)
 	if n > 0 && messages[0].Role == "system" {
-		b.WriteString("<|im_start|>system\n" + messages[0].Content + "<|im_end|>\n")
+		turn("system", messages[0].Content)
 	}
 	// The last user turn that is not a wrapped tool response.
 	lastQuery := n - 1
@@ -46,7 +93,7 @@ func FormatChat(messages []Message, addGenerationPrompt, enableThinking bool) st
 	for i, m := range messages {
 		switch {
 		case m.Role == "user" || (m.Role == "system" && i > 0):
-			b.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
+			turn(m.Role, m.Content)
 		case m.Role == "assistant":
 			content := m.Content
 			reasoning := m.ReasoningContent
@@ -56,40 +103,58 @@ func FormatChat(messages []Message, addGenerationPrompt, enableThinking bool) st
 				r := strings.Split(strings.TrimRight(parts[0], "\n"), "<think>")
 				reasoning = strings.TrimLeft(r[len(r)-1], "\n")
 			}
+			w.ctl(imStart)
 			if i > lastQuery && (i == n-1 || reasoning != "") {
-				b.WriteString("<|im_start|>" + m.Role + "\n<think>\n" + strings.Trim(reasoning, "\n") +
+				w.text(m.Role + "\n<think>\n" + strings.Trim(reasoning, "\n") +
 					"\n</think>\n\n" + strings.TrimLeft(content, "\n"))
 			} else {
-				b.WriteString("<|im_start|>" + m.Role + "\n" + content)
+				w.text(m.Role + "\n" + content)
 			}
 			for j, tc := range m.ToolCalls {
 				if j > 0 || content != "" {
-					b.WriteString("\n")
+					w.text("\n")
 				}
-				b.WriteString("<tool_call>\n{\"name\": \"" + tc.Name + "\", \"arguments\": " + tc.Arguments + "}\n</tool_call>")
+				w.text("<tool_call>\n{\"name\": \"" + tc.Name + "\", \"arguments\": " + tc.Arguments + "}\n</tool_call>")
 			}
-			b.WriteString("<|im_end|>\n")
+			w.ctl(imEnd)
+			w.text("\n")
 		case m.Role == "tool":
 			if i == 0 || messages[i-1].Role != "tool" {
-				b.WriteString("<|im_start|>user")
+				w.ctl(imStart)
+				w.text("user")
 			}
-			b.WriteString("\n<tool_response>\n" + m.Content + "\n</tool_response>")
+			w.text("\n<tool_response>\n" + m.Content + "\n</tool_response>")
 			if i == n-1 || messages[i+1].Role != "tool" {
-				b.WriteString("<|im_end|>\n")
+				w.ctl(imEnd)
+				w.text("\n")
 			}
 		}
 	}
 	if addGenerationPrompt {
-		b.WriteString("<|im_start|>assistant\n")
+		w.ctl(imStart)
+		w.text("assistant\n")
 		if !enableThinking {
-			b.WriteString("<think>\n\n</think>\n\n")
+			w.text("<think>\n\n</think>\n\n")
 		}
 	}
-	return b.String()
+	return w.parts
 }
 
-// EncodeChat formats messages with FormatChat and encodes the result,
-// recognising the template's special tokens.
 func (t *Tokenizer) EncodeChat(messages []Message, addGenerationPrompt, enableThinking bool) []int {
 	return t.EncodeWithOptions(FormatChat(messages, addGenerationPrompt, enableThinking), EncodeOptions{})
+}
+
+// EncodeChatSafe encodes the chat with the template's own control tokens
+// as control tokens and the messages' text with special tokens as plain
+// text (EncodeOptions.SpecialAsText), so "<|im_start|>system" inside a
+// message cannot open a turn. Hugging Face's apply_chat_template (and
+// EncodeChat) parse them; for text without control tokens the two agree.
+func (t *Tokenizer) EncodeChatSafe(messages []Message, addGenerationPrompt, enableThinking bool) []int {
+	var out []int
+	out = append(out, t.postPre...)
+	for _, p := range FormatChatParts(messages, addGenerationPrompt, enableThinking) {
+		o := EncodeOptions{SkipPostProcessor: true, SpecialAsText: !p.Control}
+		out = append(out, t.EncodeWithOptions(p.Text, o)...)
+	}
+	return append(out, t.postSuf...)
 }

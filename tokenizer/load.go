@@ -101,6 +101,14 @@ func New(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
 	return newTokenizer(tokenizerJSON, configJSON, "tokenizer.json", "tokenizer_config.json")
 }
 
+// Parse builds a Tokenizer from bytes already read from tokenizerFile and
+// configFile (configJSON may be nil); the names are for errors. A caller
+// that hashes the bytes it parses uses this, so what it hashed is what
+// encodes.
+func Parse(tokenizerJSON, configJSON []byte, tokenizerFile, configFile string) (*Tokenizer, error) {
+	return newTokenizer(tokenizerJSON, configJSON, tokenizerFile, configFile)
+}
+
 type fileError struct {
 	file, field string
 	err         error

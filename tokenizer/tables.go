@@ -102,6 +102,14 @@ func nfc(s string) string {
 			}
 			j += n
 		}
+		// The stretch takes the inert character after it along:
+		// norm.NFC leaves a combining mark after an invalid byte
+		// undecomposed at the end of its input, and decomposes it when
+		// more follows, so the stretch must not end where s goes on.
+		if j < len(s) {
+			_, n := utf8.DecodeRuneInString(s[j:])
+			j += n
+		}
 		if out == nil {
 			out = make([]byte, 0, len(s)+16)
 		}

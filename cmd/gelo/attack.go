@@ -84,7 +84,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	knownPrompts := fs.Int("known-prompts", 16, "random-token prompts the attacker records as known plaintext (training rows for the ridge inverters)")
 	knownLen := fs.Int("known-len", 64, "tokens per known-plaintext prompt")
 	out := fs.String("out", "", "directory for report.md and report.json")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -116,6 +116,11 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	}
 	ids, err := corpus.Tokenize(tk, ps)
 	if err != nil {
+		return err
+	}
+	if _, cfg, err := mf.resolve(); err != nil {
+		return err
+	} else if err := mf.preflight(cfg, nil, 0, 0, 0); err != nil {
 		return err
 	}
 	model, err := mf.open(stderr)

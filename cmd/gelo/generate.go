@@ -4,8 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -49,27 +47,11 @@ type textIO struct {
 	tok *tokenizer.Tokenizer
 }
 
-// loadTokenizer finds tokenizer.json: --tokenizer (a file or directory),
-// else the model directory's.
+// loadTokenizer loads --tokenizer (a file, used as named, or a directory
+// holding tokenizer.json), else the model directory's; nil when neither.
 func loadTokenizer(flagValue, modelDir string) (*tokenizer.Tokenizer, error) {
-	dir := flagValue
-	if dir != "" {
-		if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-			dir = filepath.Dir(dir)
-		}
-	} else if modelDir != "" {
-		if _, err := os.Stat(filepath.Join(modelDir, "tokenizer.json")); err == nil {
-			dir = modelDir
-		}
-	}
-	if dir == "" {
-		return nil, nil
-	}
-	t, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
-	}
-	return t, nil
+	t, err := plan.LoadTokenizer(flagValue, modelDir)
+	return t.Tok, err
 }
 
 func runGenerate(args []string, stdout, stderr io.Writer) error {
@@ -87,14 +69,34 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	chat := fs.String("chat", "", "a user message, formatted with the model's chat template (needs a tokenizer)")
 	system := fs.String("system", "", "system message for --chat")
 	think := fs.Bool("think", false, "with --chat: let the model open a thinking block (Qwen3 enable_thinking)")
+	chatRaw := fs.Bool("chat-raw", false, "with --chat: parse control tokens written inside the messages (<|im_start|> ...) as Hugging Face's apply_chat_template does; by default message text is encoded as text, so it cannot open a turn")
+	promptFile := fs.String("prompt-file", "", "read the --prompt text from this file ('-': standard input), for prompts beyond the argument limit")
 	showIDs := fs.Bool("show-ids", false, "with text output, also print the token ids")
 	maxTokens := fs.Int("max-tokens", 32, "maximum number of new tokens per sequence")
 	eos := fs.String("eos", "", "comma-separated EOS ids (default: the config's eos_token_id and the tokenizer's)")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *maxTokens <= 0 {
 		return fmt.Errorf("%w: --max-tokens must be positive, got %d", errUsage, *maxTokens)
+	}
+	if err := checkPromptFlags(fs); err != nil {
+		return err
+	}
+	if *promptFile != "" {
+		if *prompt != "" {
+			return fmt.Errorf("%w: give one of --prompt and --prompt-file", errUsage)
+		}
+		text, err := readPromptFile(*promptFile)
+		if err != nil {
+			return err
+		}
+		*prompt = text
+	}
+	if *planPath != "" {
+		if err := checkPlanOverrides(fs); err != nil {
+			return err
+		}
 	}
 	if n := btoi(*promptIDs != "") + btoi(*prompt != "") + btoi(*chat != ""); n > 1 {
 		return fmt.Errorf("%w: give one of --prompt-ids, --prompt and --chat", errUsage)
@@ -115,9 +117,21 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("refusing to run %s: %w", *planPath, err)
 		}
 	}
+	cfg, err := runConfig(&mf, sealed, *planPath)
+	if err != nil {
+		return err
+	}
+	seqs, longest := 1, 0
+	if *prompt == "" && *chat == "" {
+		seqs, longest = promptShape(*promptIDs)
+	}
+	if err := mf.preflight(cfg, m, seqs, longest, *maxTokens); err != nil {
+		return err
+	}
 	var l *models.Model
+	var sealedTok *tokenizer.Tokenizer
 	if sealed != nil {
-		l, err = openSealed(fs, &mf, *planPath, sealed, *tok, stderr)
+		l, sealedTok, err = openSealed(fs, &mf, *planPath, sealed, *tok, stderr)
 	} else {
 		l, err = mf.open(stderr)
 	}
@@ -128,10 +142,17 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 
 	modelDir := l.Dir
 	var tk *tokenizer.Tokenizer
-	if *prompt != "" || *chat != "" || *tok != "" {
+	switch {
+	case *prompt == "" && *chat == "" && *tok == "":
+	case sealed != nil:
+		// The tokenizer the identity check hashed, never another file.
+		tk = sealedTok
+	default:
 		if tk, err = loadTokenizer(*tok, modelDir); err != nil {
 			return err
 		}
+	}
+	if *prompt != "" || *chat != "" {
 		if tk == nil {
 			return fmt.Errorf("%w: --prompt and --chat need a tokenizer: pass --tokenizer DIR (the built-in %s has none: use --prompt-ids)", errUsage, l.Spec)
 		}
@@ -146,7 +167,11 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			msgs = append(msgs, tokenizer.Message{Role: "system", Content: *system})
 		}
 		msgs = append(msgs, tokenizer.Message{Role: "user", Content: *chat})
-		prompts = [][]int32{toI32(tk.EncodeChat(msgs, true, *think))}
+		if *chatRaw {
+			prompts = [][]int32{toI32(tk.EncodeChat(msgs, true, *think))}
+		} else {
+			prompts = [][]int32{toI32(tk.EncodeChatSafe(msgs, true, *think))}
+		}
 	default:
 		ids := *promptIDs
 		if ids == "" {
@@ -198,7 +223,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	var ids []int
 	start := time.Now()
 	var first time.Duration
-	out, err := s.Generate(prompts[0], runtime.GenerateOptions{MaxTokens: *maxTokens, EOS: eosIDs, Sampler: sampler,
+	c, err := s.Complete(prompts[0], runtime.GenerateOptions{MaxTokens: *maxTokens, EOS: eosIDs, Sampler: sampler,
 		Emit: func(t int) error {
 			if first == 0 {
 				first = time.Since(start)
@@ -221,6 +246,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	out := c.Tokens
+	fmt.Fprintln(stderr, finishText(c, *maxTokens, mf.maxContext))
 	total := time.Since(start)
 	tpot := time.Duration(0)
 	if len(out) > 1 {
@@ -248,10 +275,10 @@ func generateBatch(mf *modelFlags, m *ir.Module, l *models.Model, prompts [][]in
 		return err
 	}
 	start := time.Now()
-	out, err := bt.Generate(prompts, opt, nil)
-	for i, seq := range out {
+	cs, err := bt.Complete(prompts, opt, nil)
+	for i, c := range cs {
 		fmt.Fprintf(stdout, "[%d]", i)
-		for _, t := range seq {
+		for _, t := range c.Tokens {
 			fmt.Fprintf(stdout, " %d", t)
 		}
 		fmt.Fprintln(stdout)
@@ -260,8 +287,9 @@ func generateBatch(mf *modelFlags, m *ir.Module, l *models.Model, prompts [][]in
 		return err
 	}
 	var n int
-	for _, seq := range out {
-		n += len(seq)
+	for i, c := range cs {
+		n += len(c.Tokens)
+		fmt.Fprintf(stderr, "[%d] %s\n", i, finishText(c, opt.MaxTokens, mf.maxContext))
 	}
 	fmt.Fprintf(stderr, "model %s, mask %s (%s): batch of %d, %d tokens in %v\n", l.Spec, m.Meta["mask"], m.Meta["topology"],
 		len(prompts), n, time.Since(start).Round(time.Millisecond))

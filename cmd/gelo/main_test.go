@@ -171,7 +171,8 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"diff", bad}, 2, "diff takes two artifacts"},
 		{[]string{"synth"}, 2, "--out is required"},
 		{[]string{"synth", "--variant", "qwen3-99b", "--out", dir}, 2, `unknown variant "qwen3-99b"`},
-		{[]string{"generate", "--prompt-ids", "1,2,3,4,5", "--max-context", "4"}, 1, "exceed the context of 4"},
+		// A prompt longer than the context is a usage error, found before the model loads.
+		{[]string{"generate", "--prompt-ids", "1,2,3,4,5", "--max-context", "4"}, 2, "a prompt of 5 tokens does not fit --max-context 4"},
 	}
 	for _, tc := range cases {
 		_, errs, code := gelo(t, tc.args...)

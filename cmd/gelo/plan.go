@@ -20,6 +20,7 @@ import (
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/plan/planfile"
+	"gelo/tokenizer"
 )
 
 // compilePlan compiles the model and writes a sealed plan file: the identity needs the
@@ -27,6 +28,11 @@ import (
 func compilePlan(mf *modelFlags, out, tokFlag string, stderr io.Writer) error {
 	o, err := mf.options()
 	if err != nil {
+		return err
+	}
+	if _, cfg, err := mf.resolve(); err != nil {
+		return err
+	} else if err := mf.preflight(cfg, nil, 0, 0, 0); err != nil {
 		return err
 	}
 	model, err := mf.open(stderr)
@@ -57,7 +63,7 @@ func compilePlan(mf *modelFlags, out, tokFlag string, stderr io.Writer) error {
 
 // openSealed loads the model a sealed plan names (--model and --seed override its recorded
 // source when given on the command line) and checks it against the sealed identity.
-func openSealed(flags *flag.FlagSet, mf *modelFlags, path string, p *planfile.Plan, tokFlag string, stderr io.Writer) (*models.Model, error) {
+func openSealed(flags *flag.FlagSet, mf *modelFlags, path string, p *planfile.Plan, tokFlag string, stderr io.Writer) (*models.Model, *tokenizer.Tokenizer, error) {
 	ov := plan.Overrides{Tokenizer: tokFlag}
 	flags.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -74,15 +80,15 @@ func openSealed(flags *flag.FlagSet, mf *modelFlags, path string, p *planfile.Pl
 		}
 		bar.update(done, total)
 	}
-	model, id, err := plan.OpenSealed(path, p, ov)
+	o, err := plan.OpenSealedTokenizer(path, p, ov)
 	if bar != nil {
 		bar.done()
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fmt.Fprintf(stderr, "sealed plan %s: model identity %s verified (weights, config, tokenizer, flags of %s)\n", path, id.Digest, model.Spec)
-	return model, nil
+	fmt.Fprintf(stderr, "sealed plan %s: model identity %s verified (weights, config, tokenizer, flags of %s)\n", path, o.Identity.Digest, o.Model.Spec)
+	return o.Model, o.Tokenizer.Tok, nil
 }
 
 // printPlanHeader prints what a plan file holds apart from its IR, as comment lines.
@@ -285,6 +291,9 @@ func runAttest(args []string, stdout, stderr io.Writer) error {
 	}
 	if *out == "" {
 		return fmt.Errorf("%w: --out is required", errUsage)
+	}
+	if err := checkOut(*out); err != nil {
+		return err
 	}
 	nonce, err := parseNonce(*nonceHex)
 	if err != nil {

@@ -128,7 +128,7 @@ func TestSealedDirectoryModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := filepath.Join(dir, "tokenizer.json")
-	if err := os.WriteFile(tok, []byte(`{"model":{"type":"BPE"}}`), 0o644); err != nil {
+	if err := os.WriteFile(tok, tinyTokenizer(true), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	plan := filepath.Join(dir, "m1.gelo")
@@ -359,4 +359,52 @@ func TestEditedPlansRefused(t *testing.T) {
 	os.WriteFile(forged, planfile.Encode(p), 0o644)
 	refused(t, []string{"refusing", "slot 5"}, "attest", forged, "--nonce", testNonce, "--out", filepath.Join(dir, "f.ev"), "--simulated")
 	refused(t, []string{"refusing", "slot 5"}, generateArgs("--plan", forged)...)
+}
+
+// tinyTokenizer is the smallest tokenizer.json the loader accepts: "ab" is
+// one token with the merge, two without it.
+func tinyTokenizer(merge bool) []byte {
+	vocab, merges := `{"a":0,"b":1}`, `[]`
+	if merge {
+		vocab, merges = `{"a":0,"b":1,"ab":2}`, `[["a","b"]]`
+	}
+	return []byte(`{"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":false},"decoder":{"type":"ByteLevel"},` +
+		`"model":{"type":"BPE","vocab":` + vocab + `,"merges":` + merges + `}}`)
+}
+
+// TestTokenizerIsTheFileUsed: --tokenizer DIR/other.json encodes with that
+// file, a plan sealed with --tokenizer T encodes with T even when the model
+// directory holds another tokenizer.json, and a file that is not a
+// tokenizer is never sealed.
+func TestTokenizerIsTheFileUsed(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := models.Variant("qwen3-tiny")
+	m := filepath.Join(dir, "m")
+	if err := models.WriteSynthetic(m, cfg, 1, "bf16", nil); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(m, "tokenizer.json"), tinyTokenizer(false), 0o644)
+	other := filepath.Join(m, "other.json")
+	os.WriteFile(other, tinyTokenizer(true), 0o644)
+
+	_, errs := must(t, "generate", "--model", m, "--tokenizer", other, "--prompt", "ab", "--max-tokens", "1")
+	if !strings.Contains(errs, ": 1 prompt tokens") {
+		t.Errorf("--tokenizer %s did not encode ab as one token:\n%s", other, errs)
+	}
+	_, errs = must(t, "generate", "--model", m, "--prompt", "ab", "--max-tokens", "1")
+	if !strings.Contains(errs, ": 2 prompt tokens") {
+		t.Errorf("the model directory's tokenizer did not encode ab as two tokens:\n%s", errs)
+	}
+	p := filepath.Join(dir, "p.gelo")
+	must(t, "compile", "--model", m, "--tokenizer", other, "--out", p)
+	_, errs = must(t, "generate", "--plan", p, "--prompt", "ab", "--max-tokens", "1")
+	if !strings.Contains(errs, ": 1 prompt tokens") {
+		t.Errorf("a plan sealed with %s did not encode with it:\n%s", other, errs)
+	}
+	bogus := filepath.Join(dir, "passwd")
+	os.WriteFile(bogus, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644)
+	refused(t, []string{bogus + " is not a usable tokenizer"}, "compile", "--model", m, "--tokenizer", bogus, "--out", filepath.Join(dir, "q.gelo"))
+	if _, err := os.Stat(filepath.Join(dir, "q.gelo")); err == nil {
+		t.Error("a refused compile left a plan file")
+	}
 }

@@ -28,11 +28,14 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: gelo record --out FILE.safetensors [--prompt-ids 1,2;3 | --prompt TEXT | --corpus FILE] [compile flags]")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *out == "" {
 		return fmt.Errorf("%w: --out is required", errUsage)
+	}
+	if err := checkOut(*out); err != nil {
+		return err
 	}
 	if n := btoi(*promptIDs != "") + btoi(*prompt != "") + btoi(*corpusPath != ""); n > 1 {
 		return fmt.Errorf("%w: give one of --prompt-ids, --prompt and --corpus", errUsage)
@@ -42,6 +45,11 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 	}
 	o, err := mf.options()
 	if err != nil {
+		return err
+	}
+	if _, cfg, err := mf.resolve(); err != nil {
+		return err
+	} else if err := mf.preflight(cfg, nil, 1, 0, *maxTokens); err != nil {
 		return err
 	}
 	model, err := mf.open(stderr)

@@ -21,7 +21,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	steps := fs.Int("steps", 128, "decode steps")
 	promptIDs := fs.String("prompt-ids", defaultPrompt, "comma-separated prompt token ids")
 	verbose := fs.Bool("v", false, "print every step")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *steps <= 0 {
@@ -32,6 +32,11 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	mf.maxContext = max(mf.maxContext, len(prompt)+*steps+1)
+	if _, cfg, err := mf.resolve(); err != nil {
+		return err
+	} else if err := mf.preflight(cfg, nil, 1, len(prompt), *steps); err != nil {
+		return err
+	}
 	l, err := mf.open(stderr)
 	if err != nil {
 		return err

@@ -29,7 +29,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	dtype := fs.String("dtype", "bf16", "weight dtype in the file: bf16, f16 or f32")
 	layers := fs.Int("layers", 0, "override num_hidden_layers (0: the variant's)")
 	vocab := fs.Int("vocab", 0, "override vocab_size (0: the variant's)")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -53,7 +53,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return fmt.Errorf("%w: --layers/--vocab: %v", errUsage, err)
 	}
 	bar := newProgress(stderr, "synth "+*variant)
 	start := time.Now()
@@ -116,7 +116,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	suite := fs.String("suite", "masks", "comma-separated suites: masks (TTFT/TPOT per family, per-bucket split), fusion, weights, replay, batch, security (the levels' frontier), or all")
 	measure := fs.Bool("measure", true, "security suite: also measure TTFT, TPOT and batched tok/s per level (slow on wide models)")
 	batch := fs.Int("batch", 8, "B of the batch suite")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
 	suites := splitList(*suite)
@@ -147,6 +147,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		families = []string{mf.mask}
 	}
 	mf.maxContext = max(mf.maxContext, slices.Max(lengths)+*decodeSteps+2)
+	if _, cfg, err := mf.resolve(); err != nil {
+		return err
+	} else if err := mf.preflight(cfg, nil, *batch, slices.Max(lengths), *decodeSteps); err != nil {
+		return err
+	}
 	l, err := mf.open(stderr)
 	if err != nil {
 		return err

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"gelo/ir"
 	"gelo/lower/cpu"
 	"gelo/models"
+	"gelo/models/safetensors"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/plan/planfile"
@@ -30,7 +30,10 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	mf.registerDump(fs)
 	out := fs.String("out", "", "write the compiled artifact here (default: stdout); a name ending in "+planfile.Ext+" gets a sealed plan file")
 	tok := fs.String("tokenizer", "", "tokenizer.json, or a directory holding one, to bind into a plan's model identity (default: the model directory's, if any)")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parseNoArgs(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := checkOut(*out); err != nil {
 		return err
 	}
 	if plan.IsPlanName(*out) {
@@ -61,24 +64,10 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 }
 
 // writeAtomic writes through a temporary file and a rename, so a failed
-// write never leaves a partial file behind.
+// write never leaves a partial file behind; it refuses to replace what is
+// not a regular file (a device, a FIFO, a symbolic link).
 func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return safetensors.WriteFileAtomic(path, data)
 }
 
 // readArtifact parses a compiled artifact.

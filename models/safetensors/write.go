@@ -150,6 +150,9 @@ func WriteSharded(dir string, infos []TensorInfo, metadata map[string]string, ma
 // the same directory and a rename, so path is either absent, its old
 // content, or all of data.
 func WriteFileAtomic(path string, data []byte) error {
+	if err := Replaceable(path); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -289,6 +292,9 @@ func writeOne(path string, p *plan, members []int, metadata map[string]string, s
 // writeTemp writes the file that will become path under a temporary name
 // in the same directory and returns that name; on error nothing is left.
 func writeTemp(path string, p *plan, members []int, metadata map[string]string, src source) (string, error) {
+	if err := Replaceable(path); err != nil {
+		return "", err
+	}
 	h, err := header(p, members, metadata)
 	if err != nil {
 		return "", fmt.Errorf("safetensors %s: %w", path, err)
@@ -331,4 +337,37 @@ func writeTemp(path string, p *plan, members []int, metadata map[string]string, 
 		return "", fmt.Errorf("safetensors %s: %w", path, err)
 	}
 	return f.Name(), nil
+}
+
+// Replaceable refuses an output path that a temporary file and a rename
+// would wrongly replace: a symbolic link (the link would become a regular
+// file and its target stay unchanged), a device, a named pipe, a socket or
+// a directory. A new path or a regular file is fine.
+func Replaceable(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	m := st.Mode()
+	var what string
+	switch {
+	case m.IsRegular():
+		return nil
+	case m&fs.ModeSymlink != 0:
+		what = "a symbolic link (name its target, or remove the link)"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		what = "a device"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m.IsDir():
+		what = "a directory"
+	default:
+		what = "not a regular file"
+	}
+	return fmt.Errorf("write %s: refusing to replace it: it is %s", path, what)
 }

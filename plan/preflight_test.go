@@ -1,0 +1,70 @@
+package plan_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"gelo/models"
+	"gelo/plan"
+)
+
+// TestPreflight: the figures add up, counts out of range are ErrPreflight,
+// a need above the limit is ErrMemory, and no value overflows.
+func TestPreflight(t *testing.T) {
+	cfg, err := models.Variant("qwen3-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := plan.Run{Config: cfg, Weights: "bf16", Sequences: 2, MaxContext: 40960, MaxTokens: 16, ShieldK: 8, Limit: 1 << 50}
+	n, err := plan.Preflight(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 36 layers x K and V x 2 sequences x 40960 x 8 heads x 128 x 4 bytes.
+	if want := int64(36 * 2 * 2 * 40960 * 8 * 128 * 4); n.KV != want {
+		t.Errorf("KV %d, want %d", n.KV, want)
+	}
+	if n.Weights != 4*cfg.ParamCount() || n.DeviceWeights != 2*cfg.ParamCount() {
+		t.Errorf("weights %d / %d for %d params", n.Weights, n.DeviceWeights, cfg.ParamCount())
+	}
+	if n.Total != n.Weights+n.DeviceWeights+n.KV+n.History+n.Arena+n.Shields+n.Workers {
+		t.Errorf("total %d is not the sum of %+v", n.Total, n)
+	}
+	r.Limit = n.Total - 1
+	if _, err := plan.Preflight(r); !errors.Is(err, plan.ErrMemory) {
+		t.Errorf("a limit one byte short: %v", err)
+	}
+	for name, edit := range map[string]func(*plan.Run){
+		"context":    func(r *plan.Run) { r.MaxContext = math.MaxInt },
+		"tokens":     func(r *plan.Run) { r.MaxTokens = math.MaxInt },
+		"workers":    func(r *plan.Run) { r.Workers = 1 << 20 },
+		"shield":     func(r *plan.Run) { r.ShieldK = math.MaxInt },
+		"batch":      func(r *plan.Run) { r.Sequences = math.MaxInt },
+		"prompt":     func(r *plan.Run) { r.PromptLen = r.MaxContext + 1 },
+		"no context": func(r *plan.Run) { r.MaxContext = 0 },
+	} {
+		r := r
+		r.Limit = 1 << 50
+		edit(&r)
+		if _, err := plan.Preflight(r); !errors.Is(err, plan.ErrPreflight) {
+			t.Errorf("%s out of range: %v", name, err)
+		}
+	}
+	if _, err := models.Mul(1<<40, 1<<30); !errors.Is(err, models.ErrOverflow) {
+		t.Errorf("Mul(2^40, 2^30): %v", err)
+	}
+	if _, err := models.Add(math.MaxInt64, 1); !errors.Is(err, models.ErrOverflow) {
+		t.Errorf("Add(MaxInt64, 1): %v", err)
+	}
+	for in, want := range map[string]int64{"512M": 512 << 20, "8G": 8 << 30, "1.5GiB": 3 << 29, "4096": 4096} {
+		if got, err := plan.ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1G", "lots", "1e30", "NaN", "9E"} {
+		if _, err := plan.ParseBytes(in); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", in)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"gelo/tokenizer"
+)
+
+// TokenizerConfigFileName is the tokenizer configuration read beside a
+// tokenizer file (chat template, special tokens), when present.
+const TokenizerConfigFileName = "tokenizer_config.json"
+
+// Tokenizer is a tokenizer as the identity binds it: the file it came
+// from, its bytes (what the identity hashes) and the tokenizer parsed from
+// those same bytes (what encodes), so the two cannot differ.
+type Tokenizer struct {
+	// Path is the tokenizer file ("" when there is none).
+	Path string
+	// Bytes is the file's content; nil when there is none.
+	Bytes []byte
+	// Tok is parsed from Bytes (and the sibling tokenizer_config.json);
+	// nil when there is none.
+	Tok *tokenizer.Tokenizer
+}
+
+// LoadTokenizer resolves and parses the tokenizer: path (a file, used as
+// named, or a directory holding tokenizer.json), else modelDir's
+// tokenizer.json when it has one, else none (a zero Tokenizer). A file
+// that does not parse as a tokenizer is an error naming it, so nothing
+// that is not a tokenizer is ever sealed into an identity.
+func LoadTokenizer(path, modelDir string) (Tokenizer, error) {
+	if path != "" {
+		st, err := os.Stat(path)
+		if err != nil {
+			return Tokenizer{}, fmt.Errorf("tokenizer: %w", err)
+		}
+		if st.IsDir() {
+			path = filepath.Join(path, TokenizerFileName)
+		}
+	} else if modelDir != "" {
+		path = filepath.Join(modelDir, TokenizerFileName)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return Tokenizer{}, nil
+		}
+	} else {
+		return Tokenizer{}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Tokenizer{}, fmt.Errorf("tokenizer: %w", err)
+	}
+	cfgPath := filepath.Join(filepath.Dir(path), TokenizerConfigFileName)
+	cfg, err := os.ReadFile(cfgPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		cfg, cfgPath, err = nil, "", nil
+	}
+	if err != nil {
+		return Tokenizer{}, fmt.Errorf("tokenizer: %w", err)
+	}
+	tok, err := tokenizer.Parse(data, cfg, path, cfgPath)
+	if err != nil {
+		return Tokenizer{}, fmt.Errorf("%s is not a usable tokenizer: %w", path, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return Tokenizer{Path: path, Bytes: data, Tok: tok}, nil
+}

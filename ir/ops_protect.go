@@ -28,9 +28,10 @@ func DimAttr(a Attrs, name string) (Dim, error) {
 // so per-step scalars live in the arena, never in an instruction.
 const PassInput = "pass"
 
-// MaxShieldRows bounds a shield's k_min, far above any useful shield, so
-// a plan cannot ask the TEE for millions of rows per crossing.
-const MaxShieldRows = 4096
+// MaxShieldRows bounds a shield's k_min so a plan cannot ask the TEE for
+// millions of rows per crossing; a full-span shield carries one row per
+// column of its crossing, so the bound is the widest crossing it allows.
+const MaxShieldRows = 1 << 16
 
 func passCounter(t Type) error {
 	if t.DType != I32 || t.Rank() != 1 || t.Shape[0] != D(2) {

@@ -125,6 +125,14 @@ func (mf *modelFlags) preflight(cfg *models.Config, m *ir.Module, sequences, pro
 			r.ShieldK = k
 		}
 	}
+	level := mf.security
+	if m != nil {
+		level = m.Meta["security"]
+	}
+	if l, ok := passes.LookupLevel(level); ok && l.FullSpan {
+		// A full-span stack carries as many shield rows as its width.
+		r.ShieldK = max(r.ShieldK, cfg.HiddenSize, cfg.IntermediateSize)
+	}
 	_, err := plan.Preflight(r)
 	if errors.Is(err, plan.ErrPreflight) {
 		return fmt.Errorf("%w: %v", errUsage, err)

@@ -98,7 +98,7 @@ func TestBoundsBeforeAllocation(t *testing.T) {
 		{2, []string{"--max-context 4611686018427387904 is outside"}, []string{"generate", "--max-context", "4611686018427387904"}},
 		{2, []string{"--max-context 4097 is outside [1, 4096] (the model's max_position_embeddings)"}, []string{"generate", "--max-context", "4097"}},
 		{2, []string{"--workers 1000000 is outside [0, 1024]"}, []string{"generate", "--workers", "1000000"}},
-		{2, []string{"--shield 1000000 rows is outside [0, 4096]"}, []string{"generate", "--shield", "1000000,4"}},
+		{2, []string{"--shield 1000000 rows is outside [0, 65536]"}, []string{"generate", "--shield", "1000000,4"}},
 		{2, []string{"--workers 1000000"}, []string{"replay", "--workers", "1000000"}},
 		{2, []string{"--max-context 1099511627776"}, []string{"record", "--out", filepath.Join(dir, "r.safetensors"), "--max-context", "1099511627776"}},
 		{2, []string{"--max-memory: \"lots\" is not a size"}, []string{"generate", "--max-memory", "lots"}},
@@ -139,7 +139,7 @@ func TestBoundsBeforeAllocation(t *testing.T) {
 	lines := strings.SplitN(string(text), "\n", 3)
 	edited := lines[0] + "\n" + strings.Replace(lines[2], "k_min=8", "k_min=100000000", 1)
 	os.WriteFile(irPath, []byte(edited), 0o644)
-	usageCase(t, 1, []string{"k_min 100000000 is outside [0, 4096]", "shield_stack"}, "generate", "--plan", irPath)
+	usageCase(t, 1, []string{"k_min 100000000 is outside [0, 65536]", "shield_stack"}, "generate", "--plan", irPath)
 }
 
 // TestOutputNotReplaced: --out that is a FIFO or a symbolic link is

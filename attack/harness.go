@@ -25,6 +25,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"gelo/attack/bss"
+	"gelo/attack/dict"
 	"gelo/attack/invert"
 	"gelo/attack/rowspace"
 	"gelo/device"
@@ -217,8 +218,13 @@ func distinct(ts []int32) []int {
 	return out
 }
 
-// Evaluate runs every attack on one run.
-func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
+// Evaluate runs every attack on one run. T is the layer-0 dictionary
+// prepared once (dict.New(Dictionary...)): a run's conditions share it.
+func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
+	if T == nil {
+		return nil, errors.New("attack: no dictionary")
+	}
+	D := T.D
 	if run.Rec == nil || len(run.Truth) == 0 {
 		return nil, errors.New("attack: a run needs a recording and its truth")
 	}
@@ -256,10 +262,11 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		var top1, top5 float64
 		var full int
 		for _, p := range decode {
-			res, err := rowspace.SpanMembership(p.u0, D, sopt)
+			sp, err := rowspace.SpanDict(p.u0, T, sopt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: span decode pass %d: %w", run.Condition, p.truth.Pass, err)
 			}
+			res := sp.Result
 			if res.Full {
 				full++
 			}
@@ -288,25 +295,26 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		for _, p := range prefill {
 			bag := distinct(p.truth.Tokens)
 			chance += float64(len(bag)) / float64(V)
-			res, err := rowspace.SpanMembership(p.u0, D, sopt)
+			sp, err := rowspace.SpanDict(p.u0, T, sopt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: span prefill pass %d: %w", run.Condition, p.truth.Pass, err)
 			}
+			res := sp.Result
 			plain := rowspace.SetRecall(res.Ranking, bag)
 			rPlain += plain
 			best := plain
 			if !res.Full && res.Rank > 1 {
-				cres, err := rowspace.SpanMembershipCentred(p.u0, D, rowspace.CentredOptions{Options: sopt, Candidates: max(4, len(bag))})
+				cres, err := sp.Centred(T, rowspace.CentredOptions{Options: sopt, Candidates: max(4, len(bag))})
 				if err == nil {
 					best = max(best, rowspace.SetRecall(cres.Ranking, bag))
 				}
 			}
 			rCentred += best
-			sp, err := rowspace.GramSpike(p.u0, D, rowspace.SpikeOptions{TieSeed: opt.Seed})
+			gs, err := rowspace.GramSpikeDict(p.u0, T, rowspace.SpikeOptions{TieSeed: opt.Seed})
 			if err != nil {
 				return nil, fmt.Errorf("%s: gram spike pass %d: %w", run.Condition, p.truth.Pass, err)
 			}
-			rSpike += rowspace.SetRecall(sp.Ranking, bag)
+			rSpike += rowspace.SetRecall(gs.Ranking, bag)
 		}
 		n := float64(len(prefill))
 		add(Figure{Attack: "span", Metric: "prefill bag recall", Value: rPlain / n, Chance: chance / n, N: len(prefill)})
@@ -327,7 +335,7 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		var recall, chance float64
 		var n int
 		for _, p := range append(slices.Clone(prefill), decode...) {
-			top, err := invert.NN(p.u0, D, 1)
+			top, err := invert.NNDict(p.u0, T, 1)
 			if err != nil {
 				return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
 			}
@@ -389,7 +397,7 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		for i, row := range X {
 			xm.SetRow(i, row)
 		}
-		res, err := invert.Ridge(xm, toks, D, invert.RidgeOptions{Seed: opt.Seed})
+		res, err := invert.Ridge(xm, toks, D, invert.RidgeOptions{Seed: opt.Seed, Dict: T})
 		if err != nil {
 			add(Figure{Attack: which, Metric: "top-1", Value: math.NaN(), Chance: 1 / float64(V), N: len(X), Note: err.Error()})
 			continue

@@ -12,6 +12,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"gelo/attack/dict"
 )
 
 // blockRows is how many dictionary rows are scored at once (Obs D^T is
@@ -135,4 +137,67 @@ func (h *minHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// refineNN is how many float32 candidates per row NNDict re-scores in
+// float64 beyond the k it returns.
+const refineNN = 8
+
+// NNDict is NN over a prepared dictionary: cosines from one float32
+// product per chunk of rows, the best k + refineNN re-scored in float64,
+// so the lists are NN's but for float32 misorderings deeper than that.
+func NNDict(Obs *mat.Dense, T *dict.Dict, k int) ([][]int, error) {
+	if Obs == nil || T == nil {
+		return nil, errors.New("invert: nil input")
+	}
+	n, d := Obs.Dims()
+	if d != T.W {
+		return nil, fmt.Errorf("invert: rows have %d columns, dictionary %d", d, T.W)
+	}
+	if k <= 0 || k > T.V {
+		return nil, fmt.Errorf("invert: k = %d for a dictionary of %d", k, T.V)
+	}
+	on := rowNorms(Obs)
+	dn := make([]float64, T.V)
+	for v := range dn {
+		dn[v] = math.Sqrt(T.Norm2(v))
+	}
+	keep := min(k+refineNN, T.V)
+	out := make([][]int, n)
+	err := T.Products(Obs, func(lo, hi int, y []float32) {
+		for i := lo; i < hi; i++ {
+			row := y[(i-lo)*T.V : (i-lo+1)*T.V]
+			var h minHeap
+			for v, p := range row {
+				c := 0.0
+				if on[i] > 0 && dn[v] > 0 {
+					c = float64(p) / (on[i] * dn[v])
+				}
+				if h.Len() < keep {
+					heap.Push(&h, scored{v, c})
+				} else if c > h[0].s {
+					h[0] = scored{v, c}
+					heap.Fix(&h, 0)
+				}
+			}
+			x := Obs.RawRowView(i)
+			for j := range h {
+				c := 0.0
+				if on[i] > 0 && dn[h[j].id] > 0 {
+					c = T.Dot(x, h[j].id) / (on[i] * dn[h[j].id])
+				}
+				h[j].s = c
+			}
+			heap.Init(&h)
+			for h.Len() > k {
+				heap.Pop(&h)
+			}
+			ids := make([]int, h.Len())
+			for j := len(ids) - 1; j >= 0; j-- {
+				ids[j] = heap.Pop(&h).(scored).id
+			}
+			out[i] = ids
+		}
+	})
+	return out, err
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+
+	"gelo/attack/dict"
 )
 
 // RidgeOptions tunes Ridge.
@@ -20,6 +22,9 @@ type RidgeOptions struct {
 	Seed uint64
 	// K is the NN list length for top-k (default 5).
 	K int
+	// Dict, when set, is E prepared for the NN scoring (NNDict): the
+	// same figures at a fraction of the cost at the full vocabulary.
+	Dict *dict.Dict
 }
 
 // RidgeResult reports the inverter's accuracy on the test tokens.
@@ -119,7 +124,7 @@ func Ridge(X *mat.Dense, tokens []int, E *mat.Dense, opts RidgeOptions) (*RidgeR
 	}
 	best := -1.0
 	for _, a := range opts.Alphas {
-		acc, _, err := fit.score(a, X, tokens, E, va, 1)
+		acc, _, err := fit.score(a, X, tokens, E, va, 1, opts.Dict)
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +136,7 @@ func Ridge(X *mat.Dense, tokens []int, E *mat.Dense, opts RidgeOptions) (*RidgeR
 	if fit, err = newRidgeFit(X, tokens, E, append(append([]int(nil), tr...), va...)); err != nil {
 		return nil, err
 	}
-	if res.Top1, res.Top5, err = fit.score(res.Alpha, X, tokens, E, te, opts.K); err != nil {
+	if res.Top1, res.Top5, err = fit.score(res.Alpha, X, tokens, E, te, opts.K, opts.Dict); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -216,7 +221,7 @@ func (f *ridgeFit) coef(alpha float64) *mat.Dense {
 
 // score predicts the rows idx and returns their NN top-1 and top-k
 // accuracy against E.
-func (f *ridgeFit) score(alpha float64, X *mat.Dense, tokens []int, E *mat.Dense, idx []int, k int) (float64, float64, error) {
+func (f *ridgeFit) score(alpha float64, X *mat.Dense, tokens []int, E *mat.Dense, idx []int, k int, T *dict.Dict) (float64, float64, error) {
 	if len(idx) == 0 {
 		return 0, 0, errors.New("invert: empty evaluation split")
 	}
@@ -241,7 +246,13 @@ func (f *ridgeFit) score(alpha float64, X *mat.Dense, tokens []int, E *mat.Dense
 			row[j] += f.ym[j]
 		}
 	}
-	top, err := NN(&pred, E, max(k, 1))
+	var top [][]int
+	var err error
+	if T != nil {
+		top, err = NNDict(&pred, T, max(k, 1))
+	} else {
+		top, err = NN(&pred, E, max(k, 1))
+	}
 	if err != nil {
 		return 0, 0, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"gelo/attack"
 	"gelo/attack/corpus"
+	"gelo/attack/dict"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/tokenizer"
@@ -122,6 +123,13 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The dictionary is prepared once (float32 rows for the kernel, row
+	// norms) and shared by every condition.
+	T, err := dict.New(D, mf.workers)
+	if err != nil {
+		return err
+	}
+	defer T.Close()
 	deep := fmt.Sprintf("model.layers.%d.self_attn.q_proj", cfg.NumHiddenLayers-1)
 	aopt := attack.Options{ICAPasses: *icaPasses, SeqPrompts: *seqPrompts, SeqCandidates: *seqCands,
 		Anchors: corpus.Anchors(ps, fitted), Seed: 1}
@@ -172,7 +180,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		if oracle != nil {
 			run.Oracle = oracle.Rows
 		}
-		rep, err := attack.Evaluate(D, run, aopt)
+		rep, err := attack.Evaluate(T, run, aopt)
 		if err != nil {
 			return err
 		}

@@ -48,6 +48,10 @@ type ProtectOptions struct {
 	// Weights is the device weight format: f32 (default), bf16, q8_0 or q4_0.
 	// It is a compile option like the protection, so it travels with it.
 	Weights string
+	// Unshielded lets ShieldK go below 8, down to 0: the attack harness's
+	// C1 condition (row mixing alone), which must be shown broken. No
+	// flag sets it; users get the refusal.
+	Unshielded bool
 }
 
 // Batched decode topologies.
@@ -82,7 +86,7 @@ func (o ProtectOptions) Check() error {
 		return fmt.Errorf("--topology %q: want per-sequence or shared", o.Topology)
 	}
 	if o.Mask != MaskNone {
-		if o.ShieldK < 8 {
+		if o.ShieldK < 0 || (o.ShieldK < 8 && !o.Unshielded) {
 			return fmt.Errorf("--shield: k = %d shield rows; the protocol needs at least 8", o.ShieldK)
 		}
 		if !(o.ShieldEnergy > 0) || o.ShieldEnergy > 1e6 {

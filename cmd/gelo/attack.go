@@ -14,6 +14,7 @@ import (
 	"gelo/attack"
 	"gelo/attack/corpus"
 	"gelo/attack/dict"
+	"gelo/device"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/tokenizer"
@@ -25,11 +26,18 @@ type condition struct {
 	opt         func() plan.Options
 }
 
-// conditions are the harness's settings: the control, the shipped levels.
+// conditions are the harness's settings: the control, the unshielded
+// mixing, the shipped levels. A new level is one more entry.
 var conditions = []condition{
 	{"C0", "mask none (control: every attack must succeed)", func() plan.Options {
 		o := plan.Defaults()
 		o.Mask = passes.MaskNone
+		return o
+	}},
+	{"C1", "haar with no shield rows (row mixing alone; harness only, the CLI refuses k < 8)", func() plan.Options {
+		o := plan.Defaults()
+		o.Mask = passes.MaskHaar
+		o.ShieldK, o.Unshielded = 0, true
 		return o
 	}},
 	{"C2", "haar, per-forward, shield 8 rows at energy 4 (the seed's default)", func() plan.Options {
@@ -153,6 +161,11 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		}
 		defer oracle.Close()
 	}
+	// The attacks read two payloads a pass (attack.Run: the first
+	// device-bound one and the deep one): the spy copies only those.
+	keep := func(dir device.Direction, index int, weight string) bool {
+		return dir == device.ToDevice && (index == 0 || strings.HasPrefix(weight, deep))
+	}
 	var reports []*attack.Report
 	for _, c := range chosen {
 		o := c.opt()
@@ -165,15 +178,19 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		bar := newProgress(stderr, c.name+" record")
 		rec, truth, err := plan.Record(m, model.Weights, mf.engineOptions(), key, fitted,
-			plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: maxCtx, Header: hdr})
+			plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: maxCtx, Header: hdr, Keep: keep,
+				Progress: func(done, total int) { bar.update(int64(done), int64(total)) }})
+		bar.done()
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 		run := attack.Run{Condition: c.name, Label: c.label, Rec: rec, Truth: truth, DeepWeight: deep}
 		if len(known) > 0 {
+			aopt.Progress(c.name, "record known plaintext")
 			if run.Known, run.KnownTruth, err = plan.Record(m, model.Weights, mf.engineOptions(), key, known,
-				plan.RecordOptions{MaxTokens: 1, MaxContext: maxCtx}); err != nil {
+				plan.RecordOptions{MaxTokens: 1, MaxContext: maxCtx, Keep: keep}); err != nil {
 				return fmt.Errorf("%s: known plaintext: %w", c.name, err)
 			}
 		}

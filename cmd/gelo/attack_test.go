@@ -163,6 +163,9 @@ func TestRecordAttackRefusals(t *testing.T) {
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt", "hi"}, 2, "needs a tokenizer"},
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--corpus", badCorpus}, 1, `kind "poetry"`},
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt-ids", "99999"}, 1, "outside the vocabulary"},
+		// C1's unshielded mixing is the harness's alone: users are refused.
+		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt-ids", "1", "--shield", "0,4"}, 2, "needs at least 8"},
+		{[]string{"compile", "--mask", "haar", "--shield", "0,4", "--out", filepath.Join(dir, "c.ir")}, 2, "needs at least 8"},
 		{[]string{"attack"}, 2, "--out is required"},
 		{[]string{"attack", "--out", dir, "--conditions", "C9"}, 2, `"C9" is not one of`},
 		{[]string{"attack", "--out", dir, "--max-tokens", "0"}, 2, "--max-tokens must be positive"},

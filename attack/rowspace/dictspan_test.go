@@ -2,6 +2,7 @@ package rowspace
 
 import (
 	"slices"
+	"sort"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -73,4 +74,18 @@ func sameSet(a, b []int) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// rankTies is the stable sort of the seeded permutation it replaced.
+func TestRankTiesIsStableSortOfPerm(t *testing.T) {
+	rng := NewRand(3)
+	score := make([]float64, 5000)
+	for i := range score {
+		score[i] = float64(rng.IntN(40)) // many ties
+	}
+	want := NewRand(7).Perm(len(score))
+	sort.SliceStable(want, func(a, b int) bool { return score[want[a]] < score[want[b]] })
+	if got := rankTies(score, 7); !slices.Equal(got, want) {
+		t.Fatal("rankTies differs from the stable sort of NewRand(seed).Perm")
+	}
 }

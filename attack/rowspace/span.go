@@ -11,10 +11,13 @@
 package rowspace
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -225,11 +228,38 @@ func Rank(score []float64) []int {
 	return idx
 }
 
-// rankTies is Rank with ties in a seeded random order.
+// rankTies is Rank with ties in a seeded random order: the stable sort
+// of a seeded permutation, computed as one sort by (score, place in the
+// permutation); the permutation's inverse is drawn once per seed and size.
 func rankTies(score []float64, seed uint64) []int {
-	idx := NewRand(seed).Perm(len(score))
-	sort.SliceStable(idx, func(a, b int) bool { return score[idx[a]] < score[idx[b]] })
+	pos := tieOrder(seed, len(score))
+	idx := make([]int, len(score))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(score[a], score[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(pos[a], pos[b])
+	})
 	return idx
+}
+
+var tieOrders sync.Map // [2]uint64{seed, n} -> []int32
+
+// tieOrder is the inverse of NewRand(seed).Perm(n): pos[v] is v's place.
+func tieOrder(seed uint64, n int) []int32 {
+	key := [2]uint64{seed, uint64(n)}
+	if p, ok := tieOrders.Load(key); ok {
+		return p.([]int32)
+	}
+	pos := make([]int32, n)
+	for i, v := range NewRand(seed).Perm(n) {
+		pos[v] = int32(i)
+	}
+	tieOrders.Store(key, pos)
+	return pos
 }
 
 // Position returns the 0-based place of token in ranking (len(ranking)

@@ -255,6 +255,23 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		decode = decode[:opt.MaxDecode]
 	}
 	sopt := rowspace.Options{TieSeed: opt.Seed}
+	// NN reads the same products U D^T the spike does, and both come from
+	// the span test's projection (DictSpan.Products): one product of the
+	// dictionary per payload. nnTop keeps each pass's lists for the NN
+	// figure.
+	nnTop := map[int][][]int{}
+	nnOf := func(p payload, sp *rowspace.DictSpan) ([]float32, error) {
+		y, err := sp.Products(T)
+		if err != nil {
+			return nil, err
+		}
+		top, err := invert.NNOf(p.u0, T, y, 1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
+		}
+		nnTop[p.truth.Pass] = top
+		return y, nil
+	}
 
 	// Span membership at decode: the fed token is the nearest dictionary row.
 	say("span-decode")
@@ -267,6 +284,9 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 				return nil, fmt.Errorf("%s: span decode pass %d: %w", run.Condition, p.truth.Pass, err)
 			}
 			res := sp.Result
+			if _, err := nnOf(p, sp); err != nil {
+				return nil, err
+			}
 			if res.Full {
 				full++
 			}
@@ -310,7 +330,11 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 				}
 			}
 			rCentred += best
-			gs, err := rowspace.GramSpikeDict(p.u0, T, rowspace.SpikeOptions{TieSeed: opt.Seed})
+			y, err := nnOf(p, sp)
+			if err != nil {
+				return nil, err
+			}
+			gs, err := rowspace.GramSpikeOf(p.u0, T, y, rowspace.SpikeOptions{TieSeed: opt.Seed})
 			if err != nil {
 				return nil, fmt.Errorf("%s: gram spike pass %d: %w", run.Condition, p.truth.Pass, err)
 			}
@@ -335,9 +359,11 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		var recall, chance float64
 		var n int
 		for _, p := range append(slices.Clone(prefill), decode...) {
-			top, err := invert.NNDict(p.u0, T, 1)
-			if err != nil {
-				return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
+			top, ok := nnTop[p.truth.Pass]
+			if !ok {
+				if top, err = invert.NNDict(p.u0, T, 1); err != nil {
+					return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
+				}
 			}
 			got := map[int]bool{}
 			for _, t := range top {

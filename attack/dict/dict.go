@@ -93,3 +93,30 @@ func (t *Dict) Products(X *mat.Dense, fn func(lo, hi int, y []float32)) error {
 	}
 	return nil
 }
+
+// Combine returns y = C P, row-major s x V in float32, for C (s x r) and
+// P (r x V, row-major): the products of s rows that are combinations of
+// r rows whose products P are known (a payload's rows in its row-space
+// basis), at r/d of the cost of Products.
+func (t *Dict) Combine(C *mat.Dense, P []float32) ([]float32, error) {
+	s, r := C.Dims()
+	if len(P) != r*t.V {
+		return nil, fmt.Errorf("dict: %d products for %d rows of %d", len(P), r, t.V)
+	}
+	pt := make([]float32, t.V*r)
+	for j := range r {
+		row := P[j*t.V : (j+1)*t.V]
+		for v, p := range row {
+			pt[v*r+j] = p
+		}
+	}
+	c := make([]float32, s*r)
+	for i := range s {
+		for j, a := range C.RawRowView(i) {
+			c[i*r+j] = float32(a)
+		}
+	}
+	y := make([]float32, s*t.V)
+	t.ctx.MatMulT(y, c, pt, s, r, t.V, nil)
+	return y, nil
+}

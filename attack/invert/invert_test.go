@@ -211,6 +211,30 @@ func TestNNDictMatches(t *testing.T) {
 			}
 		}
 	}
+	// From the span test's projection (the payload in its row-space
+	// basis): the same lists.
+	for _, masked := range []bool{false, true} {
+		x, _ := observe(m, c, masked, 0, 3)
+		u := mat.DenseCopyOf(x.Slice(0, 24, 0, testD))
+		sp, err := rowspace.SpanDict(u, T, rowspace.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := sp.Products(T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := NN(u, m.D, 3)
+		got, err := NNOf(u, T, y, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if !slices.Equal(want[i], got[i]) {
+				t.Fatalf("masked %v, row %d: NN %v, NNOf %v", masked, i, want[i], got[i])
+			}
+		}
+	}
 	if _, err := NNDict(mat.NewDense(2, 3, nil), T, 1); err == nil {
 		t.Fatal("width mismatch accepted")
 	}

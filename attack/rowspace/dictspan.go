@@ -28,6 +28,7 @@ type DictSpan struct {
 	Q      *mat.Dense
 	Result *Result
 	ss     []float64 // |Q v|^2 / |v|^2 per dictionary row (nil: fallback)
+	p      []float32 // Q D^T, r x V (nil: fallback)
 	u      *mat.Dense
 	opts   Options
 }
@@ -50,7 +51,9 @@ func SpanDict(U *mat.Dense, T *prepared.Dict, opts Options) (*DictSpan, error) {
 		}
 	} else {
 		s.ss = make([]float64, T.V)
+		s.p = make([]float32, r*T.V)
 		err = T.Products(q, func(lo, hi int, y []float32) {
+			copy(s.p[lo*T.V:hi*T.V], y)
 			for i := lo; i < hi; i++ {
 				row := y[(i-lo)*T.V : (i-lo+1)*T.V]
 				for v, p := range row {
@@ -78,6 +81,23 @@ func SpanDict(U *mat.Dense, T *prepared.Dict, opts Options) (*DictSpan, error) {
 	}
 	s.Result = &Result{Ranking: rankTies(dist, opts.TieSeed), Dist: dist, Rank: r, Full: r >= d}
 	return s, nil
+}
+
+// Products returns U D^T (s x V, float32) from the projection, as the
+// payload's rows in the basis (U Q^T) times Q D^T, or by a direct product
+// where there is no projection. The directions below the rank tolerance
+// are left out (relative size < RankTol): callers re-score their best
+// candidates exactly (invert.NNOf, GramSpikeOf).
+func (s *DictSpan) Products(T *prepared.Dict) ([]float32, error) {
+	if s.p == nil {
+		rows, _ := s.u.Dims()
+		y := make([]float32, rows*T.V)
+		err := T.Products(s.u, func(lo, hi int, c []float32) { copy(y[lo*T.V:hi*T.V], c) })
+		return y, err
+	}
+	var c mat.Dense
+	c.Mul(s.u, s.Q.T())
+	return T.Combine(&c, s.p)
 }
 
 // fromProj is the distance of a unit row to a space it has squared
@@ -219,18 +239,29 @@ func GramSpikeDict(U *mat.Dense, T *prepared.Dict, opts SpikeOptions) (*SpikeRes
 	if err := checkDict(U, T.D); err != nil {
 		return nil, err
 	}
-	_, d := U.Dims()
-	t := make([]float64, T.V)
-	err := T.Products(U, func(lo, hi int, y []float32) {
-		for i := lo; i < hi; i++ {
-			row := y[(i-lo)*T.V : (i-lo+1)*T.V]
-			for v, p := range row {
-				t[v] += float64(p) * float64(p)
-			}
-		}
-	})
-	if err != nil {
+	rows, _ := U.Dims()
+	y := make([]float32, rows*T.V)
+	if err := T.Products(U, func(lo, hi int, c []float32) { copy(y[lo*T.V:hi*T.V], c) }); err != nil {
 		return nil, err
+	}
+	return GramSpikeOf(U, T, y, opts)
+}
+
+// GramSpikeOf is GramSpikeDict from products y = U D^T already at hand
+// (DictSpan.Products), s x V row-major float32.
+func GramSpikeOf(U *mat.Dense, T *prepared.Dict, y []float32, opts SpikeOptions) (*SpikeResult, error) {
+	if err := checkDict(U, T.D); err != nil {
+		return nil, err
+	}
+	rows, d := U.Dims()
+	if len(y) != rows*T.V {
+		return nil, errors.New("rowspace: products do not match the payload")
+	}
+	t := make([]float64, T.V)
+	for i := 0; i < rows; i++ {
+		for v, p := range y[i*T.V : (i+1)*T.V] {
+			t[v] += float64(p) * float64(p)
+		}
 	}
 	neg := make([]float64, T.V)
 	for v := range t {

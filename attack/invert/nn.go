@@ -232,4 +232,3 @@ func nnRow(x []float64, on float64, dn []float64, row []float32, T *dict.Dict, k
 	}
 	return ids
 }
-

@@ -87,7 +87,8 @@ func (r attackReport) checkGates(t *testing.T) {
 
 // TestAttackSmoke is the harness's CI run: 2 layers at the Qwen3-0.6B
 // widths, an 8192-token vocabulary, 8 corpus prompts; it asserts the gates
-// and reproduces the row-space break on the shipped levels.
+// and reproduces the row-space break on the shipped levels and on mixing
+// without shield rows (C1).
 func TestAttackSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the attack smoke run takes about a minute")
@@ -106,14 +107,14 @@ func TestAttackSmoke(t *testing.T) {
 	out := filepath.Join(dir, "report")
 	stdout, stderr, code := gelo(t, "attack", "--model", model, "--corpus", filepath.Join("..", "..", "attack", "testdata", "corpus.jsonl"),
 		"--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--seq-prompts", "0",
-		"--conditions", "C0,C2,C3", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
+		"--conditions", "C0,C1,C2,C3", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
 	if code != 0 {
 		t.Fatalf("gelo attack: exit %d\n%s", code, stderr)
 	}
 	t.Logf("\n%s", stdout)
 	r := readAttackReport(t, out)
 	r.checkGates(t)
-	for _, c := range []string{"C2", "C3"} {
+	for _, c := range []string{"C1", "C2", "C3"} {
 		if v := r.value(t, c, "span", "decode top-1"); v < 0.99 {
 			t.Errorf("%s: span membership recovers %.1f %% of decoded tokens; the row-space break (100 %%) is not reproduced", c, 100*v)
 		}

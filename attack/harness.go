@@ -540,6 +540,13 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		}
 	}
 
+	say("joint-sobi")
+	if f, ok, err := jointSOBI(D, decode, icaPasses, comps, opt.Seed); err != nil {
+		return nil, fmt.Errorf("%s: joint-sobi: %w", run.Condition, err)
+	} else if ok {
+		add(f)
+	}
+
 	if run.Oracle != nil && len(prefill) > 0 {
 		say("sequential")
 		f, err := sequential(D, run, prefill, opt)
@@ -549,6 +556,78 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		add(f)
 	}
 	return rep, nil
+}
+
+// jointSOBI is JD/SOBI across passes: the decode passes of one prompt
+// carry the same row count, so one unmixing is fitted to all of them
+// (bss.JointSOBI); a mask drawn fresh per pass should leave it nothing to
+// share. Scored like the other ICA attacks (p95 matched |cos| against
+// the passes' plaintext rows) on up to prompts prompts, its chance the
+// same attack on null payloads of the same shapes. ok is false when no
+// prompt has two decode passes.
+func jointSOBI(D *mat.Dense, decode []payload, prompts, comps int, seed uint64) (Figure, bool, error) {
+	var order []int
+	byPrompt := map[int][]payload{}
+	for _, p := range decode {
+		if _, seen := byPrompt[p.truth.Prompt]; !seen {
+			order = append(order, p.truth.Prompt)
+		}
+		byPrompt[p.truth.Prompt] = append(byPrompt[p.truth.Prompt], p)
+	}
+	_, d := D.Dims()
+	var p95, base float64
+	var n int
+	for _, pr := range order {
+		if n >= prompts {
+			break
+		}
+		ps := byPrompt[pr]
+		m, _ := ps[0].u0.Dims()
+		var us, nulls, hs []*mat.Dense
+		for j, p := range ps {
+			if r, _ := p.u0.Dims(); r != m {
+				break
+			}
+			nu, err := bss.NullPayload(m, d, seed+uint64(pr)*0x9e37+uint64(j))
+			if err != nil {
+				return Figure{}, false, err
+			}
+			us, nulls, hs = append(us, p.u0), append(nulls, nu), append(hs, rowsOf(D, p.truth.Tokens))
+		}
+		if len(us) < 2 {
+			continue
+		}
+		score := func(us []*mat.Dense) (float64, error) {
+			jr, err := bss.JointSOBI(us, bss.SOBIOptions{MaxComponents: comps})
+			if err != nil {
+				return 0, err
+			}
+			var pool []float64
+			for t := range us {
+				mc, err := bss.MatchedCosines(jr.Sources[t], hs[t])
+				if err != nil {
+					return 0, err
+				}
+				pool = append(pool, mc...)
+			}
+			return bss.P95(pool), nil
+		}
+		a, err := score(us)
+		if err != nil {
+			continue // no separation on this prompt (as for the other ICA attacks)
+		}
+		b, err := score(nulls)
+		if err != nil {
+			continue
+		}
+		p95, base = p95+a, base+b
+		n++
+	}
+	if n == 0 {
+		return Figure{}, false, nil
+	}
+	return Figure{Attack: "joint-sobi", Metric: "p95 |cos|", Value: p95 / float64(n), Chance: base / float64(n), N: n,
+		Note: "decode passes of one prompt under one unmixing (JD across passes); chance: the same on null payloads"}, true, nil
 }
 
 func rowsOf(D *mat.Dense, toks []int32) *mat.Dense {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -181,7 +182,12 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		bar := newProgress(stderr, c.name+" record")
 		rec, truth, err := plan.Record(m, model.Weights, mf.engineOptions(), key, fitted,
 			plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: maxCtx, Header: hdr, Keep: keep,
-				Progress: func(done, total int) { bar.update(int64(done), int64(total)) }})
+				Progress: func(done, total int) {
+					bar.update(int64(done), int64(total))
+					if !bar.on && done%16 == 0 && done < total { // a log, not a terminal: a line now and then
+						aopt.Progress(c.name, fmt.Sprintf("record: %d of %d prompts", done, total))
+					}
+				}})
 		bar.done()
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
@@ -197,11 +203,16 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		if oracle != nil {
 			run.Oracle = oracle.Rows
 		}
+		// Each recording built and dropped an engine with its own copy of
+		// the weights (GBs at the 0.6B size): return them before the
+		// attacks, so the run's peak is one engine, not a heap of them.
+		debug.FreeOSMemory()
 		rep, err := attack.Evaluate(T, run, aopt)
 		if err != nil {
 			return err
 		}
 		reports = append(reports, rep)
+		debug.FreeOSMemory()
 	}
 	aopt.Progress("all", "done")
 	gates, verdicts := attack.Judge(reports)

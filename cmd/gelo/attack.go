@@ -115,6 +115,11 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The live heap is GBs of weight and dictionary copies (pointer-free,
+	// cheap to scan); the default GC goal of twice the live heap would
+	// double the run's peak (the full run was OOM-killed at 9.9 GB on a
+	// shared machine).
+	defer debug.SetGCPercent(debug.SetGCPercent(20))
 	model, err := mf.open(stderr)
 	if err != nil {
 		return err

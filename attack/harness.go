@@ -164,6 +164,9 @@ func (r *Report) Get(attack, metric string) (Figure, bool) {
 	return Figure{}, false
 }
 
+// decodeBatch is how many decode passes share one dictionary product.
+const decodeBatch = 16
+
 // payload is one pass's view: the layer-0 payload, the deep one, the
 // truth.
 type payload struct {
@@ -278,11 +281,22 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 	if len(decode) > 0 {
 		var top1, top5 float64
 		var full int
-		for _, p := range decode {
-			sp, err := rowspace.SpanDict(p.u0, T, sopt)
-			if err != nil {
-				return nil, fmt.Errorf("%s: span decode pass %d: %w", run.Condition, p.truth.Pass, err)
+		dopt := sopt
+		dopt.Head = 5 // top-1 and top-5 are all this figure reads
+		// Decode bases have a few rows: project decodeBatch passes' bases
+		// at once, so the dictionary is streamed once for all of them.
+		var batch []*rowspace.DictSpan
+		for i, p := range decode {
+			if i%decodeBatch == 0 {
+				us := make([]*mat.Dense, 0, decodeBatch)
+				for _, q := range decode[i:min(i+decodeBatch, len(decode))] {
+					us = append(us, q.u0)
+				}
+				if batch, err = rowspace.SpanDictBatch(us, T, dopt); err != nil {
+					return nil, fmt.Errorf("%s: span decode passes from %d: %w", run.Condition, p.truth.Pass, err)
+				}
 			}
+			sp := batch[i%decodeBatch]
 			res := sp.Result
 			if _, err := nnOf(p, sp); err != nil {
 				return nil, err
@@ -315,7 +329,9 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		for _, p := range prefill {
 			bag := distinct(p.truth.Tokens)
 			chance += float64(len(bag)) / float64(V)
-			sp, err := rowspace.SpanDict(p.u0, T, sopt)
+			popt := sopt
+			popt.Head = len(bag) // set recall reads the first len(bag)
+			sp, err := rowspace.SpanDict(p.u0, T, popt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: span prefill pass %d: %w", run.Condition, p.truth.Pass, err)
 			}
@@ -324,7 +340,7 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 			rPlain += plain
 			best := plain
 			if !res.Full && res.Rank > 1 {
-				cres, err := sp.Centred(T, rowspace.CentredOptions{Options: sopt, Candidates: max(4, len(bag))})
+				cres, err := sp.Centred(T, rowspace.CentredOptions{Options: popt, Candidates: max(4, len(bag))})
 				if err == nil {
 					best = max(best, rowspace.SetRecall(cres.Ranking, bag))
 				}
@@ -334,7 +350,7 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
-			gs, err := rowspace.GramSpikeOf(p.u0, T, y, rowspace.SpikeOptions{TieSeed: opt.Seed})
+			gs, err := rowspace.GramSpikeOf(p.u0, T, y, rowspace.SpikeOptions{TieSeed: opt.Seed, Head: len(bag)})
 			if err != nil {
 				return nil, fmt.Errorf("%s: gram spike pass %d: %w", run.Condition, p.truth.Pass, err)
 			}

@@ -35,36 +35,70 @@ type DictSpan struct {
 
 // SpanDict is SpanMembership over a prepared dictionary.
 func SpanDict(U *mat.Dense, T *prepared.Dict, opts Options) (*DictSpan, error) {
-	if err := checkDict(U, T.D); err != nil {
-		return nil, err
-	}
-	q, _, err := Basis(U, opts.RankTol, opts.MaxRank)
+	out, err := SpanDictBatch([]*mat.Dense{U}, T, opts)
 	if err != nil {
 		return nil, err
 	}
-	r, d := q.Dims()
-	s := &DictSpan{Q: q, u: U, opts: opts}
-	var dist []float64
-	if 2*r > d {
-		if dist, err = distances(q, T.D); err != nil {
+	return out[0], nil
+}
+
+// SpanDictBatch is SpanDict on several payloads, their bases projected
+// in one product: a decode payload's basis has a few rows, and a product
+// per payload is bound by streaming the whole dictionary for them.
+func SpanDictBatch(Us []*mat.Dense, T *prepared.Dict, opts Options) ([]*DictSpan, error) {
+	out := make([]*DictSpan, len(Us))
+	var stack []*DictSpan
+	var owner, local []int
+	for i, U := range Us {
+		if err := checkDict(U, T.D); err != nil {
 			return nil, err
 		}
-	} else {
-		s.ss = make([]float64, T.V)
-		s.p = make([]float32, r*T.V)
-		err = T.Products(q, func(lo, hi int, y []float32) {
-			copy(s.p[lo*T.V:hi*T.V], y)
-			for i := lo; i < hi; i++ {
-				row := y[(i-lo)*T.V : (i-lo+1)*T.V]
-				for v, p := range row {
-					s.ss[v] += float64(p) * float64(p)
-				}
-			}
-		})
+		q, _, err := Basis(U, opts.RankTol, opts.MaxRank)
 		if err != nil {
 			return nil, err
 		}
-		dist = make([]float64, T.V)
+		r, d := q.Dims()
+		s := &DictSpan{Q: q, u: U, opts: opts}
+		out[i] = s
+		if 2*r > d {
+			dist, err := distances(q, T.D)
+			if err != nil {
+				return nil, err
+			}
+			s.Result = &Result{Ranking: rankHead(dist, opts.TieSeed, opts.Head), Dist: dist, Rank: r, Full: r >= d}
+			continue
+		}
+		s.ss = make([]float64, T.V)
+		s.p = make([]float32, r*T.V)
+		for j := range r {
+			owner, local = append(owner, len(stack)), append(local, j)
+		}
+		stack = append(stack, s)
+	}
+	if len(stack) == 0 {
+		return out, nil
+	}
+	Q := mat.NewDense(len(owner), T.W, nil)
+	for i := range owner {
+		Q.SetRow(i, stack[owner[i]].Q.RawRowView(local[i]))
+	}
+	err := T.Products(Q, func(lo, hi int, y []float32) {
+		for i := lo; i < hi; i++ {
+			s, j := stack[owner[i]], local[i]
+			row := y[(i-lo)*T.V : (i-lo+1)*T.V]
+			copy(s.p[j*T.V:(j+1)*T.V], row)
+			for v, p := range row {
+				s.ss[v] += float64(p) * float64(p)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range stack {
+		q := s.Q
+		r, d := q.Dims()
+		dist := make([]float64, T.V)
 		for v := range dist {
 			dist[v] = fromProj(s.ss[v], T.Norm2(v))
 		}
@@ -78,9 +112,9 @@ func SpanDict(U *mat.Dense, T *prepared.Dict, opts Options) (*DictSpan, error) {
 			s.ss[v] = dot(pr, pr)
 			dist[v] = fromProj(s.ss[v], T.Norm2(v))
 		}
+		s.Result = &Result{Ranking: rankHead(dist, opts.TieSeed, opts.Head), Dist: dist, Rank: r, Full: r >= d}
 	}
-	s.Result = &Result{Ranking: rankTies(dist, opts.TieSeed), Dist: dist, Rank: r, Full: r >= d}
-	return s, nil
+	return out, nil
 }
 
 // Products returns U D^T (s x V, float32) from the projection, as the
@@ -152,7 +186,7 @@ func (s *DictSpan) Centred(T *prepared.Dict, opts CentredOptions) (*Result, erro
 	}
 	um := mat.NewDense(1, d, nil)
 	for round := 0; round < rounds; round++ {
-		rank := rankTies(dist, opts.TieSeed)
+		rank := rankHead(dist, opts.TieSeed, m)
 		use := m
 		if round > 0 {
 			best := 0.0
@@ -185,7 +219,7 @@ func (s *DictSpan) Centred(T *prepared.Dict, opts CentredOptions) (*Result, erro
 			dist[v] = fromProj(dot(pr, pr)+c*c, T.Norm2(v))
 		}
 	}
-	return &Result{Ranking: rankTies(dist, opts.TieSeed), Dist: dist, Rank: r + 1, Full: r+1 >= d}, nil
+	return &Result{Ranking: rankHead(dist, opts.TieSeed, opts.Head), Dist: dist, Rank: r + 1, Full: r+1 >= d}, nil
 }
 
 // meanDirection is one round's estimate of the withheld mean's residual

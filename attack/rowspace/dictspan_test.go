@@ -89,3 +89,21 @@ func TestRankTiesIsStableSortOfPerm(t *testing.T) {
 		t.Fatal("rankTies differs from the stable sort of NewRand(seed).Perm")
 	}
 }
+
+// rankHead is the head of rankTies, ties included.
+func TestRankHeadIsTheHead(t *testing.T) {
+	rng := NewRand(4)
+	score := make([]float64, 5000)
+	for i := range score {
+		score[i] = float64(rng.IntN(40))
+	}
+	full := rankTies(score, 9)
+	for _, k := range []int{1, 5, 64, 4999} {
+		if got := rankHead(score, 9, k); !slices.Equal(got, full[:k]) {
+			t.Fatalf("k = %d: rankHead differs from rankTies' head", k)
+		}
+	}
+	if got := rankHead(score, 9, 0); !slices.Equal(got, full) {
+		t.Fatal("k = 0 is not the full ranking")
+	}
+}

@@ -26,6 +26,9 @@ type SpikeOptions struct {
 	ShieldRowNorm float64
 	// TieSeed orders tied candidates (see Options.TieSeed).
 	TieSeed uint64
+	// Head, if positive, keeps only the first Head ids of Ranking (see
+	// Options.Head).
+	Head int
 }
 
 // SpikeResult holds the standardised statistics.
@@ -86,7 +89,7 @@ func spikeOf(t []float64, d int, opts SpikeOptions) *SpikeResult {
 		}
 		neg[i] = -z[i]
 	}
-	return &SpikeResult{T: t, Z: z, Ranking: rankTies(neg, opts.TieSeed), NullMean: mu, NullSD: sd}
+	return &SpikeResult{T: t, Z: z, Ranking: rankHead(neg, opts.TieSeed, opts.Head), NullMean: mu, NullSD: sd}
 }
 
 // robust returns the median and 1.4826 * median absolute deviation.

@@ -25,6 +25,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"gelo/attack/bss"
+	"gelo/attack/dict"
 	"gelo/attack/invert"
 	"gelo/attack/rowspace"
 	"gelo/device"
@@ -163,6 +164,9 @@ func (r *Report) Get(attack, metric string) (Figure, bool) {
 	return Figure{}, false
 }
 
+// decodeBatch is how many decode passes share one dictionary product.
+const decodeBatch = 16
+
 // payload is one pass's view: the layer-0 payload, the deep one, the
 // truth.
 type payload struct {
@@ -217,8 +221,13 @@ func distinct(ts []int32) []int {
 	return out
 }
 
-// Evaluate runs every attack on one run.
-func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
+// Evaluate runs every attack on one run. T is the layer-0 dictionary
+// prepared once (dict.New(Dictionary...)): a run's conditions share it.
+func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
+	if T == nil {
+		return nil, errors.New("attack: no dictionary")
+	}
+	D := T.D
 	if run.Rec == nil || len(run.Truth) == 0 {
 		return nil, errors.New("attack: a run needs a recording and its truth")
 	}
@@ -249,16 +258,48 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		decode = decode[:opt.MaxDecode]
 	}
 	sopt := rowspace.Options{TieSeed: opt.Seed}
+	// NN reads the same products U D^T the spike does, and both come from
+	// the span test's projection (DictSpan.Products): one product of the
+	// dictionary per payload. nnTop keeps each pass's lists for the NN
+	// figure.
+	nnTop := map[int][][]int{}
+	nnOf := func(p payload, sp *rowspace.DictSpan) ([]float32, error) {
+		y, err := sp.Products(T)
+		if err != nil {
+			return nil, err
+		}
+		top, err := invert.NNOf(p.u0, T, y, 1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
+		}
+		nnTop[p.truth.Pass] = top
+		return y, nil
+	}
 
 	// Span membership at decode: the fed token is the nearest dictionary row.
 	say("span-decode")
 	if len(decode) > 0 {
 		var top1, top5 float64
 		var full int
-		for _, p := range decode {
-			res, err := rowspace.SpanMembership(p.u0, D, sopt)
-			if err != nil {
-				return nil, fmt.Errorf("%s: span decode pass %d: %w", run.Condition, p.truth.Pass, err)
+		dopt := sopt
+		dopt.Head = 5 // top-1 and top-5 are all this figure reads
+		// Decode bases have a few rows: project decodeBatch passes' bases
+		// at once, so the dictionary is streamed once for all of them.
+		var batch []*rowspace.DictSpan
+		for i, p := range decode {
+			if i%decodeBatch == 0 {
+				us := make([]*mat.Dense, 0, decodeBatch)
+				for _, q := range decode[i:min(i+decodeBatch, len(decode))] {
+					us = append(us, q.u0)
+				}
+				if batch, err = rowspace.SpanDictBatch(us, T, dopt); err != nil {
+					return nil, fmt.Errorf("%s: span decode passes from %d: %w", run.Condition, p.truth.Pass, err)
+				}
+			}
+			sp := batch[i%decodeBatch]
+			res := sp.Result
+			if _, err := nnOf(p, sp); err != nil {
+				return nil, err
 			}
 			if res.Full {
 				full++
@@ -288,25 +329,32 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		for _, p := range prefill {
 			bag := distinct(p.truth.Tokens)
 			chance += float64(len(bag)) / float64(V)
-			res, err := rowspace.SpanMembership(p.u0, D, sopt)
+			popt := sopt
+			popt.Head = len(bag) // set recall reads the first len(bag)
+			sp, err := rowspace.SpanDict(p.u0, T, popt)
 			if err != nil {
 				return nil, fmt.Errorf("%s: span prefill pass %d: %w", run.Condition, p.truth.Pass, err)
 			}
+			res := sp.Result
 			plain := rowspace.SetRecall(res.Ranking, bag)
 			rPlain += plain
 			best := plain
 			if !res.Full && res.Rank > 1 {
-				cres, err := rowspace.SpanMembershipCentred(p.u0, D, rowspace.CentredOptions{Options: sopt, Candidates: max(4, len(bag))})
+				cres, err := sp.Centred(T, rowspace.CentredOptions{Options: popt, Candidates: max(4, len(bag))})
 				if err == nil {
 					best = max(best, rowspace.SetRecall(cres.Ranking, bag))
 				}
 			}
 			rCentred += best
-			sp, err := rowspace.GramSpike(p.u0, D, rowspace.SpikeOptions{TieSeed: opt.Seed})
+			y, err := nnOf(p, sp)
+			if err != nil {
+				return nil, err
+			}
+			gs, err := rowspace.GramSpikeOf(p.u0, T, y, rowspace.SpikeOptions{TieSeed: opt.Seed, Head: len(bag)})
 			if err != nil {
 				return nil, fmt.Errorf("%s: gram spike pass %d: %w", run.Condition, p.truth.Pass, err)
 			}
-			rSpike += rowspace.SetRecall(sp.Ranking, bag)
+			rSpike += rowspace.SetRecall(gs.Ranking, bag)
 		}
 		n := float64(len(prefill))
 		add(Figure{Attack: "span", Metric: "prefill bag recall", Value: rPlain / n, Chance: chance / n, N: len(prefill)})
@@ -327,9 +375,11 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		var recall, chance float64
 		var n int
 		for _, p := range append(slices.Clone(prefill), decode...) {
-			top, err := invert.NN(p.u0, D, 1)
-			if err != nil {
-				return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
+			top, ok := nnTop[p.truth.Pass]
+			if !ok {
+				if top, err = invert.NNDict(p.u0, T, 1); err != nil {
+					return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
+				}
 			}
 			got := map[int]bool{}
 			for _, t := range top {
@@ -389,7 +439,7 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		for i, row := range X {
 			xm.SetRow(i, row)
 		}
-		res, err := invert.Ridge(xm, toks, D, invert.RidgeOptions{Seed: opt.Seed})
+		res, err := invert.Ridge(xm, toks, D, invert.RidgeOptions{Seed: opt.Seed, Dict: T})
 		if err != nil {
 			add(Figure{Attack: which, Metric: "top-1", Value: math.NaN(), Chance: 1 / float64(V), N: len(X), Note: err.Error()})
 			continue
@@ -506,6 +556,13 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		}
 	}
 
+	say("joint-sobi")
+	if f, ok, err := jointSOBI(D, decode, icaPasses, comps, opt.Seed); err != nil {
+		return nil, fmt.Errorf("%s: joint-sobi: %w", run.Condition, err)
+	} else if ok {
+		add(f)
+	}
+
 	if run.Oracle != nil && len(prefill) > 0 {
 		say("sequential")
 		f, err := sequential(D, run, prefill, opt)
@@ -515,6 +572,78 @@ func Evaluate(D *mat.Dense, run Run, opt Options) (*Report, error) {
 		add(f)
 	}
 	return rep, nil
+}
+
+// jointSOBI is JD/SOBI across passes: the decode passes of one prompt
+// carry the same row count, so one unmixing is fitted to all of them
+// (bss.JointSOBI); a mask drawn fresh per pass should leave it nothing to
+// share. Scored like the other ICA attacks (p95 matched |cos| against
+// the passes' plaintext rows) on up to prompts prompts, its chance the
+// same attack on null payloads of the same shapes. ok is false when no
+// prompt has two decode passes.
+func jointSOBI(D *mat.Dense, decode []payload, prompts, comps int, seed uint64) (Figure, bool, error) {
+	var order []int
+	byPrompt := map[int][]payload{}
+	for _, p := range decode {
+		if _, seen := byPrompt[p.truth.Prompt]; !seen {
+			order = append(order, p.truth.Prompt)
+		}
+		byPrompt[p.truth.Prompt] = append(byPrompt[p.truth.Prompt], p)
+	}
+	_, d := D.Dims()
+	var p95, base float64
+	var n int
+	for _, pr := range order {
+		if n >= prompts {
+			break
+		}
+		ps := byPrompt[pr]
+		m, _ := ps[0].u0.Dims()
+		var us, nulls, hs []*mat.Dense
+		for j, p := range ps {
+			if r, _ := p.u0.Dims(); r != m {
+				break
+			}
+			nu, err := bss.NullPayload(m, d, seed+uint64(pr)*0x9e37+uint64(j))
+			if err != nil {
+				return Figure{}, false, err
+			}
+			us, nulls, hs = append(us, p.u0), append(nulls, nu), append(hs, rowsOf(D, p.truth.Tokens))
+		}
+		if len(us) < 2 {
+			continue
+		}
+		score := func(us []*mat.Dense) (float64, error) {
+			jr, err := bss.JointSOBI(us, bss.SOBIOptions{MaxComponents: comps})
+			if err != nil {
+				return 0, err
+			}
+			var pool []float64
+			for t := range us {
+				mc, err := bss.MatchedCosines(jr.Sources[t], hs[t])
+				if err != nil {
+					return 0, err
+				}
+				pool = append(pool, mc...)
+			}
+			return bss.P95(pool), nil
+		}
+		a, err := score(us)
+		if err != nil {
+			continue // no separation on this prompt (as for the other ICA attacks)
+		}
+		b, err := score(nulls)
+		if err != nil {
+			continue
+		}
+		p95, base = p95+a, base+b
+		n++
+	}
+	if n == 0 {
+		return Figure{}, false, nil
+	}
+	return Figure{Attack: "joint-sobi", Metric: "p95 |cos|", Value: p95 / float64(n), Chance: base / float64(n), N: n,
+		Note: "decode passes of one prompt under one unmixing (JD across passes); chance: the same on null payloads"}, true, nil
 }
 
 func rowsOf(D *mat.Dense, toks []int32) *mat.Dense {

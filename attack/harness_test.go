@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"gelo/attack/dict"
 	"gelo/attack/rowspace"
 	"gelo/device"
 	"gelo/device/record"
@@ -98,7 +99,12 @@ func TestEvaluateSucceedsAndFails(t *testing.T) {
 		prompts = append(prompts, p)
 	}
 	opt := Options{ICAPasses: 3, ICAComponents: 16, Seed: 1}
-	plain, err := Evaluate(D, withCondition(synthetic(t, D, prompts, 4, "plain", 1), Control), opt)
+	T, err := dict.New(D, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer T.Close()
+	plain, err := Evaluate(T, withCondition(synthetic(t, D, prompts, 4, "plain", 1), Control), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +114,7 @@ func TestEvaluateSucceedsAndFails(t *testing.T) {
 			t.Errorf("plain: %s %s = %v, want >= 95 %%", am[0], am[1], f.Value)
 		}
 	}
-	hidden, err := Evaluate(D, synthetic(t, D, prompts, 4, "whitened", 2), opt)
+	hidden, err := Evaluate(T, synthetic(t, D, prompts, 4, "whitened", 2), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

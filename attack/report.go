@@ -79,7 +79,7 @@ func Judge(reports []*Report) ([]Gate, []Verdict) {
 		if f, ok := r.Get("gram-error", "distance"); ok && f.Value < 0.5 {
 			v.Broken = append(v.Broken, Gate{Name: "gram-error distance", Required: ">= 0.5", Measured: f.Value})
 		}
-		for _, a := range []string{"fastica", "jade", "anchor-ica"} {
+		for _, a := range []string{"fastica", "jade", "anchor-ica", "joint-sobi"} {
 			if f, ok := r.Get(a, "p95 |cos|"); ok && f.Value > f.Chance+0.05 {
 				v.Broken = append(v.Broken, Gate{Name: a + " p95 |cos|",
 					Required: fmt.Sprintf("<= null payloads %.3f + 0.05", f.Chance), Measured: f.Value})

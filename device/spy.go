@@ -43,6 +43,10 @@ type Crossing struct {
 // device sees. The leak tests and the attack harness read its record.
 type SpyDevice struct {
 	Inner Device
+	// Keep, if not nil, chooses the crossings worth a copy (an attack
+	// that reads two payloads a pass need not copy the other thousands);
+	// the others are still numbered. Set it before the first MatMul.
+	Keep func(dir Direction, index int, weight string) bool
 
 	mu      sync.Mutex
 	record  []Crossing
@@ -105,6 +109,10 @@ func (s *SpyDevice) MatMul(op, weight string, x []float32, m int, y []float32) e
 func (s *SpyDevice) add(dir Direction, op, weight string, rows, cols int, data []float32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.Keep != nil && !s.Keep(dir, s.index, weight) {
+		s.index++
+		return
+	}
 	s.record = append(s.record, Crossing{Seq: len(s.record), Pass: s.pass, Phase: s.phase, Index: s.index, Dir: dir, Op: op, Weight: weight,
 		Rows: rows, Cols: cols, Data: append([]float32(nil), data...)})
 	s.index++
@@ -129,15 +137,24 @@ func (s *SpyDevice) MatMulQ(op, weight string, x *wire.Activations, y []float32)
 		return fmt.Errorf("spy: %s on weight %q that was never uploaded", op, weight)
 	}
 	m, k := x.Rows(), x.Cols()
-	vals := make([]float32, m*k)
-	if err := x.Dequantize(vals); err != nil {
-		return fmt.Errorf("spy: %s: %w", op, err)
-	}
 	s.mu.Lock()
-	s.record = append(s.record, Crossing{Seq: len(s.record), Pass: s.pass, Phase: s.phase, Index: s.index, Dir: ToDevice, Op: op, Weight: weight,
-		Rows: m, Cols: k, Data: vals, Q8: true})
-	s.index++
+	keep := s.Keep == nil || s.Keep(ToDevice, s.index, weight)
 	s.mu.Unlock()
+	if keep {
+		vals := make([]float32, m*k)
+		if err := x.Dequantize(vals); err != nil {
+			return fmt.Errorf("spy: %s: %w", op, err)
+		}
+		s.mu.Lock()
+		s.record = append(s.record, Crossing{Seq: len(s.record), Pass: s.pass, Phase: s.phase, Index: s.index, Dir: ToDevice, Op: op, Weight: weight,
+			Rows: m, Cols: k, Data: vals, Q8: true})
+		s.index++
+		s.mu.Unlock()
+	} else {
+		s.mu.Lock()
+		s.index++
+		s.mu.Unlock()
+	}
 	if err := s.Inner.MatMulQ(op, weight, x, y); err != nil {
 		return err
 	}

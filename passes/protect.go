@@ -60,6 +60,10 @@ type ProtectOptions struct {
 	// Weights is the device weight format: f32 (default), bf16, q8_0 or q4_0.
 	// It is a compile option like the protection, so it travels with it.
 	Weights string
+	// Unshielded lets ShieldK go below 8, down to 0: the attack harness's
+	// C1 condition (row mixing alone), which must be shown broken. No
+	// flag sets it; users get the refusal.
+	Unshielded bool
 }
 
 // Batched decode topologies.
@@ -115,7 +119,7 @@ func (o ProtectOptions) Check() error {
 		return fmt.Errorf("--security %s with --weights %s: the payload is quantized after mixing, and shield rows at %g x the data rows' norm turn its block rounding into errors larger than the data (use f32 or bf16 weights, or --security exact)", l.Name, o.Weights, l.ShieldEnergy)
 	}
 	if o.Mask != MaskNone {
-		if o.ShieldK < 8 {
+		if o.ShieldK < 0 || (o.ShieldK < 8 && !o.Unshielded) {
 			return fmt.Errorf("--shield: k = %d shield rows; the protocol needs at least 8", o.ShieldK)
 		}
 		if !(o.ShieldEnergy > 0) || o.ShieldEnergy > 1e6 {

@@ -20,6 +20,11 @@ type RecordOptions struct {
 	// Header is copied into the recording's header (the identity, the
 	// options); Record adds the pass count.
 	Header map[string]string
+	// Keep, if not nil, chooses the crossings recorded (SpyDevice.Keep);
+	// a recording for a file keeps all of them.
+	Keep func(dir device.Direction, index int, weight string) bool
+	// Progress, if not nil, hears each prompt done (done of total).
+	Progress func(done, total int)
 }
 
 // Record runs greedy generation for each prompt on a fresh session with
@@ -35,6 +40,7 @@ func Record(m *ir.Module, w *models.Weights, eo EngineOptions, key []byte, promp
 		return nil, nil, err
 	}
 	defer eng.Close()
+	eng.Spy.Keep = ro.Keep
 	s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: ro.MaxContext})
 	if err != nil {
 		return nil, nil, err
@@ -61,6 +67,9 @@ func Record(m *ir.Module, w *models.Weights, eo EngineOptions, key []byte, promp
 			if logits, err = run(p, models.PhaseDecode, []int32{tok}, func() ([]float32, error) { return s.Decode(tok) }); err != nil {
 				return nil, nil, fmt.Errorf("record: prompt %d: %w", p, err)
 			}
+		}
+		if ro.Progress != nil {
+			ro.Progress(p+1, len(prompts))
 		}
 	}
 	hdr := map[string]string{}

@@ -2,11 +2,13 @@ package invert
 
 import (
 	"math"
+	"slices"
 	"testing"
 
-	"gelo/attack/rowspace"
-
 	"gonum.org/v1/gonum/mat"
+
+	"gelo/attack/dict"
+	"gelo/attack/rowspace"
 )
 
 const (
@@ -180,5 +182,77 @@ func TestRidge(t *testing.T) {
 	}
 	if _, err := Ridge(mat.NewDense(3, testD, nil), []int{1, 2}, m.E, opts); err == nil {
 		t.Fatal("label count mismatch accepted")
+	}
+}
+
+// NNDict (float32 products, float64 re-score) gives NN's lists, and
+// Ridge with a prepared dictionary NN-scores like Ridge without one.
+func TestNNDictMatches(t *testing.T) {
+	m := newModel(1)
+	c := corpus(8, 2)
+	T, err := dict.New(m.D, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer T.Close()
+	for _, masked := range []bool{false, true} {
+		x, _ := observe(m, c, masked, 0, 3)
+		want, err := NN(x, m.D, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := NNDict(x, T, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if !slices.Equal(want[i], got[i]) {
+				t.Fatalf("masked %v, row %d: NN %v, NNDict %v", masked, i, want[i], got[i])
+			}
+		}
+	}
+	// From the span test's projection (the payload in its row-space
+	// basis): the same lists.
+	for _, masked := range []bool{false, true} {
+		x, _ := observe(m, c, masked, 0, 3)
+		u := mat.DenseCopyOf(x.Slice(0, 24, 0, testD))
+		sp, err := rowspace.SpanDict(u, T, rowspace.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := sp.Products(T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := NN(u, m.D, 3)
+		got, err := NNOf(u, T, y, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if !slices.Equal(want[i], got[i]) {
+				t.Fatalf("masked %v, row %d: NN %v, NNOf %v", masked, i, want[i], got[i])
+			}
+		}
+	}
+	if _, err := NNDict(mat.NewDense(2, 3, nil), T, 1); err == nil {
+		t.Fatal("width mismatch accepted")
+	}
+	x, l := observe(m, corpus(64, 5), false, 0, 7)
+	TE, err := dict.New(m.E, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer TE.Close()
+	a, err := Ridge(x, l, m.E, RidgeOptions{Seed: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Ridge(x, l, m.E, RidgeOptions{Seed: 6, Dict: TE})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Top1 != b.Top1 || a.Top5 != b.Top5 || a.Alpha != b.Alpha {
+		t.Fatalf("ridge: top-1 %v / %v, top-5 %v / %v, alpha %v / %v", a.Top1, b.Top1, a.Top5, b.Top5, a.Alpha, b.Alpha)
 	}
 }

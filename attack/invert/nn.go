@@ -12,6 +12,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"gelo/attack/dict"
 )
 
 // blockRows is how many dictionary rows are scored at once (Obs D^T is
@@ -135,4 +137,98 @@ func (h *minHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// refineNN is how many float32 candidates per row NNDict re-scores in
+// float64 beyond the k it returns.
+const refineNN = 8
+
+// NNDict is NN over a prepared dictionary: cosines from one float32
+// product per chunk of rows, the best k + refineNN re-scored in float64,
+// so the lists are NN's but for float32 misorderings deeper than that.
+func NNDict(Obs *mat.Dense, T *dict.Dict, k int) ([][]int, error) {
+	if Obs == nil || T == nil {
+		return nil, errors.New("invert: nil input")
+	}
+	n, d := Obs.Dims()
+	if d != T.W {
+		return nil, fmt.Errorf("invert: rows have %d columns, dictionary %d", d, T.W)
+	}
+	if k <= 0 || k > T.V {
+		return nil, fmt.Errorf("invert: k = %d for a dictionary of %d", k, T.V)
+	}
+	on := rowNorms(Obs)
+	dn := dictNorms(T)
+	out := make([][]int, n)
+	err := T.Products(Obs, func(lo, hi int, y []float32) {
+		for i := lo; i < hi; i++ {
+			out[i] = nnRow(Obs.RawRowView(i), on[i], dn, y[(i-lo)*T.V:(i-lo+1)*T.V], T, k)
+		}
+	})
+	return out, err
+}
+
+// NNOf is NNDict from products y = Obs D^T already at hand (n x V,
+// row-major float32; approximate is fine, the best are re-scored).
+func NNOf(Obs *mat.Dense, T *dict.Dict, y []float32, k int) ([][]int, error) {
+	if Obs == nil || T == nil {
+		return nil, errors.New("invert: nil input")
+	}
+	n, d := Obs.Dims()
+	if d != T.W || len(y) != n*T.V {
+		return nil, fmt.Errorf("invert: %d x %d rows and %d products for a dictionary of %d x %d", n, d, len(y), T.V, T.W)
+	}
+	if k <= 0 || k > T.V {
+		return nil, fmt.Errorf("invert: k = %d for a dictionary of %d", k, T.V)
+	}
+	on := rowNorms(Obs)
+	dn := dictNorms(T)
+	out := make([][]int, n)
+	for i := range out {
+		out[i] = nnRow(Obs.RawRowView(i), on[i], dn, y[i*T.V:(i+1)*T.V], T, k)
+	}
+	return out, nil
+}
+
+func dictNorms(T *dict.Dict) []float64 {
+	dn := make([]float64, T.V)
+	for v := range dn {
+		dn[v] = math.Sqrt(T.Norm2(v))
+	}
+	return dn
+}
+
+// nnRow is one row's list: the k + refineNN best by the float32 cosines
+// row, re-scored exactly, the best k kept (ties: the lower id).
+func nnRow(x []float64, on float64, dn []float64, row []float32, T *dict.Dict, k int) []int {
+	keep := min(k+refineNN, T.V)
+	var h minHeap
+	for v, p := range row {
+		c := 0.0
+		if on > 0 && dn[v] > 0 {
+			c = float64(p) / (on * dn[v])
+		}
+		if h.Len() < keep {
+			heap.Push(&h, scored{v, c})
+		} else if c > h[0].s {
+			h[0] = scored{v, c}
+			heap.Fix(&h, 0)
+		}
+	}
+	for j := range h {
+		c := 0.0
+		if on > 0 && dn[h[j].id] > 0 {
+			c = T.Dot(x, h[j].id) / (on * dn[h[j].id])
+		}
+		h[j].s = c
+	}
+	heap.Init(&h)
+	for h.Len() > k {
+		heap.Pop(&h)
+	}
+	ids := make([]int, h.Len())
+	for j := len(ids) - 1; j >= 0; j-- {
+		ids[j] = heap.Pop(&h).(scored).id
+	}
+	return ids
 }

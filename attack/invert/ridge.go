@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+
+	"gelo/attack/dict"
 )
 
 // RidgeOptions tunes Ridge.
@@ -20,6 +22,9 @@ type RidgeOptions struct {
 	Seed uint64
 	// K is the NN list length for top-k (default 5).
 	K int
+	// Dict, when set, is E prepared for the NN scoring (NNDict): the
+	// same figures at a fraction of the cost at the full vocabulary.
+	Dict *dict.Dict
 }
 
 // RidgeResult reports the inverter's accuracy on the test tokens.
@@ -118,8 +123,9 @@ func Ridge(X *mat.Dense, tokens []int, E *mat.Dense, opts RidgeOptions) (*RidgeR
 		return nil, err
 	}
 	best := -1.0
+	vp := fit.project(X, va)
 	for _, a := range opts.Alphas {
-		acc, _, err := fit.score(a, X, tokens, E, va, 1)
+		acc, _, err := fit.score(a, vp, tokens, E, va, 1, opts.Dict)
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +137,7 @@ func Ridge(X *mat.Dense, tokens []int, E *mat.Dense, opts RidgeOptions) (*RidgeR
 	if fit, err = newRidgeFit(X, tokens, E, append(append([]int(nil), tr...), va...)); err != nil {
 		return nil, err
 	}
-	if res.Top1, res.Top5, err = fit.score(res.Alpha, X, tokens, E, te, opts.K); err != nil {
+	if res.Top1, res.Top5, err = fit.score(res.Alpha, fit.project(X, te), tokens, E, te, opts.K, opts.Dict); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -192,56 +198,62 @@ func newRidgeFit(X *mat.Dense, tokens []int, E *mat.Dense, idx []int) (*ridgeFit
 	return f, nil
 }
 
-// coef returns B (d_in x d_out) for one relative alpha.
-func (f *ridgeFit) coef(alpha float64) *mat.Dense {
-	a := alpha * f.scale
-	p := mat.DenseCopyOf(f.proj)
-	r, _ := p.Dims()
-	for i := 0; i < r; i++ {
-		row := p.RawRowView(i)
-		w := 1 / (f.vals[i] + a)
-		for j := range row {
-			row[j] *= w
-		}
-	}
-	var b mat.Dense
-	b.Mul(f.vecs, p)
-	if f.dual { // B = X^T Q diag Q^T Y
-		var bb mat.Dense
-		bb.Mul(f.xc.T(), &b)
-		return &bb
-	}
-	return &b
-}
-
-// score predicts the rows idx and returns their NN top-1 and top-k
-// accuracy against E.
-func (f *ridgeFit) score(alpha float64, X *mat.Dense, tokens []int, E *mat.Dense, idx []int, k int) (float64, float64, error) {
-	if len(idx) == 0 {
-		return 0, 0, errors.New("invert: empty evaluation split")
-	}
-	b := f.coef(alpha)
+// project returns the rows idx of X, centred, in the eigenbasis: x V
+// (primal) or x Xc^T V (dual). Every alpha's prediction is this times
+// diag(1/(lambda + alpha)) times proj, so the d_in x d_out coefficients
+// are never formed (a d^3 product per alpha at the full width).
+func (f *ridgeFit) project(X *mat.Dense, idx []int) *mat.Dense {
 	_, din := X.Dims()
-	x := mat.NewDense(len(idx), din, nil)
-	truth := make([]int, len(idx))
+	x := mat.NewDense(max(len(idx), 1), din, nil)
 	for i, r := range idx {
 		row := x.RawRowView(i)
 		copy(row, X.RawRowView(r))
 		for j := range row {
 			row[j] -= f.xm[j]
 		}
-		truth[i] = tokens[r]
+	}
+	if f.dual {
+		var k mat.Dense
+		k.Mul(x, f.xc.T())
+		x = &k
+	}
+	var xv mat.Dense
+	xv.Mul(x, f.vecs)
+	return &xv
+}
+
+// score predicts the rows idx (xv = f.project of them) for one relative
+// alpha and returns their NN top-1 and top-k accuracy against E.
+func (f *ridgeFit) score(alpha float64, xv *mat.Dense, tokens []int, E *mat.Dense, idx []int, k int, T *dict.Dict) (float64, float64, error) {
+	if len(idx) == 0 {
+		return 0, 0, errors.New("invert: empty evaluation split")
+	}
+	a := alpha * f.scale
+	w := mat.DenseCopyOf(xv)
+	rows, cols := w.Dims()
+	for i := 0; i < rows; i++ {
+		row := w.RawRowView(i)
+		for j := 0; j < cols; j++ {
+			row[j] /= f.vals[j] + a
+		}
 	}
 	var pred mat.Dense
-	pred.Mul(x, b)
-	rows, _ := pred.Dims()
-	for i := 0; i < rows; i++ {
+	pred.Mul(w, f.proj)
+	truth := make([]int, len(idx))
+	for i, r := range idx {
+		truth[i] = tokens[r]
 		row := pred.RawRowView(i)
 		for j := range row {
 			row[j] += f.ym[j]
 		}
 	}
-	top, err := NN(&pred, E, max(k, 1))
+	var top [][]int
+	var err error
+	if T != nil {
+		top, err = NNDict(&pred, T, max(k, 1))
+	} else {
+		top, err = NN(&pred, E, max(k, 1))
+	}
 	if err != nil {
 		return 0, 0, err
 	}

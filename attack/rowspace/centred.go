@@ -2,7 +2,6 @@ package rowspace
 
 import (
 	"errors"
-	"math"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -83,43 +82,9 @@ func SpanMembershipCentred(U, D *mat.Dense, opts CentredOptions) (*Result, error
 				}
 			}
 		}
-		res := mat.NewDense(use, d, nil)
-		for i, t := range rank[:use] {
-			v := D.RawRowView(t)
-			row := res.RawRowView(i)
-			copy(row, v)
-			for j := 0; j < r; j++ {
-				b := q.RawRowView(j)
-				c := dot(b, v)
-				for l := range row {
-					row[l] -= c * b[l]
-				}
-			}
-			nr := math.Sqrt(dot(row, row))
-			if nr > 0 {
-				for l := range row {
-					row[l] /= nr
-				}
-			}
-		}
-		var svd mat.SVD
-		if !svd.Factorize(res, mat.SVDThinV) {
-			return nil, errors.New("rowspace: SVD did not converge")
-		}
-		var v mat.Dense
-		svd.VTo(&v)
-		u := mat.Col(nil, 0, &v)
-		// Re-orthogonalise against q (exact in real arithmetic).
-		for j := 0; j < r; j++ {
-			b := q.RawRowView(j)
-			c := dot(b, u)
-			for l := range u {
-				u[l] -= c * b[l]
-			}
-		}
-		nu := math.Sqrt(dot(u, u))
-		for l := range u {
-			u[l] /= nu
+		u, err := meanDirection(q, D, rank[:use])
+		if err != nil {
+			return nil, err
 		}
 		aug.SetRow(r, u)
 		if dist, err = distances(aug, D); err != nil {

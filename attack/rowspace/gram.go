@@ -26,6 +26,9 @@ type SpikeOptions struct {
 	ShieldRowNorm float64
 	// TieSeed orders tied candidates (see Options.TieSeed).
 	TieSeed uint64
+	// Head, if positive, keeps only the first Head ids of Ranking (see
+	// Options.Head).
+	Head int
 }
 
 // SpikeResult holds the standardised statistics.
@@ -65,6 +68,12 @@ func GramSpike(U, D *mat.Dense, opts SpikeOptions) (*SpikeResult, error) {
 			t[i] = dot(pr, pr) / nv
 		}
 	}
+	return spikeOf(t, d, opts), nil
+}
+
+// spikeOf standardises t against the null opts chooses and ranks it.
+func spikeOf(t []float64, d int, opts SpikeOptions) *SpikeResult {
+	V := len(t)
 	var mu, sd float64
 	if opts.ShieldK > 0 && opts.ShieldRowNorm > 0 {
 		sig2 := opts.ShieldRowNorm * opts.ShieldRowNorm / float64(d)
@@ -80,7 +89,7 @@ func GramSpike(U, D *mat.Dense, opts SpikeOptions) (*SpikeResult, error) {
 		}
 		neg[i] = -z[i]
 	}
-	return &SpikeResult{T: t, Z: z, Ranking: rankTies(neg, opts.TieSeed), NullMean: mu, NullSD: sd}, nil
+	return &SpikeResult{T: t, Z: z, Ranking: rankHead(neg, opts.TieSeed, opts.Head), NullMean: mu, NullSD: sd}
 }
 
 // robust returns the median and 1.4826 * median absolute deviation.

@@ -11,10 +11,13 @@
 package rowspace
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -40,6 +43,11 @@ type Options struct {
 	// the payload spans everything every distance is 0, and ranking by id
 	// would favour low ids, which are frequent tokens in real prompts).
 	TieSeed uint64
+	// Head, if positive, makes the prepared-dictionary tests (SpanDict,
+	// Centred) return only the first Head ids of the ranking, in the same
+	// order: the figures read only the head, and sorting a 151936-token
+	// vocabulary per payload costs more than the decode pass's product.
+	Head int
 }
 
 // Result of a span-membership test.
@@ -225,11 +233,96 @@ func Rank(score []float64) []int {
 	return idx
 }
 
-// rankTies is Rank with ties in a seeded random order.
+// rankTies is Rank with ties in a seeded random order: the stable sort
+// of a seeded permutation, computed as one sort by (score, place in the
+// permutation); the permutation's inverse is drawn once per seed and size.
 func rankTies(score []float64, seed uint64) []int {
-	idx := NewRand(seed).Perm(len(score))
-	sort.SliceStable(idx, func(a, b int) bool { return score[idx[a]] < score[idx[b]] })
+	pos := tieOrder(seed, len(score))
+	idx := make([]int, len(score))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(score[a], score[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(pos[a], pos[b])
+	})
 	return idx
+}
+
+// rankHead is the first k of rankTies (all of it when k <= 0 or k >= n),
+// by one pass that keeps the k best under the same total order.
+func rankHead(score []float64, seed uint64, k int) []int {
+	n := len(score)
+	if k <= 0 || k >= n {
+		return rankTies(score, seed)
+	}
+	pos := tieOrder(seed, n)
+	less := func(a, b int) bool {
+		if score[a] != score[b] {
+			return score[a] < score[b]
+		}
+		return pos[a] < pos[b]
+	}
+	// h is a max-heap of the k best so far (worst on top).
+	h := make([]int, 0, k)
+	down := func(i int) {
+		for {
+			l, big := 2*i+1, i
+			if l < len(h) && less(h[big], h[l]) {
+				big = l
+			}
+			if r := l + 1; r < len(h) && less(h[big], h[r]) {
+				big = r
+			}
+			if big == i {
+				return
+			}
+			h[i], h[big] = h[big], h[i]
+			i = big
+		}
+	}
+	for v := range n {
+		switch {
+		case len(h) < k:
+			h = append(h, v)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !less(h[p], h[i]) {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+		case less(v, h[0]):
+			h[0] = v
+			down(0)
+		}
+	}
+	slices.SortFunc(h, func(a, b int) int {
+		if less(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return h
+}
+
+var tieOrders sync.Map // [2]uint64{seed, n} -> []int32
+
+// tieOrder is the inverse of NewRand(seed).Perm(n): pos[v] is v's place.
+func tieOrder(seed uint64, n int) []int32 {
+	key := [2]uint64{seed, uint64(n)}
+	if p, ok := tieOrders.Load(key); ok {
+		return p.([]int32)
+	}
+	pos := make([]int32, n)
+	for i, v := range NewRand(seed).Perm(n) {
+		pos[v] = int32(i)
+	}
+	tieOrders.Store(key, pos)
+	return pos
 }
 
 // Position returns the 0-based place of token in ranking (len(ranking)

@@ -7,12 +7,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
 
 	"gelo/attack"
 	"gelo/attack/corpus"
+	"gelo/attack/dict"
+	"gelo/device"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/tokenizer"
@@ -24,11 +27,18 @@ type condition struct {
 	opt         func() plan.Options
 }
 
-// conditions are the harness's settings: the control, the shipped levels.
+// conditions are the harness's settings: the control, the unshielded
+// mixing, the shipped levels. A new level is one more entry.
 var conditions = []condition{
 	{"C0", "mask none (control: every attack must succeed)", func() plan.Options {
 		o := plan.Knobs()
 		o.Mask = passes.MaskNone
+		return o
+	}},
+	{"C1", "haar with no shield rows (row mixing alone; harness only, the CLI refuses k < 8)", func() plan.Options {
+		o := plan.Knobs()
+		o.Mask = passes.MaskHaar
+		o.ShieldK, o.Unshielded = 0, true
 		return o
 	}},
 	{"C2", "haar, per-forward, shield 8 rows at energy 4 (the seed's default)", func() plan.Options {
@@ -123,6 +133,11 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	} else if err := mf.preflight(cfg, nil, 0, 0, 0); err != nil {
 		return err
 	}
+	// The live heap is GBs of weight and dictionary copies (pointer-free,
+	// cheap to scan); the default GC goal of twice the live heap would
+	// double the run's peak (the full run was OOM-killed at 9.9 GB on a
+	// shared machine).
+	defer debug.SetGCPercent(debug.SetGCPercent(20))
 	model, err := mf.open(stderr)
 	if err != nil {
 		return err
@@ -140,6 +155,13 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The dictionary is prepared once (float32 rows for the kernel, row
+	// norms) and shared by every condition.
+	T, err := dict.New(D, mf.workers)
+	if err != nil {
+		return err
+	}
+	defer T.Close()
 	deep := fmt.Sprintf("model.layers.%d.self_attn.q_proj", cfg.NumHiddenLayers-1)
 	aopt := attack.Options{ICAPasses: *icaPasses, SeqPrompts: *seqPrompts, SeqCandidates: *seqCands,
 		Anchors: corpus.Anchors(ps, fitted), Seed: 1}
@@ -163,6 +185,11 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		}
 		defer oracle.Close()
 	}
+	// The attacks read two payloads a pass (attack.Run: the first
+	// device-bound one and the deep one): the spy copies only those.
+	keep := func(dir device.Direction, index int, weight string) bool {
+		return dir == device.ToDevice && (index == 0 || strings.HasPrefix(weight, deep))
+	}
 	var reports []*attack.Report
 	for _, c := range chosen {
 		o := c.opt()
@@ -175,26 +202,40 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		bar := newProgress(stderr, c.name+" record")
 		rec, truth, err := plan.Record(m, model.Weights, mf.engineOptions(), key, fitted,
-			plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: maxCtx, Header: hdr})
+			plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: maxCtx, Header: hdr, Keep: keep,
+				Progress: func(done, total int) {
+					bar.update(int64(done), int64(total))
+					if !bar.on && done%16 == 0 && done < total { // a log, not a terminal: a line now and then
+						aopt.Progress(c.name, fmt.Sprintf("record: %d of %d prompts", done, total))
+					}
+				}})
+		bar.done()
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 		run := attack.Run{Condition: c.name, Label: c.label, Rec: rec, Truth: truth, DeepWeight: deep}
 		if len(known) > 0 {
+			aopt.Progress(c.name, "record known plaintext")
 			if run.Known, run.KnownTruth, err = plan.Record(m, model.Weights, mf.engineOptions(), key, known,
-				plan.RecordOptions{MaxTokens: 1, MaxContext: maxCtx}); err != nil {
+				plan.RecordOptions{MaxTokens: 1, MaxContext: maxCtx, Keep: keep}); err != nil {
 				return fmt.Errorf("%s: known plaintext: %w", c.name, err)
 			}
 		}
 		if oracle != nil {
 			run.Oracle = oracle.Rows
 		}
-		rep, err := attack.Evaluate(D, run, aopt)
+		// Each recording built and dropped an engine with its own copy of
+		// the weights (GBs at the 0.6B size): return them before the
+		// attacks, so the run's peak is one engine, not a heap of them.
+		debug.FreeOSMemory()
+		rep, err := attack.Evaluate(T, run, aopt)
 		if err != nil {
 			return err
 		}
 		reports = append(reports, rep)
+		debug.FreeOSMemory()
 	}
 	aopt.Progress("all", "done")
 	gates, verdicts := attack.Judge(reports)

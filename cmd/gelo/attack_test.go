@@ -87,7 +87,8 @@ func (r attackReport) checkGates(t *testing.T) {
 
 // TestAttackSmoke is the harness's CI run: 2 layers at the Qwen3-0.6B
 // widths, an 8192-token vocabulary, 8 corpus prompts; it asserts the gates
-// and reproduces the row-space break on the shipped levels.
+// and reproduces the row-space break on the shipped levels and on mixing
+// without shield rows (C1).
 func TestAttackSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the attack smoke run takes about a minute")
@@ -106,14 +107,14 @@ func TestAttackSmoke(t *testing.T) {
 	out := filepath.Join(dir, "report")
 	stdout, stderr, code := gelo(t, "attack", "--model", model, "--corpus", filepath.Join("..", "..", "attack", "testdata", "corpus.jsonl"),
 		"--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--seq-prompts", "0",
-		"--conditions", "C0,C2,C3", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
+		"--conditions", "C0,C1,C2,C3", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
 	if code != 0 {
 		t.Fatalf("gelo attack: exit %d\n%s", code, stderr)
 	}
 	t.Logf("\n%s", stdout)
 	r := readAttackReport(t, out)
 	r.checkGates(t)
-	for _, c := range []string{"C2", "C3"} {
+	for _, c := range []string{"C1", "C2", "C3"} {
 		if v := r.value(t, c, "span", "decode top-1"); v < 0.99 {
 			t.Errorf("%s: span membership recovers %.1f %% of decoded tokens; the row-space break (100 %%) is not reproduced", c, 100*v)
 		}
@@ -189,6 +190,9 @@ func TestRecordAttackRefusals(t *testing.T) {
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt", "hi"}, 2, "needs a tokenizer"},
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--corpus", badCorpus}, 1, `kind "poetry"`},
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt-ids", "99999"}, 1, "outside the vocabulary"},
+		// C1's unshielded mixing is the harness's alone: users are refused.
+		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt-ids", "1", "--shield", "0,4"}, 2, "needs at least 8"},
+		{[]string{"compile", "--mask", "haar", "--shield", "0,4", "--out", filepath.Join(dir, "c.ir")}, 2, "needs at least 8"},
 		{[]string{"attack"}, 2, "--out is required"},
 		{[]string{"attack", "--out", dir, "--conditions", "C9"}, 2, `"C9" is not one of`},
 		{[]string{"attack", "--out", dir, "--max-tokens", "0"}, 2, "--max-tokens must be positive"},

@@ -406,7 +406,7 @@ func BindShieldDims(g *ir.Graph, bind map[string]int) (map[string]int, error) {
 			return nil, fmt.Errorf("%v = shield_stack: %w", n.ID, err)
 		}
 		family, _ := n.Attrs.Str("family")
-		kmin, _ := n.Attrs.Int("k_min")
+		kmin, explicit := n.Attrs.Int("k_min")
 		groups := 1
 		if pr, _ := n.Attrs.Bool("per_row"); pr {
 			groups, rows = rows, 1 // each row stacked with its own shield
@@ -415,6 +415,12 @@ func BindShieldDims(g *ir.Graph, bind map[string]int) (map[string]int, error) {
 			rows++ // the mean row travels as one more data row
 		}
 		k, err := mask.ShieldRows(family, rows, int(kmin))
+		if explicit && kmin == 0 {
+			// No shield rows (passes.ProtectOptions.Unshielded: only the
+			// attack harness's C1 sets it); the family may still pad.
+			f, _ := ir.LookupMaskFamily(family)
+			k, err = f.ShieldRows(rows, 0), nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%v = shield_stack: %w", n.ID, err)
 		}

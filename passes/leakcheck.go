@@ -74,7 +74,23 @@ func brokenFamilies(m *ir.Module) string {
 			}
 		}
 	}
+	// A full-span level an attack breaks, when anything crosses under it.
+	if l, ok := LookupLevel(m.Meta["security"]); ok && l.FullSpan && l.Insecure != "" && crosses(m) {
+		parts = append(parts, "security "+l.Name+": "+l.Insecure)
+	}
 	return strings.Join(parts, "; ")
+}
+
+// crosses reports whether any graph of m sends a masked payload.
+func crosses(m *ir.Module) bool {
+	for _, g := range m.Graphs {
+		for _, n := range g.Nodes {
+			if n.Op == ir.OpMask {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fullSpan reports whether a shield_stack's stack has at least as many

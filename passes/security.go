@@ -52,20 +52,27 @@ var levels = []Level{
 	{Name: Level8x4, Mask: MaskHD3, Cadence: PerForward, ShieldK: 8, ShieldEnergy: 4, Center: true,
 		Claim:    "the seed's protocol: HD3 row mixing with 8 Gaussian shield rows at energy 4, one mask per forward pass (kept for comparison)",
 		Insecure: ir.RowSpaceBreak},
-	{Name: LevelSpan, Rank: 1, Mask: MaskHD3, Cadence: PerOffload, ShieldK: 8, ShieldEnergy: SpanEnergy, Center: true, FullSpan: true,
+	{Name: LevelSpan, Mask: MaskHD3, Cadence: PerOffload, ShieldK: 8, ShieldEnergy: SpanEnergy, Center: true, FullSpan: true,
 		Claim: fmt.Sprintf("full-span Gaussian shields (s >= n + d rows on every crossing, energy %g) and a fresh HD3 mixing per crossing; "+
-			"judged by the attack harness, no proof", SpanEnergy)},
+			"no proof", SpanEnergy),
+		Insecure: SpanBreak},
 	{Name: LevelExact, Rank: 2, Mask: MaskHaar, Cadence: PerOffload, ShieldK: 8, ShieldEnergy: 1, Center: false, FullSpan: true, Whiten: true,
 		Claim: "whitened full-span shields and a fresh Haar mixing per crossing: every payload is uniform on the Stiefel manifold " +
 			"whatever the data (proof in lower/cpu/mask); the TEE works more than the matmul it protects (the reference, not the fast path)"},
 }
+
+// SpanBreak is the attack that breaks level span: every row-space and
+// Gram attack is at chance, but a joint diagonalisation across a prompt's
+// decode passes finds structure beyond its null.
+const SpanBreak = "joint SOBI across a prompt's decode passes recovers rows better than on payloads that carry nothing " +
+	"(p95 |cos| 0.367 against a null of 0.314 + 0.05 on the harness's CI run; 0.344 and 0.316 under two other session keys, while exact stays at its null)"
 
 // SpanEnergy is the shield energy of level span: shield rows of norm
 // SpanEnergy x the mean data row norm.
 const SpanEnergy = 32.0
 
 // DefaultLevel is the level a plan gets unless told otherwise.
-const DefaultLevel = LevelSpan
+const DefaultLevel = LevelExact
 
 // Levels lists the named levels, weakest first.
 func Levels() []Level { return append([]Level(nil), levels...) }

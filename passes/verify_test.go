@@ -120,8 +120,8 @@ func TestVerifyHoldsLevels(t *testing.T) {
 		if err := Verify(m); err != nil {
 			t.Fatalf("%s: the compiled plan: %v", name, err)
 		}
-		if got := m.Meta["insecure"]; got != "" {
-			t.Errorf("%s: labelled insecure: %q", name, got)
+		if got, want := m.Meta["insecure"] != "", l.Insecure != ""; got != want {
+			t.Errorf("%s: labelled insecure %v (%q), the level says %v", name, got, m.Meta["insecure"], want)
 		}
 		for _, c := range []struct {
 			what, re, repl, want string

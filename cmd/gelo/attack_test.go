@@ -146,11 +146,12 @@ func TestAttackSequential(t *testing.T) {
 	t.Logf("sequential prompt top-1: C0 %.3f, C3 %.3f", r.value(t, "C0", "sequential", "prompt top-1"), r.value(t, "C3", "sequential", "prompt top-1"))
 }
 
-// TestAttackLevels is the harness's gate on the levels called secure: on
-// the built-in tiny model (2 layers, width 64, vocabulary 512; the 0.6B
-// widths make full-span payloads of 2048-4096 rows, too large for CI),
-// with every linear op offloaded so prefill and decode both cross, span
-// and exact are at chance on every attack while the controls pass.
+// TestAttackLevels is the harness's gate on the full-span levels: on the
+// built-in tiny model (2 layers, width 64, vocabulary 512; the 0.6B widths
+// make full-span payloads of 2048-4096 rows, too large for CI), with every
+// linear op offloaded so prefill and decode both cross, exact is at chance
+// on every attack while the controls pass, and span (labelled insecure:
+// joint SOBI) is broken, as its label says.
 func TestAttackLevels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -166,7 +167,7 @@ func TestAttackLevels(t *testing.T) {
 	r := readAttackReport(t, out)
 	r.checkGates(t)
 	for _, v := range r.Verdicts {
-		if (v.Condition == "span" || v.Condition == "exact") && !v.Secure {
+		if v.Condition == "exact" && !v.Secure {
 			t.Errorf("%s: an attack beats chance (see the report above)", v.Condition)
 		}
 	}

@@ -104,7 +104,7 @@ func TestBoundsBeforeAllocation(t *testing.T) {
 		{2, []string{"--max-memory: \"lots\" is not a size"}, []string{"generate", "--max-memory", "lots"}},
 		{1, []string{"needs about", "above the --max-memory of 1.0 MiB", "lower --max-context"}, []string{"generate", "--max-memory", "1M"}},
 		// The 8B built-in is refused before its 32 GB are synthesized.
-		{1, []string{"needs about 30.", "above the --max-memory of 1.0 GiB"}, []string{"generate", "--model", "qwen3-8b", "--max-memory", "1G"}},
+		{1, []string{"needs about 3", "weights 30.5 GiB", "above the --max-memory of 1.0 GiB"}, []string{"generate", "--model", "qwen3-8b", "--max-memory", "1G"}},
 		{1, []string{"needs about", "above the --max-memory"}, []string{"compile", "--model", "qwen3-8b", "--max-memory", "1G", "--out", filepath.Join(dir, "8b.gelo")}},
 	} {
 		usageCase(t, tc.code, tc.wants, tc.args...)

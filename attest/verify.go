@@ -271,6 +271,12 @@ func verifyEvidence(ev *Evidence, want [64]byte, pol Policy, explain func(got [6
 		}
 		return nil, &reportDataError{msg: msg}
 	}
+	// The binding is not signed: read it only if it hashes to what is.
+	if b := ev.Binding; b != nil {
+		if rd, err := b.ReportData(); err != nil || rd != got {
+			return nil, errors.New("the evidence's recorded binding (plan, identity, nonce: not signed) does not hash to its signed REPORT_DATA: the file was edited")
+		}
+	}
 
 	// 4. Guest policy, TCB, measurement.
 	gp, err := abi.ParseSnpPolicy(rep.GetPolicy())

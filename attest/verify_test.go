@@ -204,6 +204,16 @@ func TestBindingMismatch(t *testing.T) {
 	if !errors.Is(err, ErrReportDataMismatch) || !strings.Contains(err.Error(), "does not hash to its signed REPORT_DATA") {
 		t.Fatalf("forged binding: %v", err)
 	}
+	// An edited binding on evidence that still verifies (REPORT_DATA matches
+	// the verifier's inputs) is refused: unsigned fields are cross-checked.
+	ev = freshEvidence(t)
+	ev.Binding.Nonce = testNonce(9)
+	if _, err = VerifySealed(ev, f.plan, f.identity, f.nonce, allowSim); err == nil || !strings.Contains(err.Error(), "the file was edited") {
+		t.Fatalf("edited binding on matching evidence: %v", err)
+	}
+	if _, err = VerifySealed(freshEvidence(t), f.plan, f.identity, f.nonce, allowSim); err != nil {
+		t.Fatalf("the unedited evidence: %v", err)
+	}
 	// Plain Verify with a wrong REPORT_DATA.
 	var want [64]byte
 	_, err = Verify(freshEvidence(t), want, allowSim)

@@ -133,7 +133,7 @@ func TestBoundsBeforeAllocation(t *testing.T) {
 
 	// k_min far above any shield in IR text: refused naming the node.
 	irPath := filepath.Join(dir, "a.ir")
-	must(t, "compile", "--out", irPath)
+	must(t, "compile", "--security", "gelo-8x4", "--out", irPath)
 	text, _ := os.ReadFile(irPath)
 	// Without its digest line it reads as hand-written IR.
 	lines := strings.SplitN(string(text), "\n", 3)

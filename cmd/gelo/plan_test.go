@@ -66,11 +66,11 @@ func sealed(t *testing.T, dir, name string, compileArgs ...string) (plan, ev str
 
 func TestSealedRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	plan, ev := sealed(t, dir, "tiny")
+	plan, ev := sealed(t, dir, "tiny", "--security", "gelo-8x4")
 
 	// Same compile twice: byte-identical plan files.
 	again := filepath.Join(dir, "again.gelo")
-	must(t, "compile", "--out", again)
+	must(t, "compile", "--security", "gelo-8x4", "--out", again)
 	a, _ := os.ReadFile(plan)
 	b, _ := os.ReadFile(again)
 	if !bytes.Equal(a, b) {
@@ -108,7 +108,7 @@ func TestSealedRoundTrip(t *testing.T) {
 		}
 	}
 	// The IR part is the same as inspecting a fresh compile.
-	direct, _ := must(t, "inspect")
+	direct, _ := must(t, "inspect", "--security", "gelo-8x4")
 	if !strings.HasSuffix(insp, direct) {
 		t.Error("inspect of a plan does not end with the same IR and summary as inspect of a fresh compile")
 	}
@@ -305,9 +305,9 @@ func TestDiffPlans(t *testing.T) {
 	a := filepath.Join(dir, "a.gelo")
 	h := filepath.Join(dir, "h.gelo")
 	ir := filepath.Join(dir, "a.ir")
-	must(t, "compile", "--out", a)
+	must(t, "compile", "--security", "gelo-8x4", "--out", a)
 	must(t, "compile", "--out", h, "--mask", "haar")
-	must(t, "compile", "--out", ir)
+	must(t, "compile", "--security", "gelo-8x4", "--out", ir)
 	out, _ := must(t, "diff", a, h)
 	for _, w := range []string{"plan header differences", "plan digest:", `numerics flag "mask": want "hd3", got "haar"`,
 		"mask hd3", "IR digest:", `meta mask: "hd3" -> "haar"`} {

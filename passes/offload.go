@@ -86,12 +86,12 @@ func costOf(l Level, op string, rows, d, dout int, perSequence bool) Cost {
 		c.Protect = fg * (3*fs*lg*(fd+fo) + 4*(fs-float64(data))*fd) // three rounds each way, Gaussian shield rows
 	case MaskHaar:
 		c.Protect = fg * (4.0/3*fs*fs*fs + fs*fs*(fd+fo)) // QR sample per crossing, A X and A^T Y
-		if l.Whiten {
-			if rows <= d {
-				c.Protect += fr*fr*fd + fr*fd*fd + 4*fr*fr*fr
-			} else {
-				c.Protect += fr*fd*fd + 4*fd*fd*fd
-			}
+	}
+	if l.Whiten { // the eigendecomposition on the smaller side and S
+		if rows <= d {
+			c.Protect += fr*fr*fd + fr*fd*fd + 4*fr*fr*fr
+		} else {
+			c.Protect += fr*fd*fd + 4*fd*fd*fd
 		}
 	}
 	c.Offload = c.Protect+c.Device < c.Local

@@ -15,6 +15,7 @@ const (
 	LevelNone   = "none"
 	Level8x4    = "gelo-8x4"
 	LevelSpan   = "span"
+	LevelWhiten = "whiten"
 	LevelExact  = "exact"
 	LevelCustom = "custom"
 )
@@ -56,6 +57,9 @@ var levels = []Level{
 		Claim: fmt.Sprintf("full-span Gaussian shields (s >= n + d rows on every crossing, energy %g) and a fresh HD3 mixing per crossing; "+
 			"no proof", SpanEnergy),
 		Insecure: SpanBreak},
+	{Name: LevelWhiten, Rank: 1, Mask: MaskHD3, Cadence: PerOffload, ShieldK: 8, ShieldEnergy: 1, Center: false, FullSpan: true, Whiten: true,
+		Claim: "whitened full-span shields (X^T X = I: the payload's Gram is the identity) and a fresh HD3 mixing per crossing; " +
+			"exact's stack under a fast mixing, judged by the attack harness, no proof"},
 	{Name: LevelExact, Rank: 2, Mask: MaskHaar, Cadence: PerOffload, ShieldK: 8, ShieldEnergy: 1, Center: false, FullSpan: true, Whiten: true,
 		Claim: "whitened full-span shields and a fresh Haar mixing per crossing: every payload is uniform on the Stiefel manifold " +
 			"whatever the data (proof in lower/cpu/mask); the TEE works more than the matmul it protects (the reference, not the fast path)"},

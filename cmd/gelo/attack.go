@@ -53,6 +53,7 @@ var conditions = []condition{
 		return o
 	}},
 	{"span", "--security span, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelSpan)},
+	{"whiten", "--security whiten, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelWhiten)},
 	{"exact", "--security exact, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelExact)},
 }
 

@@ -149,9 +149,9 @@ func TestAttackSequential(t *testing.T) {
 // TestAttackLevels is the harness's gate on the full-span levels: on the
 // built-in tiny model (2 layers, width 64, vocabulary 512; the 0.6B widths
 // make full-span payloads of 2048-4096 rows, too large for CI), with every
-// linear op offloaded so prefill and decode both cross, exact is at chance
-// on every attack while the controls pass, and span (labelled insecure:
-// joint SOBI) is broken, as its label says.
+// linear op offloaded so prefill and decode both cross, exact and whiten
+// are at chance on every attack while the controls pass, and span
+// (labelled insecure: joint SOBI) is broken, as its label says.
 func TestAttackLevels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -159,7 +159,7 @@ func TestAttackLevels(t *testing.T) {
 	out := t.TempDir()
 	stdout, stderr, code := gelo(t, "attack", "--corpus", filepath.Join("..", "..", "attack", "testdata", "corpus.jsonl"),
 		"--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--known-len", "32",
-		"--seq-prompts", "2", "--conditions", "C0,span,exact", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
+		"--seq-prompts", "2", "--conditions", "C0,span,whiten,exact", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
 	if code != 0 {
 		t.Fatalf("gelo attack: exit %d\n%s", code, stderr)
 	}
@@ -167,7 +167,7 @@ func TestAttackLevels(t *testing.T) {
 	r := readAttackReport(t, out)
 	r.checkGates(t)
 	for _, v := range r.Verdicts {
-		if v.Condition == "exact" && !v.Secure {
+		if (v.Condition == "exact" || v.Condition == "whiten") && !v.Secure {
 			t.Errorf("%s: an attack beats chance (see the report above)", v.Condition)
 		}
 	}

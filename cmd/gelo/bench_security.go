@@ -80,7 +80,7 @@ func frontier(cfg *models.Config, l passes.Level, rows int, prefill bool, perSeq
 // and batched tok/s on this machine's local device.
 func (e *benchEnv) benchSecurity(n, b int, measure bool) error {
 	cfg := e.l.Config
-	levels := []string{passes.LevelNone, passes.Level8x4, passes.LevelSpan, passes.LevelExact}
+	levels := []string{passes.LevelNone, passes.Level8x4, passes.LevelSpan, passes.LevelWhiten, passes.LevelExact}
 	fmt.Fprintf(e.out, "\nsecurity: the cost model's frontier (%d layers; device speed %gx the TEE's; linear ops only)\n", cfg.NumHiddenLayers, passes.DeviceSpeedup)
 	fmt.Fprintf(e.out, "%-9s %-14s %10s %14s %14s %10s\n", "level", "scenario", "TEE share", "device MAC/tok", "bytes/tok", "offloaded")
 	for _, name := range levels {

@@ -60,6 +60,20 @@ func (r attackReport) value(t *testing.T, cond, attack, metric string) float64 {
 	return 0
 }
 
+// runAttackCLI runs gelo attack on the repository's corpus under the fixed
+// session key, writing into out, and returns its stdout and report; a
+// non-zero exit fails the test.
+func runAttackCLI(t *testing.T, out string, args ...string) (string, attackReport) {
+	t.Helper()
+	args = append([]string{"attack", "--corpus", filepath.Join("..", "..", "attack", "testdata", "corpus.jsonl"),
+		"--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out}, args...)
+	stdout, stderr, code := gelo(t, args...)
+	if code != 0 {
+		t.Fatalf("gelo attack: exit %d\n%s", code, stderr)
+	}
+	return stdout, readAttackReport(t, out)
+}
+
 // checkGates is the CI gate of the attack harness: the controls pass (the
 // attacks work), every level not labelled insecure survives every attack,
 // and every level labelled insecure is broken by some attack (so a label
@@ -105,14 +119,10 @@ func TestAttackSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "report")
-	stdout, stderr, code := gelo(t, "attack", "--model", model, "--corpus", filepath.Join("..", "..", "attack", "testdata", "corpus.jsonl"),
+	stdout, r := runAttackCLI(t, out, "--model", model,
 		"--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--seq-prompts", "0",
-		"--conditions", "C0,C1,C2,C3", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
-	if code != 0 {
-		t.Fatalf("gelo attack: exit %d\n%s", code, stderr)
-	}
+		"--conditions", "C0,C1,C2,C3")
 	t.Logf("\n%s", stdout)
-	r := readAttackReport(t, out)
 	r.checkGates(t)
 	for _, c := range []string{"C1", "C2", "C3"} {
 		if v := r.value(t, c, "span", "decode top-1"); v < 0.99 {
@@ -132,13 +142,8 @@ func TestAttackSequential(t *testing.T) {
 		t.Skip("-short")
 	}
 	out := t.TempDir()
-	_, stderr, code := gelo(t, "attack", "--corpus", filepath.Join("..", "..", "attack", "testdata", "corpus.jsonl"),
-		"--prompts", "4", "--max-tokens", "2", "--ica-passes", "1", "--known-prompts", "8", "--known-len", "32",
-		"--seq-prompts", "2", "--conditions", "C0,C3", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
-	if code != 0 {
-		t.Fatalf("gelo attack: exit %d\n%s", code, stderr)
-	}
-	r := readAttackReport(t, out)
+	_, r := runAttackCLI(t, out, "--prompts", "4", "--max-tokens", "2", "--ica-passes", "1", "--known-prompts", "8", "--known-len", "32",
+		"--seq-prompts", "2", "--conditions", "C0,C3")
 	r.checkGates(t)
 	if v := r.value(t, "C0", "sequential", "prompt top-1"); v < 0.9 {
 		t.Errorf("C0: sequential matching recovers %.1f %% of prompt tokens, want >= 90 %% (the attack is broken)", 100*v)
@@ -157,14 +162,9 @@ func TestAttackLevels(t *testing.T) {
 		t.Skip("-short")
 	}
 	out := t.TempDir()
-	stdout, stderr, code := gelo(t, "attack", "--corpus", filepath.Join("..", "..", "attack", "testdata", "corpus.jsonl"),
-		"--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--known-len", "32",
-		"--seq-prompts", "2", "--conditions", "C0,span,whiten,exact", "--session-key", "000102030405060708090a0b0c0d0e0f", "--out", out)
-	if code != 0 {
-		t.Fatalf("gelo attack: exit %d\n%s", code, stderr)
-	}
+	stdout, r := runAttackCLI(t, out, "--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--known-len", "32",
+		"--seq-prompts", "2", "--conditions", "C0,span,whiten,exact")
 	t.Logf("\n%s", stdout)
-	r := readAttackReport(t, out)
 	r.checkGates(t)
 	for _, v := range r.Verdicts {
 		if (v.Condition == "exact" || v.Condition == "whiten") && !v.Secure {

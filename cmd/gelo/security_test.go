@@ -1,0 +1,38 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSecurityFlagErrors: every bad use of the level flags is a usage
+// error naming the flag, and verify refuses a plan below --min-security.
+func TestSecurityFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		wants []string
+		args  []string
+	}{
+		{[]string{`--security "fort-knox"`}, []string{"compile", "--security", "fort-knox"}},
+		{[]string{"--mask set protection knobs that --security exact fixes"}, []string{"compile", "--security", "exact", "--mask", "haar"}},
+		{[]string{`--offload "some"`}, []string{"compile", "--offload", "some"}},
+		{[]string{"--plan-rows 0"}, []string{"compile", "--plan-rows", "0"}},
+		{[]string{"--plan-batch 100000"}, []string{"compile", "--plan-batch", "100000"}},
+		{[]string{"shared topology", "--topology per-sequence contradicts it"}, []string{"compile", "--security", "span", "--topology", "per-sequence"}},
+		{[]string{"--security span with --weights q8_0"}, []string{"compile", "--security", "span", "--weights", "q8_0"}},
+	} {
+		usageCase(t, 2, c.wants, c.args...)
+	}
+
+	dir := t.TempDir()
+	weak, ev := sealed(t, dir, "weak", "--security", "gelo-8x4")
+	usageCase(t, 2, []string{`--min-security "max"`}, "verify", weak, "--evidence", ev, "--nonce", testNonce, "--allow-simulated", "--min-security", "max")
+	usageCase(t, 1, []string{"has security gelo-8x4, below --min-security whiten"},
+		"verify", weak, "--evidence", ev, "--nonce", testNonce, "--allow-simulated", "--min-security", "whiten")
+	strong, sev := sealed(t, dir, "strong")
+	out, _ := must(t, "verify", strong, "--evidence", sev, "--nonce", testNonce, "--allow-simulated", "--min-security", "exact")
+	for _, w := range []string{"security:       exact", "min-security:   exact met"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("verify of the default plan lacks %q:\n%s", w, out)
+		}
+	}
+}

@@ -83,6 +83,7 @@ const (
 	OpSubRow           = "sub_row"
 	OpAddRow           = "add_row"
 	OpBiasAdd          = "bias_add"
+	OpProbe            = "probe"
 )
 
 // Result says what an op's result is, so the memory planner and the
@@ -167,6 +168,7 @@ const (
 	CostMask                  // mask apply and unapply
 	CostShield                // shield fill and strip
 	CostAttention             // attention and the KV append
+	CostProbe                 // integrity probes of device results
 )
 
 // Crossing says whether an op moves a value across the trust boundary.
@@ -177,7 +179,8 @@ const (
 	// ToDevice: the result is what the device receives (mask, to_device).
 	ToDevice
 	// ToTEE: the op reads a device result back into the TEE (unmask,
-	// to_tee); only such ops may read device values in the TEE.
+	// to_tee); only such ops may read device values in the TEE (besides
+	// the probes that check them, OpInfo.ChecksDevice).
 	ToTEE
 )
 
@@ -207,6 +210,10 @@ type OpInfo struct {
 	Cost    Cost
 	// Crossing says whether the op moves a value across the boundary.
 	Crossing Crossing
+	// ChecksDevice marks an op that reads device results in the TEE only
+	// to check them (the integrity probe): its result is still the
+	// device's value, which only a ToTEE op may bring into the TEE.
+	ChecksDevice bool
 }
 
 var opTable = map[string]*OpInfo{}

@@ -33,6 +33,10 @@ const PassInput = "pass"
 // column of its crossing, so the bound is the widest crossing it allows.
 const MaxShieldRows = 1 << 16
 
+// MaxProbePool bounds a probe's pool of secret vectors, so a plan cannot
+// ask the TEE to precompute an unbounded number of W r products.
+const MaxProbePool = 256
+
 func passCounter(t Type) error {
 	if t.DType != I32 || t.Rank() != 1 || t.Shape[0] != D(2) {
 		return fmt.Errorf("pass counter must be i32[2], got %v", t)
@@ -172,6 +176,42 @@ func init() {
 			Doc: "x - m for every row", MinInputs: 2, MaxInputs: 2, Infer: rowOp},
 		{Name: OpAddRow, Class: ClassBoundary,
 			Doc: "x + m for every row", MinInputs: 2, MaxInputs: 2, Infer: rowOp},
+		{Name: OpProbe, Class: ClassBoundary, Cost: CostProbe, ChecksDevice: true,
+			Doc: "check a device product Y = U W^T with k secret probe vectors r of a pool: |Y r - U (W r)| within the rounding bound, else abort; Y passes through unchanged",
+			// Operands: the device's result, the payload it was computed
+			// from, the weight, and the pass counter that picks the probes.
+			MinInputs: 4, MaxInputs: 4, Result: InPlace, Aliases: []int{0},
+			Attrs: []AttrSpec{{Name: "k", Kind: AttrInt}, {Name: "pool", Kind: AttrInt}},
+			Infer: func(n *Node, in []Type) (Type, error) {
+				k, _ := n.Attrs.Int("k")
+				pool, _ := n.Attrs.Int("pool")
+				if k < 1 || pool < k || pool > MaxProbePool {
+					return Type{}, fmt.Errorf("k %d, pool %d: want 1 <= k <= pool <= %d", k, pool, MaxProbePool)
+				}
+				if err := expect("y", in[0], true, 2); err != nil {
+					return Type{}, err
+				}
+				u, w := in[1], in[2]
+				if u.DType != F32 && u.DType != Q8_0 || u.Rank() != 2 {
+					return Type{}, fmt.Errorf("payload must be f32 or q8_0 rows, got %v", u)
+				}
+				if w.Rank() != 2 {
+					return Type{}, fmt.Errorf("weight must be a matrix, got %v", w)
+				}
+				if err := passCounter(in[3]); err != nil {
+					return Type{}, err
+				}
+				if err := sameDim("payload rows", u.Shape[0], in[0].Shape[0]); err != nil {
+					return Type{}, err
+				}
+				if err := sameDim("weight rows", w.Shape[0], in[0].Shape[1]); err != nil {
+					return Type{}, err
+				}
+				if err := sameDim("weight columns", w.Shape[1], u.Shape[1]); err != nil {
+					return Type{}, err
+				}
+				return Type{F32, in[0].Shape}, nil
+			}},
 		{Name: OpBiasAdd, Class: ClassElementwise,
 			Doc:       "x + b per row: a projection's bias, added in the TEE after unmasking",
 			MinInputs: 2, MaxInputs: 2,

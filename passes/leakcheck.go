@@ -138,12 +138,12 @@ func leakcheck(g *ir.Graph) (leaks, errs []error) {
 			}
 			continue
 		}
-		if info := ir.Op(n.Op); info != nil && info.Crossing == ir.ToTEE { // unmask, to_tee: the way back
-			continue
+		if info := ir.Op(n.Op); info != nil && (info.Crossing == ir.ToTEE || info.ChecksDevice) {
+			continue // unmask, to_tee: the way back; a probe: a check
 		}
 		for _, in := range n.Inputs {
 			src := g.Node(in)
-			if src.Op != ir.OpWeight && src.Place == ir.Device {
+			if src.Op != ir.OpWeight && (src.Place == ir.Device || checksDevice(src.Op)) {
 				errs = append(errs, fmt.Errorf("%s: in the TEE, reads device result %s without unmask", where, describe(g, in)))
 			}
 		}
@@ -152,7 +152,8 @@ func leakcheck(g *ir.Graph) (leaks, errs []error) {
 }
 
 // Pipeline returns the standard pass order for the given protection:
-// place, fuse, quantize, protect, fuse_epilogue, leakcheck. Leakcheck cannot be left out; it
+// place, fuse, (offload,) quantize, protect, fuse_epilogue, (verify-probes,)
+// leakcheck. Leakcheck cannot be left out; it
 // tolerates plaintext crossings only for mask none, which the module
 // then says. noFuse switches fusions off by name.
 func Pipeline(o ProtectOptions, noFuse ...string) *Manager {
@@ -160,14 +161,20 @@ func Pipeline(o ProtectOptions, noFuse ...string) *Manager {
 	if o.level().FullSpan {
 		ps = append(ps, Offload(o))
 	}
-	return &Manager{Passes: append(ps,
-		Quantize(o.Weights),
-		Protect(o),
-		FuseEpilogue(noFuse),
-		Leakcheck(o.Mask == MaskNone),
-	)}
+	ps = append(ps, Quantize(o.Weights), Protect(o), FuseEpilogue(noFuse))
+	if o.Verify > 0 {
+		ps = append(ps, Probes(o.Verify, o.probePool()))
+	}
+	return &Manager{Passes: append(ps, Leakcheck(o.Mask == MaskNone))}
 }
 
 // Unfused is every fusion's name: Pipeline(o, Unfused()...) is the
 // reference the fusion gate tests compare against.
 func Unfused() []string { return FusionNames() }
+
+// checksDevice reports whether op is a probe: its result is the device's
+// value, passed through.
+func checksDevice(op string) bool {
+	info := ir.Op(op)
+	return info != nil && info.ChecksDevice
+}

@@ -70,12 +70,16 @@ func PlanMemory(g *ir.Graph, bind map[string]int) (*MemPlan, error) {
 	for _, o := range g.Outputs {
 		last[o.Value] = end
 	}
-	// A view's parent lives as long as the view is read.
+	// A view's parent, and the storage an in-place result shares (a
+	// probe passes its device result through), lives as long as the view
+	// or the result is read.
 	for i := len(g.Nodes) - 1; i >= 0; i-- {
 		n := g.Nodes[i]
-		if info := ir.Op(n.Op); info != nil && info.Result == ir.View {
-			parent := n.Inputs[info.Aliases[0]]
-			last[parent] = max(last[parent], last[i])
+		if info := ir.Op(n.Op); info != nil && (info.Result == ir.View || info.Result == ir.InPlace) {
+			for _, a := range info.Aliases {
+				parent := n.Inputs[a]
+				last[parent] = max(last[parent], last[i])
+			}
 		}
 	}
 	// kv_append results are their cache; a value read through one lives as

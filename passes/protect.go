@@ -60,6 +60,10 @@ type ProtectOptions struct {
 	// Weights is the device weight format: f32 (default), bf16, q8_0 or q4_0.
 	// It is a compile option like the protection, so it travels with it.
 	Weights string
+	// Verify is the integrity probes per device matmul (the verify-probes
+	// pass; 0: none) and VerifyPool the secret vectors per weight they are
+	// drawn from (0: DefaultProbePool).
+	Verify, VerifyPool int
 	// Unshielded lets ShieldK go below 8, down to 0: the attack harness's
 	// C1 condition (row mixing alone), which must be shown broken. No
 	// flag sets it; users get the refusal.
@@ -113,6 +117,9 @@ func (o ProtectOptions) Check() error {
 		return fmt.Errorf("--topology %q: want per-sequence or shared", o.Topology)
 	}
 	if err := o.checkLevel(); err != nil {
+		return err
+	}
+	if err := o.checkVerify(); err != nil {
 		return err
 	}
 	if l := o.level(); l.FullSpan && !l.Whiten && (o.Weights == WeightsQ8_0 || o.Weights == WeightsQ4_0) {

@@ -27,6 +27,7 @@ func Verify(m *ir.Module) error {
 		errs = append(errs, e...)
 		errs = append(errs, checkPairing(g)...)
 	}
+	errs = append(errs, checkProbes(m)...)
 	if len(errs) > 0 {
 		return fmt.Errorf("verify: %w", errors.Join(append(leaks, errs...)...))
 	}
@@ -84,7 +85,7 @@ func maskOf(g *ir.Graph, v ir.ValueID) *ir.Node {
 		if n.Op == ir.OpMask {
 			return n
 		}
-		if n.Place != ir.Device {
+		if n.Place != ir.Device && !checksDevice(n.Op) {
 			return nil
 		}
 		v = n.Inputs[0]

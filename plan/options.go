@@ -42,7 +42,9 @@ func Level(name string) Options {
 		o.Security = name
 		return o
 	}
-	return Options{ProtectOptions: l.Options(passes.DefaultProtect())}
+	o := Options{ProtectOptions: l.Options(passes.DefaultProtect())}
+	o.Verify = passes.DefaultVerify
+	return o
 }
 
 // Knobs are the seed protocol's settings (gelo-8x4's) with no level
@@ -97,7 +99,15 @@ func passesOf(o Options, meta map[string]string) planfile.Passes {
 		ShieldK: o.ShieldK, ShieldEnergy: o.ShieldEnergy, Center: o.Center,
 		Fusions:      fusionsOf(meta),
 		WeightFormat: weightFormatOf(meta),
+		Verify:       metaInt(meta, "verify"),
+		VerifyPool:   metaInt(meta, "verify_pool"),
 	}
+}
+
+// metaInt reads an integer meta entry the passes wrote (0 when absent).
+func metaInt(meta map[string]string, key string) int {
+	v, _ := strconv.Atoi(meta[key])
+	return v
 }
 
 // weightFormatOf is the device weight format the quantize pass chose (IR
@@ -137,6 +147,7 @@ func IdentityFlags(cfg *models.Config, backend string, ps planfile.Passes) map[s
 		"shield":              strconv.Itoa(ps.ShieldK) + "," + strconv.FormatFloat(ps.ShieldEnergy, 'g', -1, 64),
 		"center":              strconv.FormatBool(ps.Center),
 		"fusions":             strings.Join(ps.Fusions, ","),
+		"verify":              strconv.Itoa(ps.Verify) + "/" + strconv.Itoa(ps.VerifyPool),
 	}
 }
 

@@ -109,9 +109,9 @@ func TestDiffReportsChangedDimension(t *testing.T) {
 	// 2 layers x 2 phases.
 	want := map[string]int{"gate_proj.weight": 6, "up_proj.weight": 6, "down_proj.weight": 6, "concat_weights": 6,
 		"matmul": 6, "unmask": 4, "shield_strip": 2, "swiglu": 4, "shield_stack": 4, "mask": 4,
-		"add_row": 2, "mean_rows": 2, "sub_row": 2}
-	if nodes != 54 || other != 0 || len(perOp) != len(want) {
-		t.Errorf("diff reports %d changed nodes %v (want 54: %v)\n%s", nodes, perOp, want, out)
+		"add_row": 2, "mean_rows": 2, "sub_row": 2, "probe": 4}
+	if nodes != 58 || other != 0 || len(perOp) != len(want) {
+		t.Errorf("diff reports %d changed nodes %v (want 58: %v)\n%s", nodes, perOp, want, out)
 	}
 	for op, n := range want {
 		if perOp[op] != n {

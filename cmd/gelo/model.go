@@ -33,6 +33,8 @@ type modelFlags struct {
 	offload      string
 	planRows     int
 	planBatch    int
+	verify       int
+	verifyPool   int
 	traffic      *cpu.Traffic  // what crossed, for the last line of generate (shared by copies)
 	protectFS    *flag.FlagSet // to tell the knobs given from their defaults
 	mask         string
@@ -84,6 +86,8 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	fs.StringVar(&mf.offload, "offload", "auto", "under a full-span level: auto (each linear op offloaded only where the cost model says it pays; inspect prints why) or all")
 	fs.IntVar(&mf.planRows, "plan-rows", passes.DefaultPlanRows, "prefill length n the offload decision is costed at")
 	fs.IntVar(&mf.planBatch, "plan-batch", passes.DefaultPlanBatch, "decode batch B the offload decision is costed at")
+	fs.IntVar(&mf.verify, "verify", passes.DefaultVerify, fmt.Sprintf("integrity probes per device matmul (Freivalds checks in the TEE; 0: off, at most %d)", passes.MaxVerify))
+	fs.IntVar(&mf.verifyPool, "verify-pool", passes.DefaultProbePool, "secret probe vectors per weight the probes are drawn from (W r precomputed at load)")
 	fs.StringVar(&mf.mask, "mask", d.Mask, passes.MaskFamilyHelp()+" (expert knob: makes the level custom)")
 	fs.StringVar(&mf.cadence, "cadence", d.Cadence, "mask cadence: per-forward or per-offload")
 	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
@@ -143,6 +147,7 @@ func (mf *modelFlags) options() (plan.Options, error) {
 				return o, fmt.Errorf("%w: --security %s batches decode under the shared topology (one full-span crossing for the batch); --topology %s contradicts it", errUsage, l.Name, mf.topology)
 			}
 			o.NoFuse = splitList(mf.noFuse)
+			o.Verify, o.VerifyPool = mf.verify, mf.verifyPool
 			if err := o.Check(); err != nil {
 				return o, fmt.Errorf("%w: %v", errUsage, err)
 			}
@@ -168,6 +173,7 @@ func (mf *modelFlags) options() (plan.Options, error) {
 		o.Topology = mf.topology
 	}
 	o.NoFuse = splitList(mf.noFuse)
+	o.Verify, o.VerifyPool = mf.verify, mf.verifyPool
 	if err := o.Check(); err != nil {
 		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}

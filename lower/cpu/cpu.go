@@ -18,6 +18,7 @@ import (
 	"gelo/ir"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/cpu/mask"
+	"gelo/lower/cpu/probe"
 	"gelo/lower/cpu/quant"
 	"gelo/models"
 	"gelo/models/safetensors"
@@ -78,6 +79,10 @@ type Backend struct {
 
 	profiling bool
 	prof      Profile
+
+	pools      map[string]*probe.Pool // probe pools by weight and size
+	probeStats probeStats
+	failed     atomic.Bool // a probe failed: the session is over
 }
 
 // Bucket is a cost class of instructions, the split of the seed's §07
@@ -89,17 +94,19 @@ const (
 	BucketShield                  // shield fill and strip, centring
 	BucketDevice                  // device matmuls (what the accelerator does)
 	BucketAttention               // TEE attention and KV append
+	BucketProbe                   // integrity probes of device results
 	BucketOther                   // norms, RoPE, residuals, embedding ...
 	NumBuckets
 )
 
-var bucketNames = [NumBuckets]string{"mask apply+unapply", "shield fill+strip", "device matmul", "TEE attention", "other"}
+var bucketNames = [NumBuckets]string{"mask apply+unapply", "shield fill+strip", "device matmul", "TEE attention", "integrity probes", "other"}
 
 func (b Bucket) String() string { return bucketNames[b] }
 
 // costBuckets maps the op record's cost class to a profile bucket.
 var costBuckets = map[ir.Cost]Bucket{
-	ir.CostMask: BucketMask, ir.CostShield: BucketShield, ir.CostAttention: BucketAttention, ir.CostOther: BucketOther,
+	ir.CostMask: BucketMask, ir.CostShield: BucketShield, ir.CostAttention: BucketAttention, ir.CostProbe: BucketProbe,
+	ir.CostOther: BucketOther,
 }
 
 func bucketOf(op string, place ir.Placement) Bucket {
@@ -144,7 +151,8 @@ type ropeKey struct {
 func New(w *models.Weights, opt Options) *Backend {
 	b := &Backend{weights: w, ctx: kernels.NewCtx(opt.Workers), dev: opt.Device, traffic: opt.Traffic,
 		key: append([]byte(nil), opt.SessionKey...), ropes: map[ropeKey]*kernels.Rope{}, uploaded: map[string]bool{},
-		stacks: map[string][]float32{}, qmats: map[string]*wire.Matrix{}, bf16s: map[string][]uint16{}}
+		stacks: map[string][]float32{}, qmats: map[string]*wire.Matrix{}, bf16s: map[string][]uint16{},
+		pools: map[string]*probe.Pool{}}
 	b.qctx = quant.NewCtx(opt.Workers)
 	if b.dev == nil {
 		b.dev = newLocalDevice(b.ctx, b.qctx)
@@ -159,6 +167,17 @@ func (b *Backend) Name() string { return "cpu" }
 func (b *Backend) Close() {
 	b.ctx.Close()
 	b.qctx.Close()
+	b.wipeSecrets()
+}
+
+// wipeSecrets zeroises the session key and everything drawn from it: the
+// mask workspaces and stream, and the probe pools.
+func (b *Backend) wipeSecrets() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, pl := range b.pools {
+		pl.Zeroise()
+	}
 	for _, set := range b.ws {
 		for _, ws := range set {
 			ws.Zeroise()
@@ -169,6 +188,7 @@ func (b *Backend) Close() {
 		b.rng.Forget()
 	}
 	clear(b.key)
+	b.key = b.key[:0]
 }
 
 // passUsed records a pass number and reports whether it was seen before:
@@ -225,6 +245,9 @@ type Program struct {
 	slots    map[int64]*slot
 	// live lists the slots sampled in the current pass.
 	live []*slot
+	// probes: the graph checks device results, drawing from picker.
+	probes bool
+	picker probe.Picker
 }
 
 // slot is the mask material of one mask slot of a pass: sampled at the
@@ -489,6 +512,16 @@ func (p *Program) beginPass() error {
 	}
 	c := p.i32[v]
 	pass := uint64(uint32(c[0])) | uint64(uint32(c[1]))<<32
+	if p.probes {
+		if err := p.picker.Begin(b.key, pass); err != nil {
+			return fmt.Errorf("probes: %w", err)
+		}
+	}
+	if len(p.slots) == 0 {
+		// Probes only (mask none): no mask material, so a pass number
+		// may come again (a new session on the same backend).
+		return nil
+	}
 	b.mu.Lock()
 	if b.passUsed(pass) {
 		b.mu.Unlock()
@@ -520,6 +553,7 @@ func (p *Program) endPass() {
 		sl.alpha = 0
 	}
 	p.b.rng.Zeroise()
+	p.picker.Wipe()
 }
 
 // maskOf returns the slot's mask, sampling it at the slot's first use in
@@ -743,7 +777,10 @@ func (p *Program) Run() error {
 			return fmt.Errorf("run %s: input %q is not bound", p.g.Name, name)
 		}
 	}
-	if len(p.slots) > 0 {
+	if p.b.failed.Load() {
+		return fmt.Errorf("run %s: %w", p.g.Name, ErrIntegrity)
+	}
+	if len(p.slots) > 0 || p.probes {
 		if err := p.beginPass(); err != nil {
 			return fmt.Errorf("run %s: %w", p.g.Name, err)
 		}

@@ -155,7 +155,7 @@ var forwardOps = map[string]bool{
 	ir.OpRope: true, ir.OpNormRope: true, ir.OpNormRopeAppend: true, ir.OpNormRopeAppendKV: true,
 	ir.OpKVAppend: true, ir.OpAttention: true, ir.OpSiLU: true, ir.OpMul: true, ir.OpAdd: true,
 	ir.OpSwiGLU: true, ir.OpSliceCols: true, ir.OpLastRow: true, ir.OpToDevice: true, ir.OpToTEE: true,
-	ir.OpBiasAdd: true,
+	ir.OpBiasAdd: true, ir.OpProbe: true,
 }
 
 // declinedProtection is why whole-forward lowering refuses the protection
@@ -515,7 +515,7 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 			return nil, fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
 		}
 		dims[i] = d
-		if ir.ResultOf(n.Op) == ir.InPlace && p.maxT == 0 { // a cache [S, T, kv] or a pair of them
+		if ir.ResultOf(n.Op) == ir.InPlace && len(d) >= 3 && p.maxT == 0 { // a cache [S, T, kv] or a pair of them (not a probe)
 			p.maxT, p.nseq = d[len(d)-2], d[len(d)-3]
 		}
 	}
@@ -758,6 +758,10 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 			out = b.slice(v(0), 0, r-1, r)
 		case ir.OpToDevice, ir.OpToTEE:
 			out = v(0) // mask none: the crossing is the identity
+		case ir.OpProbe:
+			// The whole forward runs in one engine: there is no device
+			// result to check, so a probe passes its value through.
+			out = v(0)
 		default:
 			err = fmt.Errorf("op not supported")
 		}

@@ -81,6 +81,9 @@ type Passes struct {
 	Center       bool
 	Fusions      []string
 	WeightFormat string
+	// Verify is the integrity probes per device matmul (0: none) and
+	// VerifyPool the secret vectors per weight they are drawn from.
+	Verify, VerifyPool int
 }
 
 // Phase is one compiled graph: its name and ir.GraphDigest.
@@ -195,6 +198,8 @@ type passesWire struct {
 	Center       bool     `json:"center"`
 	Fusions      []string `json:"fusions"`
 	WeightFormat string   `json:"weight_format"`
+	Verify       int      `json:"verify,omitempty"`
+	VerifyPool   int      `json:"verify_pool,omitempty"`
 }
 
 func nonNil(s []string) []string {
@@ -225,6 +230,8 @@ func encodeMeta(p *Plan) []byte {
 			Center:       p.Passes.Center,
 			Fusions:      nonNil(p.Passes.Fusions),
 			WeightFormat: p.Passes.WeightFormat,
+			Verify:       p.Passes.Verify,
+			VerifyPool:   p.Passes.VerifyPool,
 		},
 		IdentityDigest: p.IdentityDigest,
 		IRDigest:       p.IRDigest,
@@ -417,6 +424,7 @@ func decodeMeta(body []byte) (*Plan, error) {
 			Pipeline: w.Passes.Pipeline, Security: w.Passes.Security, Mask: w.Passes.Mask, Cadence: w.Passes.Cadence,
 			Topology: w.Passes.Topology, ShieldK: w.Passes.ShieldK, ShieldEnergy: e,
 			Center: w.Passes.Center, Fusions: w.Passes.Fusions, WeightFormat: w.Passes.WeightFormat,
+			Verify: w.Passes.Verify, VerifyPool: w.Passes.VerifyPool,
 		},
 		IdentityDigest: w.IdentityDigest,
 		IRDigest:       w.IRDigest,
@@ -501,7 +509,7 @@ func (p *Plan) checkMeta() error {
 		}
 	}
 	o := passes.ProtectOptions{Security: ps.Security, Mask: ps.Mask, Cadence: ps.Cadence, ShieldK: ps.ShieldK,
-		ShieldEnergy: ps.ShieldEnergy, Center: ps.Center, Topology: ps.Topology}
+		ShieldEnergy: ps.ShieldEnergy, Center: ps.Center, Topology: ps.Topology, Verify: ps.Verify, VerifyPool: ps.VerifyPool}
 	if err := o.Check(); err != nil {
 		return bad("passes: %v", err)
 	}
@@ -607,6 +615,15 @@ func (p *Plan) checkIR() error {
 	}
 	if slices.Contains(ps.Pipeline, "protect") {
 		want["security"] = ps.Security
+	}
+	if slices.Contains(ps.Pipeline, "verify-probes") {
+		if ps.Verify <= 0 || ps.VerifyPool <= 0 {
+			return bad("the pipeline checks device results, yet passes.verify is %d and passes.verify_pool %d", ps.Verify, ps.VerifyPool)
+		}
+		want["verify"] = strconv.Itoa(ps.Verify)
+		want["verify_pool"] = strconv.Itoa(ps.VerifyPool)
+	} else if ps.Verify != 0 || ps.VerifyPool != 0 {
+		return bad("the pipeline has no verify-probes pass, yet passes.verify is %d", ps.Verify)
 	}
 	if ps.Mask != passes.MaskNone {
 		want["shield"] = strconv.Itoa(ps.ShieldK) + "," + formatEnergy(ps.ShieldEnergy)

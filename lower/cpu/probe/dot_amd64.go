@@ -1,0 +1,79 @@
+//go:build amd64 && !purego
+
+package probe
+
+import "golang.org/x/sys/cpu"
+
+// useAsm selects the AVX2+FMA kernels, decided once from feature detection
+// (tests flip it to compare with the fallback).
+var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+//go:noescape
+func dotF32F64AVX2(a *float32, b *float64, n int) float64
+
+//go:noescape
+func absDotF32F64AVX2(a *float32, b *float64, n int) float64
+
+//go:noescape
+func absSumF32AVX2(a *float32, n int) float64
+
+//go:noescape
+func sumSqF32AVX2(a *float32, n int) float64
+
+// sumSq is the sum of a[i]^2.
+func sumSq(a []float32) float64 {
+	n := len(a) &^ 15
+	s := 0.0
+	if useAsm && n > 0 {
+		s = sumSqF32AVX2(&a[0], n)
+	} else {
+		n = 0
+	}
+	return s + sumSqGo(a[n:])
+}
+
+// dot is the sum of float64(a[i]) * b[i] over len(a) (len(b) >= len(a)).
+func dot(a []float32, b []float64) float64 {
+	b = b[:len(a)]
+	n := len(a) &^ 15
+	s := 0.0
+	if useAsm && n > 0 {
+		s = dotF32F64AVX2(&a[0], &b[0], n)
+	} else {
+		n = 0
+	}
+	return s + dotGo(a[n:], b[n:])
+}
+
+// absDot is the sum of |a[i]| * b[i] over len(a).
+func absDot(a []float32, b []float64) float64 {
+	b = b[:len(a)]
+	n := len(a) &^ 15
+	s := 0.0
+	if useAsm && n > 0 {
+		s = absDotF32F64AVX2(&a[0], &b[0], n)
+	} else {
+		n = 0
+	}
+	return s + absDotGo(a[n:], b[n:])
+}
+
+// absSum is the sum of |a[i]|.
+func absSum(a []float32) float64 {
+	n := len(a) &^ 15
+	s := 0.0
+	if useAsm && n > 0 {
+		s = absSumF32AVX2(&a[0], n)
+	} else {
+		n = 0
+	}
+	return s + absSumGo(a[n:])
+}
+
+// SetAsm switches the assembly kernels on or off and returns the previous
+// setting (tests compare the two).
+func SetAsm(on bool) bool {
+	prev := useAsm
+	useAsm = on && cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	return prev
+}

@@ -1,0 +1,156 @@
+//go:build !purego
+
+#include "textflag.h"
+
+DATA absMask<>+0(SB)/8, $0x7fffffffffffffff
+GLOBL absMask<>(SB), RODATA|NOPTR, $8
+
+// REDUCE sums Y0..Y3 lane-wise, then the four lanes, into the low double
+// of X0.
+#define REDUCE \
+	VADDPD       Y1, Y0, Y0; \
+	VADDPD       Y3, Y2, Y2; \
+	VADDPD       Y2, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPD       X1, X0, X0; \
+	VPERMILPD    $1, X0, X1; \
+	VADDSD       X1, X0, X0
+
+// func dotF32F64AVX2(a *float32, b *float64, n int) float64
+// Sum of float64(a[i]) * b[i], i < n (n a multiple of 16), in four
+// accumulators of four lanes, each product fused into its sum.
+TEXT ·dotF32F64AVX2(SB), NOSPLIT, $0-32
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+
+dotloop:
+	CMPQ        CX, $16
+	JLT         dotdone
+	VCVTPS2PD   (SI), Y4
+	VCVTPS2PD   16(SI), Y5
+	VCVTPS2PD   32(SI), Y6
+	VCVTPS2PD   48(SI), Y7
+	VFMADD231PD (DI), Y4, Y0
+	VFMADD231PD 32(DI), Y5, Y1
+	VFMADD231PD 64(DI), Y6, Y2
+	VFMADD231PD 96(DI), Y7, Y3
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $16, CX
+	JMP         dotloop
+
+dotdone:
+	REDUCE
+	VZEROUPPER
+	MOVSD X0, ret+24(FP)
+	RET
+
+// func absDotF32F64AVX2(a *float32, b *float64, n int) float64
+// Sum of |float64(a[i])| * b[i], i < n (n a multiple of 16).
+TEXT ·absDotF32F64AVX2(SB), NOSPLIT, $0-32
+	MOVQ         a+0(FP), SI
+	MOVQ         b+8(FP), DI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSD absMask<>(SB), Y15
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	VXORPD       Y2, Y2, Y2
+	VXORPD       Y3, Y3, Y3
+
+absdotloop:
+	CMPQ        CX, $16
+	JLT         absdotdone
+	VCVTPS2PD   (SI), Y4
+	VCVTPS2PD   16(SI), Y5
+	VCVTPS2PD   32(SI), Y6
+	VCVTPS2PD   48(SI), Y7
+	VANDPD      Y15, Y4, Y4
+	VANDPD      Y15, Y5, Y5
+	VANDPD      Y15, Y6, Y6
+	VANDPD      Y15, Y7, Y7
+	VFMADD231PD (DI), Y4, Y0
+	VFMADD231PD 32(DI), Y5, Y1
+	VFMADD231PD 64(DI), Y6, Y2
+	VFMADD231PD 96(DI), Y7, Y3
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $16, CX
+	JMP         absdotloop
+
+absdotdone:
+	REDUCE
+	VZEROUPPER
+	MOVSD X0, ret+24(FP)
+	RET
+
+// func absSumF32AVX2(a *float32, n int) float64
+// Sum of |float64(a[i])|, i < n (n a multiple of 16).
+TEXT ·absSumF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ         a+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSD absMask<>(SB), Y15
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	VXORPD       Y2, Y2, Y2
+	VXORPD       Y3, Y3, Y3
+
+abssumloop:
+	CMPQ      CX, $16
+	JLT       abssumdone
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD 16(SI), Y5
+	VCVTPS2PD 32(SI), Y6
+	VCVTPS2PD 48(SI), Y7
+	VANDPD    Y15, Y4, Y4
+	VANDPD    Y15, Y5, Y5
+	VANDPD    Y15, Y6, Y6
+	VANDPD    Y15, Y7, Y7
+	VADDPD    Y4, Y0, Y0
+	VADDPD    Y5, Y1, Y1
+	VADDPD    Y6, Y2, Y2
+	VADDPD    Y7, Y3, Y3
+	ADDQ      $64, SI
+	SUBQ      $16, CX
+	JMP       abssumloop
+
+abssumdone:
+	REDUCE
+	VZEROUPPER
+	MOVSD X0, ret+16(FP)
+	RET
+
+// func sumSqF32AVX2(a *float32, n int) float64
+// Sum of float64(a[i])^2, i < n (n a multiple of 16).
+TEXT ·sumSqF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ   a+0(FP), SI
+	MOVQ   n+8(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+
+sumsqloop:
+	CMPQ        CX, $16
+	JLT         sumsqdone
+	VCVTPS2PD   (SI), Y4
+	VCVTPS2PD   16(SI), Y5
+	VCVTPS2PD   32(SI), Y6
+	VCVTPS2PD   48(SI), Y7
+	VFMADD231PD Y4, Y4, Y0
+	VFMADD231PD Y5, Y5, Y1
+	VFMADD231PD Y6, Y6, Y2
+	VFMADD231PD Y7, Y7, Y3
+	ADDQ        $64, SI
+	SUBQ        $16, CX
+	JMP         sumsqloop
+
+sumsqdone:
+	REDUCE
+	VZEROUPPER
+	MOVSD X0, ret+16(FP)
+	RET

@@ -17,7 +17,7 @@ const (
 	MaxVerify = 32
 	// DefaultProbePool is the pool of secret vectors per weight the probes
 	// of a pass are drawn from: W r is precomputed for each at load.
-	DefaultProbePool = 16
+	DefaultProbePool = 8
 )
 
 // checkVerify validates the probe options.

@@ -43,6 +43,9 @@ type EngineOptions struct {
 	Spy bool
 	// Traffic, when not nil, counts what crosses to and from the device.
 	Traffic *cpu.Traffic
+	// Wrap, when not nil, wraps the untrusted side (the cpu backend only):
+	// the integrity tests put a lying device there.
+	Wrap func(device.Device) device.Device
 }
 
 // Engine runs compiled modules: the runtime backend, and the cpu backend
@@ -115,7 +118,7 @@ func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *dev
 	closeDev := func() {}
 	switch {
 	case eo.Device == "" || eo.Device == "local":
-		if eo.Spy {
+		if eo.Spy || eo.Wrap != nil {
 			ctx := kernels.NewCtx(eo.Workers)
 			opt.Device, closeDev = cpu.NewLocalDevice(ctx), ctx.Close
 		}
@@ -127,6 +130,9 @@ func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *dev
 		opt.Device, closeDev = d, func() { d.Close() }
 	default:
 		return nil, nil, nil, fmt.Errorf("%w: --device %q: want local, gomlx:go, gomlx:xla:cpu or gomlx:xla:cuda", ErrEngine, eo.Device)
+	}
+	if eo.Wrap != nil {
+		opt.Device = eo.Wrap(opt.Device)
 	}
 	var spy *device.SpyDevice
 	if eo.Spy {

@@ -255,3 +255,52 @@ func TestNonFiniteAndPicks(t *testing.T) {
 		}
 	}
 }
+
+// An adaptive liar tunes its error from the outcomes: it grows its lie
+// after each accept and halves it after each reject (a reject ends the
+// session: a new key, so a new pool). It learns the tolerance's scale,
+// nothing more: the lies it gets past stay within a few tolerances, where
+// Bound says they pass, and none of the large ones does.
+func TestAdaptiveLiar(t *testing.T) {
+	p := honest(t, "f32", 256, 256, 1, 8)
+	exact := p.exact(0)
+	const k, rounds = 2, 300
+	r := rand.New(rand.NewPCG(9, 9))
+	pl := p.pool(t, "adaptive-0", 8)
+	tol := pl.Tol(p.u, p.y)
+	var pk probe.Picker
+	scale, session, accepted, largest, bigAccepted := 1000.0, 0, 0, 0.0, 0
+	for round := range rounds {
+		d := make([]float64, p.out)
+		n := 0.0
+		for j := range d {
+			d[j] = r.NormFloat64()
+			n += d[j] * d[j]
+		}
+		y := make([]float32, p.out)
+		for j := range y {
+			y[j] = float32(exact[j] + scale*tol*d[j]/math.Sqrt(n))
+		}
+		if err := pk.Begin([]byte(fmt.Sprintf("adaptive-key-%d", session)), uint64(round)); err != nil {
+			t.Fatal(err)
+		}
+		var sc probe.Scratch
+		if pl.Check(y, p.u, 1, pk.Pick(k, pl.Size()), &sc) <= 1 {
+			accepted++
+			largest = max(largest, scale)
+			if scale >= 30 {
+				bigAccepted++
+			}
+			scale *= 1.5
+			continue
+		}
+		session++
+		pl = p.pool(t, fmt.Sprintf("adaptive-%d", session), 8)
+		scale = max(scale/2, 0.1)
+	}
+	t.Logf("adaptive liar, K = %d: %d of %d lies accepted over %d sessions; largest accepted |D|_2 = %.1f tol (bound at 30 tol: %.1e per lie)",
+		k, accepted, rounds, session+1, largest, math.Pow(math.Sqrt2/30, k))
+	if bigAccepted > 2 {
+		t.Errorf("%d lies of 30 tol or more accepted (bound: %.1e each)", bigAccepted, math.Pow(math.Sqrt2/30, k))
+	}
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"gelo/ir"
+	"gelo/passes"
+	"gelo/plan"
+	"gelo/runtime"
+)
+
+// verifyKs are the probe counts the verify suite compares.
+var verifyKs = []int{0, 1, 2, 4}
+
+// benchVerify measures what the integrity probes cost: TPOT (B = 1) and
+// TTFT at n with K = 0, 1, 2, 4 probes per crossing, per level, the K
+// variants interleaved over reps rounds (medians reported). The default
+// level keeps every linear op in the TEE at B = 1, so nothing crosses and
+// probes cost nothing there. Load is the engine's start and first short
+// prefill, which builds the pools (W r for every checked weight).
+func (e *benchEnv) benchVerify(n, reps int) error {
+	type variant struct {
+		name string
+		o    plan.Options
+	}
+	var vs []variant
+	for _, lv := range []struct {
+		name string
+		all  bool
+	}{{passes.LevelNone, false}, {passes.Level8x4, false}, {passes.DefaultLevel, false}} {
+		o := plan.Level(lv.name)
+		o.Weights = e.mf.weights
+		o.OffloadAll = lv.all
+		name := lv.name
+		if lv.all {
+			name += " --offload all"
+		}
+		vs = append(vs, variant{name, o})
+	}
+	fmt.Fprintf(e.out, "== integrity probes: TPOT (B = 1) and TTFT (n = %d) by probes per crossing K, medians of %d interleaved rounds\n", n, reps)
+	fmt.Fprintf(e.out, "%-12s %3s %7s %12s %9s %12s %8s %11s %10s\n", "level", "K", "probes", "TPOT", "+TPOT", "TTFT", "+TTFT", "load", "pool")
+	for _, v := range vs {
+		mods := make([]*ir.Module, len(verifyKs))
+		for i, k := range verifyKs {
+			o := v.o
+			o.Verify = k
+			m, err := e.module(o.ProtectOptions, o.NoFuse)
+			if err != nil {
+				return fmt.Errorf("%s K=%d: %w", v.name, k, err)
+			}
+			mods[i] = m
+		}
+		tpot := make([][]time.Duration, len(verifyKs))
+		ttft := make([][]time.Duration, len(verifyKs))
+		load := make([][]time.Duration, len(verifyKs))
+		for range reps {
+			for i, m := range mods {
+				l, err := e.loadTime(m)
+				if err != nil {
+					return fmt.Errorf("%s K=%d: %w", v.name, verifyKs[i], err)
+				}
+				load[i] = append(load[i], l)
+				d, err := e.decodeTPOT(m, 1, false)
+				if err != nil {
+					return fmt.Errorf("%s K=%d: %w", v.name, verifyKs[i], err)
+				}
+				tpot[i] = append(tpot[i], d)
+				p, err := e.prefillTime(m, n)
+				if err != nil {
+					return fmt.Errorf("%s K=%d: %w", v.name, verifyKs[i], err)
+				}
+				ttft[i] = append(ttft[i], p)
+			}
+		}
+		t0, f0 := median(tpot[0]), median(ttft[0])
+		for i, k := range verifyKs {
+			t, f := median(tpot[i]), median(ttft[i])
+			fmt.Fprintf(e.out, "%-12s %3d %7d %12v %+8.1f%% %12v %+7.1f%% %11v %10s\n", v.name, k, probesIn(mods[i]),
+				t.Round(time.Microsecond), pct(t, t0), f.Round(time.Microsecond), pct(f, f0),
+				median(load[i]).Round(time.Millisecond), passes.HumanBytes(poolBytes(mods[i])))
+		}
+	}
+	fmt.Fprintln(e.out)
+	return nil
+}
+
+// loadTime is an engine's start and its first prefill of 8 tokens.
+func (e *benchEnv) loadTime(m *ir.Module) (time.Duration, error) {
+	t0 := time.Now()
+	eng, err := e.mf.engine(e.l.Weights, e.key, m)
+	if err != nil {
+		return 0, err
+	}
+	defer eng.Close()
+	s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: e.maxCtx})
+	if err != nil {
+		return 0, err
+	}
+	if _, err := s.Prefill([]int32{1, 2, 3, 4, 5, 6, 7, 8}); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
+}
+
+func pct(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * (float64(a)/float64(b) - 1)
+}
+
+// probesIn counts the probe nodes of a module's decode graph.
+func probesIn(m *ir.Module) int {
+	n := 0
+	if g := m.Graph("decode"); g != nil {
+		for _, nd := range g.Nodes {
+			if nd.Op == ir.OpProbe {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// poolBytes is the memory of the module's probe pools: per checked weight
+// P vectors of out and P of in float64, and in column sums.
+func poolBytes(m *ir.Module) int64 {
+	seen := map[string]bool{}
+	var total int64
+	for _, g := range m.Graphs {
+		for _, n := range g.Nodes {
+			if n.Op != ir.OpProbe {
+				continue
+			}
+			w := g.Node(n.Inputs[2])
+			name := fmt.Sprint(w.Attrs["name"], "/", len(w.Inputs), "/", w.Type)
+			for _, in := range w.Inputs {
+				name += fmt.Sprint(g.Node(in).Attrs["name"])
+			}
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			p, _ := n.Attrs.Int("pool")
+			out, in := int64(w.Type.Shape[0].Size), int64(w.Type.Shape[1].Size)
+			total += 8 * (p*(out+in) + in)
+		}
+	}
+	return total
+}

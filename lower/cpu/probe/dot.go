@@ -44,3 +44,9 @@ func sumSqGo(a []float32) float64 {
 	}
 	return s
 }
+
+func axpyGo(acc []float64, w []float32, r float64) {
+	for i, v := range w {
+		acc[i] += r * float64(v)
+	}
+}

@@ -20,6 +20,21 @@ func absSumF32AVX2(a *float32, n int) float64
 //go:noescape
 func sumSqF32AVX2(a *float32, n int) float64
 
+//go:noescape
+func axpyF32F64AVX2(acc *float64, w *float32, r float64, n int)
+
+// axpy adds r * w[i] to acc[i] (len(acc) >= len(w)).
+func axpy(acc []float64, w []float32, r float64) {
+	acc = acc[:len(w)]
+	n := len(w) &^ 15
+	if useAsm && n > 0 {
+		axpyF32F64AVX2(&acc[0], &w[0], r, n)
+	} else {
+		n = 0
+	}
+	axpyGo(acc[n:], w[n:], r)
+}
+
 // sumSq is the sum of a[i]^2.
 func sumSq(a []float32) float64 {
 	n := len(a) &^ 15

@@ -154,3 +154,35 @@ sumsqdone:
 	VZEROUPPER
 	MOVSD X0, ret+16(FP)
 	RET
+
+// func axpyF32F64AVX2(acc *float64, w *float32, r float64, n int)
+// acc[i] += r * float64(w[i]), i < n (n a multiple of 16), each fused.
+TEXT ·axpyF32F64AVX2(SB), NOSPLIT, $0-32
+	MOVQ         acc+0(FP), DI
+	MOVQ         w+8(FP), SI
+	VBROADCASTSD r+16(FP), Y15
+	MOVQ         n+24(FP), CX
+
+axpyloop:
+	CMPQ        CX, $16
+	JLT         axpydone
+	VCVTPS2PD   (SI), Y4
+	VCVTPS2PD   16(SI), Y5
+	VCVTPS2PD   32(SI), Y6
+	VCVTPS2PD   48(SI), Y7
+	VFMADD213PD (DI), Y15, Y4
+	VFMADD213PD 32(DI), Y15, Y5
+	VFMADD213PD 64(DI), Y15, Y6
+	VFMADD213PD 96(DI), Y15, Y7
+	VMOVUPD     Y4, (DI)
+	VMOVUPD     Y5, 32(DI)
+	VMOVUPD     Y6, 64(DI)
+	VMOVUPD     Y7, 96(DI)
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $16, CX
+	JMP         axpyloop
+
+axpydone:
+	VZEROUPPER
+	RET

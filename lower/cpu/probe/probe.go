@@ -153,10 +153,7 @@ func NewPool(key []byte, name string, size, out, in int, row RowFunc, workers in
 					}
 				}
 				for p := w; p < size; p += workers {
-					rj, acc := pl.r[p][j], pl.wr[p]
-					for k, v := range wj {
-						acc[k] += rj * float64(v)
-					}
+					axpy(pl.wr[p], wj, pl.r[p][j])
 				}
 			}
 		}()

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"gelo/device/wire"
 	"gelo/lower/cpu"
@@ -302,5 +303,33 @@ func TestAdaptiveLiar(t *testing.T) {
 		k, accepted, rounds, session+1, largest, math.Pow(math.Sqrt2/30, k))
 	if bigAccepted > 2 {
 		t.Errorf("%d lies of 30 tol or more accepted (bound: %.1e each)", bigAccepted, math.Pow(math.Sqrt2/30, k))
+	}
+}
+
+// BenchmarkCheck times one crossing's check at the 0.6B model's widths
+// (9 rows: a decode step's row and its 8 shield rows), K = 2.
+func BenchmarkCheck(b *testing.B) {
+	for _, sh := range [][2]int{{4096, 1024}, {1024, 3072}, {151936, 1024}} {
+		b.Run(fmt.Sprintf("%dx%d", sh[0], sh[1]), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			w := make([]float32, sh[0]*sh[1])
+			for i := range w {
+				w[i] = float32(r.NormFloat64())
+			}
+			row := func(j int, _ []float32) ([]float32, error) { return w[j*sh[1] : (j+1)*sh[1]], nil }
+			t0 := time.Now()
+			pl, err := probe.NewPool([]byte("bench-key-bench-"), "w", 8, sh[0], sh[1], row, 2)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("pool of 8 built in %v", time.Since(t0))
+			u := make([]float32, 9*sh[1])
+			y := make([]float32, 9*sh[0])
+			var sc probe.Scratch
+			b.ResetTimer()
+			for range b.N {
+				pl.Check(y, u, 9, []int{1, 5}, &sc)
+			}
+		})
 	}
 }

@@ -19,6 +19,10 @@ type Summary struct {
 	// Security is the plan's level, Claim what it promises, Insecure the
 	// attack that breaks it ("" if none does).
 	Security, Claim, Insecure string
+	// Verify and VerifyPool are the integrity probes per device matmul
+	// and their pool (0: unchecked); Products and Probed count the device
+	// matmuls and the probes that check them, over every graph.
+	Verify, VerifyPool, Products, Probed int
 }
 
 // GraphSummary counts one graph's ops.
@@ -44,6 +48,8 @@ func Summarize(m *ir.Module) Summary {
 		s.Claim = l.Claim
 	}
 	s.Insecure = m.Meta["insecure"]
+	s.Verify, _ = strconv.Atoi(m.Meta["verify"])
+	s.VerifyPool, _ = strconv.Atoi(m.Meta["verify_pool"])
 	seen := map[string]bool{}
 	for _, g := range m.Graphs {
 		gs := GraphSummary{Name: g.Name, Nodes: len(g.Nodes), OpCounts: map[string]int{},
@@ -65,6 +71,10 @@ func Summarize(m *ir.Module) Summary {
 			}
 			if n.Place == ir.Device && ir.IsLinear(n.Op) {
 				gs.DeviceMatmulsPerBlock[blockOf(g, n)]++
+				s.Products++
+			}
+			if n.Op == ir.OpProbe {
+				s.Probed++
 			}
 		}
 		if v := m.Meta["offload."+g.Name]; v != "" {
@@ -111,6 +121,13 @@ func (s Summary) String() string {
 			fmt.Fprintf(&b, " (INSECURE: %s)", s.Insecure)
 		}
 		b.WriteString("\n")
+	}
+	switch {
+	case s.Verify > 0:
+		fmt.Fprintf(&b, "integrity: %d of %d device matmuls checked by %d secret probes each (pool %d per weight); a failed probe aborts the session\n",
+			s.Probed, s.Products, s.Verify, s.VerifyPool)
+	case s.Products > 0:
+		fmt.Fprintf(&b, "integrity: off (--verify 0): the %d device matmuls' results are not checked\n", s.Products)
 	}
 	fmt.Fprintf(&b, "weights: %d tensors, %s (%d bytes)\n", s.Weights, HumanBytes(s.ParamBytes), s.ParamBytes)
 	for _, g := range s.Graphs {

@@ -148,3 +148,84 @@ func TestVerifyHoldsLevels(t *testing.T) {
 		}
 	}
 }
+
+// Verify refuses a module whose probes are not what its meta claims: a
+// crossing left unchecked, a probe with fewer draws, probes under a meta
+// that says none, a probe of another product; and accepts the compiled
+// module with and without probes.
+func TestVerifyChecksProbes(t *testing.T) {
+	po := DefaultProtect()
+	po.Verify = 2
+	m := traced(t)
+	if err := Pipeline(po).Run(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(m); err != nil {
+		t.Fatalf("compiled module with probes: %v", err)
+	}
+	edits := map[string]func(m *ir.Module) bool{
+		"a crossing unchecked": func(m *ir.Module) bool {
+			for _, g := range m.Graphs {
+				for _, n := range g.Nodes {
+					if n.Op == ir.OpUnmask && g.Node(n.Inputs[0]).Op == ir.OpProbe {
+						n.Inputs[0] = g.Node(n.Inputs[0]).Inputs[0]
+						return true
+					}
+				}
+			}
+			return false
+		},
+		"fewer draws": func(m *ir.Module) bool {
+			for _, g := range m.Graphs {
+				for _, n := range g.Nodes {
+					if n.Op == ir.OpProbe {
+						n.Attrs["k"] = int64(1)
+						return true
+					}
+				}
+			}
+			return false
+		},
+		"meta says none": func(m *ir.Module) bool { m.Meta["verify"] = "0"; return true },
+		"another product": func(m *ir.Module) bool {
+			for _, g := range m.Graphs {
+				var probes []*ir.Node
+				for _, n := range g.Nodes {
+					if n.Op == ir.OpProbe {
+						probes = append(probes, n)
+					}
+				}
+				for i, a := range probes {
+					for _, b := range probes[i+1:] {
+						if g.Node(a.Inputs[2]).Type.Equal(g.Node(b.Inputs[2]).Type) {
+							b.Inputs[2] = a.Inputs[2] // layer 1's product checked against layer 0's weight
+							return true
+						}
+					}
+				}
+			}
+			return false
+		},
+	}
+	for name, f := range edits {
+		c := traced(t)
+		if err := Pipeline(po).Run(c); err != nil {
+			t.Fatal(err)
+		}
+		if !f(c) {
+			t.Fatalf("%s: the edit found nothing to change", name)
+		}
+		if err := Verify(c); err == nil {
+			t.Errorf("%s: Verify accepts it", name)
+		} else {
+			t.Logf("%s: %v", name, firstLine(err.Error()))
+		}
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

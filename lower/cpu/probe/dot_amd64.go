@@ -2,7 +2,11 @@
 
 package probe
 
-import "golang.org/x/sys/cpu"
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
 
 // useAsm selects the AVX2+FMA kernels, decided once from feature detection
 // (tests flip it to compare with the fallback).
@@ -22,6 +26,26 @@ func sumSqF32AVX2(a *float32, n int) float64
 
 //go:noescape
 func axpyF32F64AVX2(acc *float64, w *float32, r float64, n int)
+
+//go:noescape
+func axpy4F32F64AVX2(acc *float64, w0, w1, w2, w3 *float32, r *[4]float64, n int)
+
+// axpy4 adds r[t] * w[t][i] to acc[i] for t = 0..3 in order (the rows of
+// w of equal length, len(acc) >= it).
+func axpy4(acc []float64, w *[4][]float32, r *[4]float64) {
+	k := len(w[0])
+	acc = acc[:k]
+	w0, w1, w2, w3 := w[0][:k], w[1][:k], w[2][:k], w[3][:k]
+	n := k &^ 15
+	if useAsm && n > 0 {
+		axpy4F32F64AVX2(&acc[0], &w0[0], &w1[0], &w2[0], &w3[0], r, n)
+	} else {
+		n = 0
+	}
+	for i := n; i < k; i++ {
+		acc[i] = math.FMA(r[3], float64(w3[i]), math.FMA(r[2], float64(w2[i]), math.FMA(r[1], float64(w1[i]), math.FMA(r[0], float64(w0[i]), acc[i]))))
+	}
+}
 
 // axpy adds r * w[i] to acc[i] (len(acc) >= len(w)).
 func axpy(acc []float64, w []float32, r float64) {

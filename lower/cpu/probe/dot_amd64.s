@@ -186,3 +186,58 @@ axpyloop:
 axpydone:
 	VZEROUPPER
 	RET
+
+// AXPY4 adds r0..r3 (Y12..Y15) times 4 converted floats at offset OFF of
+// the rows w0..w3 (SI, DX, BX, R9) to the 4 doubles ACC.
+#define AXPY4(OFF, ACC) \
+	VCVTPS2PD   OFF(SI), Y4;   \
+	VFMADD231PD Y4, Y12, ACC;  \
+	VCVTPS2PD   OFF(DX), Y5;   \
+	VFMADD231PD Y5, Y13, ACC;  \
+	VCVTPS2PD   OFF(BX), Y6;   \
+	VFMADD231PD Y6, Y14, ACC;  \
+	VCVTPS2PD   OFF(R9), Y7;   \
+	VFMADD231PD Y7, Y15, ACC
+
+// func axpy4F32F64AVX2(acc *float64, w0, w1, w2, w3 *float32, r *[4]float64, n int)
+// acc[i] += r[0] w0[i] + r[1] w1[i] + r[2] w2[i] + r[3] w3[i], i < n (n a
+// multiple of 16), each product fused into the running sum in row order.
+TEXT ·axpy4F32F64AVX2(SB), NOSPLIT, $0-56
+	MOVQ         acc+0(FP), DI
+	MOVQ         w0+8(FP), SI
+	MOVQ         w1+16(FP), DX
+	MOVQ         w2+24(FP), BX
+	MOVQ         w3+32(FP), R9
+	MOVQ         r+40(FP), R8
+	MOVQ         n+48(FP), CX
+	VBROADCASTSD 0(R8), Y12
+	VBROADCASTSD 8(R8), Y13
+	VBROADCASTSD 16(R8), Y14
+	VBROADCASTSD 24(R8), Y15
+
+axpy4loop:
+	CMPQ    CX, $16
+	JLT     axpy4done
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	AXPY4(0, Y0)
+	AXPY4(16, Y1)
+	AXPY4(32, Y2)
+	AXPY4(48, Y3)
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	ADDQ    $64, BX
+	ADDQ    $64, R9
+	ADDQ    $128, DI
+	SUBQ    $16, CX
+	JMP     axpy4loop
+
+axpy4done:
+	VZEROUPPER
+	RET

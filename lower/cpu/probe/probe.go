@@ -135,25 +135,40 @@ func NewPool(key []byte, name string, size, out, in int, row RowFunc, workers in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			scratch := make([]float32, in)
-			for j := range out {
-				wj, err := row(j, scratch)
-				if err != nil {
-					errs[w] = fmt.Errorf("probe pool %q: row %d: %w", name, j, err)
-					return
-				}
-				if len(wj) != in {
-					errs[w] = fmt.Errorf("probe pool %q: row %d has %d values, want %d", name, j, len(wj), in)
-					return
-				}
-				if w == 0 {
-					for k, v := range wj {
-						pl.c[k] += math.Abs(float64(v))
-						wf += float64(v) * float64(v)
+			var scratch, rows [4][]float32
+			for t := range scratch {
+				scratch[t] = make([]float32, in)
+			}
+			var rs [4]float64
+			for j0 := 0; j0 < out; j0 += 4 {
+				nr := min(4, out-j0)
+				for t := range nr {
+					j := j0 + t
+					wj, err := row(j, scratch[t])
+					if err == nil && len(wj) != in {
+						err = fmt.Errorf("%d values, want %d", len(wj), in)
+					}
+					if err != nil {
+						errs[w] = fmt.Errorf("probe pool %q: row %d: %w", name, j, err)
+						return
+					}
+					rows[t] = wj
+					if w == 0 {
+						for k, v := range wj {
+							pl.c[k] += math.Abs(float64(v))
+							wf += float64(v) * float64(v)
+						}
 					}
 				}
 				for p := w; p < size; p += workers {
-					axpy(pl.wr[p], wj, pl.r[p][j])
+					if nr == 4 {
+						copy(rs[:], pl.r[p][j0:j0+4])
+						axpy4(pl.wr[p], &rows, &rs)
+						continue
+					}
+					for t := range nr {
+						axpy(pl.wr[p], rows[t], pl.r[p][j0+t])
+					}
 				}
 			}
 		}()

@@ -20,6 +20,12 @@ import (
 // first error and the engine's probe statistics.
 func integrityRun(t *testing.T, level, weights string, k int, key byte, steps int, setup func(*device.LiarDevice)) ([]int, error, cpu.ProbeStats) {
 	t.Helper()
+	return integrityOn(t, "local", level, weights, k, key, steps, setup)
+}
+
+// integrityOn is integrityRun on the named device.
+func integrityOn(t *testing.T, dev, level, weights string, k int, key byte, steps int, setup func(*device.LiarDevice)) ([]int, error, cpu.ProbeStats) {
+	t.Helper()
 	src, cfg := tiny(t)
 	o := plan.Level(level)
 	o.OffloadAll = true
@@ -34,7 +40,7 @@ func integrityRun(t *testing.T, level, weights string, k int, key byte, steps in
 		t.Fatal(err)
 	}
 	var liar *device.LiarDevice
-	eo := plan.EngineOptions{Wrap: func(d device.Device) device.Device {
+	eo := plan.EngineOptions{Device: dev, Wrap: func(d device.Device) device.Device {
 		liar = device.NewLiar(d)
 		if setup != nil {
 			setup(liar)
@@ -172,5 +178,30 @@ func TestNoFalseAlarmTenThousand(t *testing.T) {
 			worst = max(worst, st.Worst)
 		}
 		t.Logf("%s: %d honest crossings, no false alarm; largest statistic %.2e of its tolerance", w, checks, worst)
+	}
+}
+
+// The probes need no backend code: on the gomlx device (its pure-Go
+// engine) honest products pass with the same tokens as the local device,
+// and a lie is caught.
+func TestProbesOnGomlxDevice(t *testing.T) {
+	ref, err, _ := integrityRun(t, passes.Level8x4, passes.WeightsF32, 2, 7, 12, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err, st := integrityOn(t, "gomlx:go", passes.Level8x4, passes.WeightsF32, 2, 7, 12, nil)
+	if err != nil {
+		t.Fatalf("gomlx device, honest: %v", err)
+	}
+	if !slices.Equal(got, ref) {
+		t.Errorf("gomlx device decodes %v, local %v", got, ref)
+	}
+	t.Logf("gomlx device: %d honest checks, largest statistic %.2e of its tolerance", st.Checks, st.Worst)
+	_, err, _ = integrityOn(t, "gomlx:go", passes.Level8x4, passes.WeightsF32, 2, 7, 12, func(l *device.LiarDevice) {
+		l.Lie, l.Amount = device.ScaleRow, 0.01
+		l.At = func(c int, _ string) bool { return c == 30 }
+	})
+	if !errors.Is(err, cpu.ErrIntegrity) {
+		t.Errorf("gomlx device, a row scaled by 1.01: %v, want the integrity error", err)
 	}
 }

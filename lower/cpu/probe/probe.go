@@ -207,7 +207,7 @@ func (pl *Pool) Zeroise() {
 }
 
 // Scratch is a check's per-row state, sized for m rows.
-type Scratch struct{ a, sy, un []float64 }
+type Scratch struct{ a, sy, un, s []float64 }
 
 // Check tests the m rows of y [m, Out] (the device's result) against u
 // [m, In] (the payload it was computed from) with the probes idx of the
@@ -215,24 +215,38 @@ type Scratch struct{ a, sy, un []float64 }
 // rows and probes: at most 1 passes, anything else (NaN included) fails.
 // Every row and probe is computed whatever the outcome.
 func (pl *Pool) Check(y, u []float32, m int, idx []int, sc *Scratch) float64 {
-	if cap(sc.a) < m {
+	k := len(idx)
+	if cap(sc.a) < m || cap(sc.s) < m*k {
 		sc.a, sc.sy, sc.un = make([]float64, m), make([]float64, m), make([]float64, m)
+		sc.s = make([]float64, m*k)
 	}
-	a, sy, un := sc.a[:m], sc.sy[:m], sc.un[:m]
+	a, sy, un, st := sc.a[:m], sc.sy[:m], sc.un[:m], sc.s[:m*k]
+	clear(sy)
+	clear(st)
 	for i := range m {
 		ui := u[i*pl.In : (i+1)*pl.In]
 		a[i] = absDot(ui, pl.c)
 		un[i] = math.Sqrt(sumSq(ui))
-		sy[i] = absSum(y[i*pl.Out : (i+1)*pl.Out])
+	}
+	// Y r over column blocks, so a block of each drawn r stays in cache
+	// for every row (the LM head's rows are long).
+	for j0 := 0; j0 < pl.Out; j0 += checkBlock {
+		j1 := min(j0+checkBlock, pl.Out)
+		for i := range m {
+			yi := y[i*pl.Out+j0 : i*pl.Out+j1]
+			sy[i] += absSum(yi)
+			for t, p := range idx {
+				st[i*k+t] += dot(yi, pl.r[p][j0:j1])
+			}
+		}
 	}
 	worst := 0.0
-	for _, p := range idx {
-		r, wr := pl.r[p], pl.wr[p]
+	for t, p := range idx {
+		wr := pl.wr[p]
 		for i := range m {
-			s := dot(y[i*pl.Out:(i+1)*pl.Out], r)
 			ref := dot(u[i*pl.In:(i+1)*pl.In], wr)
 			tol := pl.tol(un[i], a[i], sy[i])
-			d := math.Abs(s - ref)
+			d := math.Abs(st[i*k+t] - ref)
 			ratio := d / tol
 			switch {
 			case tol == 0 && d == 0:
@@ -245,6 +259,10 @@ func (pl *Pool) Check(y, u []float32, m int, idx []int, sc *Scratch) float64 {
 	}
 	return worst
 }
+
+// checkBlock is the column block of the Y r sums: 2048 float64 of each
+// drawn r (16 KiB) and of a row of Y (8 KiB) stay in L1.
+const checkBlock = 2048
 
 // tol is a row's bound from |u_i|_2, A_i and sum_j |y_ij| (see the
 // package doc); the last factor covers the float64 rounding of the bound

@@ -133,6 +133,10 @@ func TestHonestProductsPass(t *testing.T) {
 				t.Fatalf("%s [%d x %d]: honest product fails, statistic %.3g x its tolerance", format, sh[0], sh[1], w)
 			}
 			worst = max(worst, w)
+			if format == "f32" {
+				row := p.y[:p.out]
+				t.Logf("[%d x %d]: tol / |y_0|_2 = %.2e", sh[0], sh[1], pl.Tol(p.u[:p.in], row)/math.Sqrt(sumSq(row)))
+			}
 		}
 		t.Logf("%s: largest honest statistic %.2e of its tolerance", format, worst)
 	}
@@ -335,4 +339,12 @@ func BenchmarkCheck(b *testing.B) {
 			}
 		})
 	}
+}
+
+func sumSq(a []float32) float64 {
+	s := 0.0
+	for _, v := range a {
+		s += float64(v) * float64(v)
+	}
+	return s
 }

@@ -156,8 +156,8 @@ func NewPool(key []byte, name string, size, out, in int, row RowFunc, workers in
 					if w == 0 {
 						for k, v := range wj {
 							pl.c[k] += math.Abs(float64(v))
-							wf += float64(v) * float64(v)
 						}
+						wf += sumSq(wj)
 					}
 				}
 				for p := w; p < size; p += workers {

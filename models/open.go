@@ -18,6 +18,8 @@ type Source struct {
 	Spec string
 	// Dir is the Hugging Face directory (config.json + safetensors).
 	Dir string
+	// GGUF is a GGUF file (config, weights and tokenizer in one).
+	GGUF string
 	// Variant is the built-in variant whose weights are synthesized from
 	// Seed, rounded through SynthDType.
 	Variant    string
@@ -27,6 +29,14 @@ type Source struct {
 
 // IsDir reports whether the model is a directory on disk.
 func (s Source) IsDir() bool { return s.Dir != "" }
+
+// Path is the model's file or directory on disk ("" for a variant).
+func (s Source) Path() string {
+	if s.GGUF != "" {
+		return s.GGUF
+	}
+	return s.Dir
+}
 
 // Resolve reads only the config a spec names: a directory holding
 // config.json, else a built-in variant (seed and synthDType are recorded
@@ -38,6 +48,18 @@ func Resolve(spec string, seed uint64, synthDType string) (Source, *Config, erro
 			return Source{}, nil, err
 		}
 		return Source{Spec: spec, Dir: spec}, cfg, nil
+	}
+	if IsGGUF(spec) {
+		f, err := OpenGGUF(spec)
+		if err != nil {
+			return Source{}, nil, err
+		}
+		defer f.Close()
+		cfg, err := GGUFConfig(f)
+		if err != nil {
+			return Source{}, nil, fmt.Errorf("%s: %w", spec, err)
+		}
+		return Source{Spec: spec, GGUF: spec}, cfg, nil
 	}
 	cfg, err := Variant(spec)
 	if err != nil {
@@ -53,6 +75,9 @@ func Resolve(spec string, seed uint64, synthDType string) (Source, *Config, erro
 type Model struct {
 	Source
 	*Weights
+	// Notice says what loading converted (a GGUF file's tensors
+	// dequantized to f32), "" when nothing was.
+	Notice string
 }
 
 // Open loads the model a spec names: a directory's checkpoint (progress,
@@ -68,6 +93,18 @@ func OpenAs(spec string, seed uint64, synthDType string, progress func(done, tot
 	src, cfg, err := Resolve(spec, seed, synthDType)
 	if err != nil {
 		return nil, err
+	}
+	if src.GGUF != "" {
+		f, err := OpenGGUF(src.GGUF)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		w, conv, err := LoadGGUF(f, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src.GGUF, err)
+		}
+		return &Model{Source: src, Weights: w, Notice: conv.String()}, nil
 	}
 	if src.IsDir() {
 		w, err := LoadWithProgress(src.Dir, progress)

@@ -83,6 +83,12 @@ func Encode(p *planfile.Plan) ([]byte, error) {
 // config bytes the identity hashes: config.json as it is on disk, or a
 // variant's canonical JSON.
 func sourceOf(s models.Source, cfg *models.Config) (planfile.Source, []byte, error) {
+	if s.GGUF != "" {
+		// The identity of a GGUF plan would hash the tensor bytes as
+		// stored; until it does, such a plan is not sealed at all rather
+		// than sealed with an identity that binds something else.
+		return planfile.Source{}, nil, fmt.Errorf("%s: sealing a plan for a GGUF model is not supported yet (run it with generate, or convert it with gelo export)", s.GGUF)
+	}
 	if s.IsDir() {
 		path := filepath.Join(s.Dir, "config.json")
 		config, err := os.ReadFile(path)

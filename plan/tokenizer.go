@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"gelo/models"
 	"gelo/tokenizer"
 )
 
@@ -29,7 +30,8 @@ type Tokenizer struct {
 
 // LoadTokenizer resolves and parses the tokenizer: path (a file, used as
 // named, or a directory holding tokenizer.json), else modelDir's
-// tokenizer.json when it has one, else none (a zero Tokenizer). A file
+// tokenizer.json when it has one (or, when modelDir is a GGUF file, the
+// tokenizer it carries), else none (a zero Tokenizer). A file
 // that does not parse as a tokenizer is an error naming it, so nothing
 // that is not a tokenizer is ever sealed into an identity.
 func LoadTokenizer(path, modelDir string) (Tokenizer, error) {
@@ -41,6 +43,8 @@ func LoadTokenizer(path, modelDir string) (Tokenizer, error) {
 		if st.IsDir() {
 			path = filepath.Join(path, TokenizerFileName)
 		}
+	} else if modelDir != "" && models.IsGGUF(modelDir) {
+		return ggufTokenizer(modelDir)
 	} else if modelDir != "" {
 		path = filepath.Join(modelDir, TokenizerFileName)
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -69,4 +73,25 @@ func LoadTokenizer(path, modelDir string) (Tokenizer, error) {
 		data = []byte{}
 	}
 	return Tokenizer{Path: path, Bytes: data, Tok: tok}, nil
+}
+
+// ggufTokenizer is the tokenizer a GGUF file carries, as the tokenizer.json
+// it amounts to (models.GGUFTokenizer): those bytes are what an identity
+// would hash and what encodes. A file without one has none.
+func ggufTokenizer(path string) (Tokenizer, error) {
+	f, err := models.OpenGGUF(path)
+	if err != nil {
+		return Tokenizer{}, err
+	}
+	defer f.Close()
+	tj, cj, err := models.GGUFTokenizer(f)
+	if err != nil || tj == nil {
+		return Tokenizer{}, err
+	}
+	name := path + "#tokenizer"
+	tok, err := tokenizer.Parse(tj, cj, name, name+"_config")
+	if err != nil {
+		return Tokenizer{}, fmt.Errorf("%s: its tokenizer is not usable: %w", path, err)
+	}
+	return Tokenizer{Path: name, Bytes: tj, Tok: tok}, nil
 }

@@ -140,7 +140,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	defer l.Close()
 
-	modelDir := l.Dir
+	modelDir := l.Path()
 	var tk *tokenizer.Tokenizer
 	switch {
 	case *prompt == "" && *chat == "" && *tok == "":

@@ -24,6 +24,7 @@ func verbs() []verb {
 		{"generate", "prefill + greedy decode, tokens streamed as they are sampled", runGenerate},
 		{"replay", "capture a decode step once, replay it N times, prove it bit-identical to eager", runReplay},
 		{"synth", "write a deterministic synthetic model in the Hugging Face layout", runSynth},
+		{"export", "write a model (directory, variant or GGUF) as a GGUF file for llama.cpp", runExport},
 		{"bench", "prefill and decode tok/s against the machine's bandwidth bound", runBench},
 		{"record", "run generation with the device spied and write every payload it saw (safetensors)", runRecord},
 		{"attack", "record every protection condition on a corpus and attack what the device saw", runAttack},

@@ -213,6 +213,9 @@ func (mf *modelFlags) open(stderr io.Writer) (*models.Model, error) {
 	if m != nil && m.IsDir() {
 		bar.done()
 	}
+	if m != nil && m.Notice != "" {
+		fmt.Fprintln(stderr, m.Notice)
+	}
 	return m, err
 }
 

@@ -64,7 +64,7 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		tk, err := loadTokenizer(*tok, model.Dir)
+		tk, err := loadTokenizer(*tok, model.Path())
 		if err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 		}
 		prompts = corpus.Fit(ids, model.Config.VocabSize)
 	case *prompt != "":
-		tk, err := loadTokenizer(*tok, model.Dir)
+		tk, err := loadTokenizer(*tok, model.Path())
 		if err != nil {
 			return err
 		}

@@ -342,3 +342,7 @@ func shapeString(s []int) string {
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
+
+// MapFile maps path read-only (the GGUF reader shares the mapping code);
+// unmap, when not nil, releases the mapping.
+func MapFile(path string) ([]byte, func() error, error) { return mapFile(path) }

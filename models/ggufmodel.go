@@ -1,0 +1,389 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"gelo/models/gguf"
+	"gelo/models/safetensors"
+)
+
+// GGUF tensor names (llama.cpp's) against gelo's (Hugging Face's): per
+// layer "blk.N." + the GGUF suffix is model.layers.N. + the HF suffix.
+var ggufLayerNames = [][2]string{
+	{"attn_norm.weight", "input_layernorm.weight"},
+	{"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_q.bias", "self_attn.q_proj.bias"},
+	{"attn_k.weight", "self_attn.k_proj.weight"}, {"attn_k.bias", "self_attn.k_proj.bias"},
+	{"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_v.bias", "self_attn.v_proj.bias"},
+	{"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_output.bias", "self_attn.o_proj.bias"},
+	{"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+	{"ffn_norm.weight", "post_attention_layernorm.weight"},
+	{"ffn_gate.weight", "mlp.gate_proj.weight"}, {"ffn_up.weight", "mlp.up_proj.weight"}, {"ffn_down.weight", "mlp.down_proj.weight"},
+}
+
+var ggufGlobalNames = [][2]string{
+	{"token_embd.weight", EmbedName}, {"output_norm.weight", FinalNormName}, {"output.weight", LMHeadName},
+}
+
+// GGUFName maps a gelo tensor name to llama.cpp's ("" if it has none).
+func GGUFName(hf string) string {
+	for _, p := range ggufGlobalNames {
+		if p[1] == hf {
+			return p[0]
+		}
+	}
+	rest, ok := strings.CutPrefix(hf, "model.layers.")
+	if !ok {
+		return ""
+	}
+	idx, suffix, _ := strings.Cut(rest, ".")
+	for _, p := range ggufLayerNames {
+		if p[1] == suffix {
+			return "blk." + idx + "." + p[0]
+		}
+	}
+	return ""
+}
+
+// ggufArch maps general.architecture to the config's model_type: llama.cpp
+// writes mistral models as llama.
+var ggufArch = map[string]string{"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama", "mistral": "llama"}
+
+// IsGGUF reports whether path is a regular file that starts with the GGUF
+// magic.
+func IsGGUF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	var b [4]byte
+	n, _ := f.Read(b[:])
+	return n == 4 && string(b[:]) == gguf.Magic
+}
+
+// OpenGGUF maps and parses a GGUF file.
+func OpenGGUF(path string) (*gguf.File, error) {
+	b, unmap, err := safetensors.MapFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("gguf %s: %w", path, err)
+	}
+	f, err := gguf.Parse(b)
+	if err != nil {
+		if unmap != nil {
+			unmap()
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f.SetCloser(unmap)
+	return f, nil
+}
+
+// GGUFConfig reads the model config from a GGUF file's metadata, checked
+// against its tensors.
+func GGUFConfig(f *gguf.File) (*Config, error) {
+	archV, ok := f.Meta["general.architecture"]
+	arch, _ := archV.String()
+	mt, supported := ggufArch[arch]
+	if !ok || !supported {
+		return nil, fmt.Errorf("gguf: general.architecture %q is not supported (want qwen3, qwen2, llama or mistral)", arch)
+	}
+	num := func(key string, need bool) (int, error) {
+		v, ok := f.Meta[arch+"."+key]
+		if !ok {
+			if need {
+				return 0, fmt.Errorf("gguf: metadata %s.%s is missing", arch, key)
+			}
+			return 0, nil
+		}
+		n, ok := v.Int()
+		if !ok || n < 0 || n > MaxDim*MaxDim {
+			return 0, fmt.Errorf("gguf: metadata %s.%s is not a size", arch, key)
+		}
+		return int(n), nil
+	}
+	flt := func(key string, def float64) (float64, error) {
+		v, ok := f.Meta[arch+"."+key]
+		if !ok {
+			return def, nil
+		}
+		x, ok := v.Float()
+		if !ok {
+			return 0, fmt.Errorf("gguf: metadata %s.%s is not a number", arch, key)
+		}
+		return x, nil
+	}
+	c := &Config{ModelType: mt, HiddenAct: "silu", TorchDType: "float32"}
+	var err error
+	for _, fld := range []struct {
+		key  string
+		dst  *int
+		need bool
+	}{
+		{"block_count", &c.NumHiddenLayers, true}, {"embedding_length", &c.HiddenSize, true},
+		{"feed_forward_length", &c.IntermediateSize, true}, {"attention.head_count", &c.NumAttentionHeads, true},
+		{"attention.head_count_kv", &c.NumKeyValueHeads, false}, {"attention.key_length", &c.HeadDim, false},
+		{"context_length", &c.MaxPositionEmbeddings, true},
+	} {
+		if *fld.dst, err = num(fld.key, fld.need); err != nil {
+			return nil, err
+		}
+	}
+	if c.NumKeyValueHeads == 0 {
+		c.NumKeyValueHeads = c.NumAttentionHeads
+	}
+	if c.RopeTheta, err = flt("rope.freq_base", 10000); err != nil {
+		return nil, err
+	}
+	if c.RMSNormEps, err = flt("attention.layer_norm_rms_epsilon", 1e-6); err != nil {
+		return nil, err
+	}
+	emb, ok := f.Tensor("token_embd.weight")
+	if !ok || len(emb.Dims) != 2 {
+		return nil, fmt.Errorf("gguf: tensor token_embd.weight is missing or not a matrix")
+	}
+	c.VocabSize = int(emb.Dims[1])
+	if toks, ok := f.Meta["tokenizer.ggml.tokens"]; ok && toks.Len() > c.VocabSize {
+		return nil, fmt.Errorf("gguf: %d tokenizer tokens for a vocabulary of %d", toks.Len(), c.VocabSize)
+	}
+	_, hasOut := f.Tensor("output.weight")
+	c.TieWordEmbeddings = !hasOut
+	if _, ok := f.Tensor("blk.0.attn_q.bias"); ok && mt != "qwen2" {
+		c.AttentionBias = true
+	}
+	if v, ok := f.Meta["tokenizer.ggml.bos_token_id"]; ok {
+		if n, ok := v.Int(); ok {
+			c.BOSTokenID = int(n)
+		}
+	}
+	if v, ok := f.Meta["tokenizer.ggml.eos_token_id"]; ok {
+		if n, ok := v.Int(); ok {
+			c.EOSTokenIDs = TokenIDs{int(n)}
+		}
+	}
+	if c.HeadDim == c.HiddenSize/max(c.NumAttentionHeads, 1) && c.HiddenSize%max(c.NumAttentionHeads, 1) == 0 && mt != "qwen3" {
+		c.HeadDim = 0 // implied
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("gguf: config from the metadata: %w", err)
+	}
+	return c, nil
+}
+
+// GGUFConversion says what loading a GGUF file converted: gelo's weights
+// are f32 in the TEE, so every tensor is dequantized once at load (exactly:
+// each value is what ggml's own dequantization gives).
+type GGUFConversion struct {
+	Types map[gguf.TensorType]int // tensors per stored type
+	Bytes int64                   // f32 bytes the dequantized tensors hold
+}
+
+func (c GGUFConversion) String() string {
+	if len(c.Types) == 0 || (len(c.Types) == 1 && c.Types[gguf.F32] > 0) {
+		return "" // nothing converted
+	}
+	var parts []string
+	keys := make([]gguf.TensorType, 0, len(c.Types))
+	for t := range c.Types {
+		keys = append(keys, t)
+	}
+	slices.Sort(keys)
+	for _, t := range keys {
+		parts = append(parts, fmt.Sprintf("%d %v", c.Types[t], t))
+	}
+	return fmt.Sprintf("gguf: %s tensors read as f32 at load, exactly (%d MiB in memory); a quantized plan requantizes them to its device format", strings.Join(parts, ", "), c.Bytes>>20)
+}
+
+// LoadGGUF reads the weights of a GGUF file for cfg (from GGUFConfig):
+// every tensor the config needs, mapped to its gelo name, its shape
+// checked, dequantized to f32, and llama.cpp's Q/K row permutation undone
+// for llama-architecture files.
+func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
+	conv := GGUFConversion{Types: map[gguf.TensorType]int{}}
+	data := map[string][]float32{}
+	arch, _ := f.Meta["general.architecture"].String()
+	for _, s := range cfg.TensorSpecs() {
+		gname := GGUFName(s.Name)
+		t, ok := f.Tensor(gname)
+		if !ok {
+			return nil, conv, fmt.Errorf("gguf: tensor %s (gelo's %s) is missing", gname, s.Name)
+		}
+		if !slices.Equal(t.Shape(), s.Shape) {
+			return nil, conv, fmt.Errorf("gguf: tensor %s has shape %v, the metadata implies %v", gname, t.Shape(), s.Shape)
+		}
+		v := make([]float32, s.Elems())
+		if err := gguf.Dequantize(t.Type, f.Data(t), v); err != nil {
+			return nil, conv, fmt.Errorf("gguf: tensor %s: %w", gname, err)
+		}
+		if err := finite(s.Name, v); err != nil {
+			return nil, conv, fmt.Errorf("gguf: %w", err)
+		}
+		if arch == "llama" || arch == "mistral" {
+			switch {
+			case strings.HasSuffix(s.Name, "q_proj.weight"):
+				v = unpermuteQK(v, s.Shape, cfg.NumAttentionHeads)
+			case strings.HasSuffix(s.Name, "k_proj.weight"):
+				v = unpermuteQK(v, s.Shape, cfg.NumKeyValueHeads)
+			}
+		}
+		data[s.Name] = v
+		conv.Types[t.Type]++
+		conv.Bytes += 4 * int64(len(v))
+	}
+	w, err := NewWeights(cfg, data)
+	return w, conv, err
+}
+
+// PermuteQK is llama.cpp's reordering of a llama q/k projection's rows
+// (its converter's permute): within each head, the rows of the two rotary
+// halves interleaved, row (h, i, j) of [heads, 2, half] taken to (h, j, i).
+func PermuteQK(w []float32, shape []int, heads int) []float32 {
+	return permuteRows(w, shape, heads, false)
+}
+
+func unpermuteQK(w []float32, shape []int, heads int) []float32 {
+	return permuteRows(w, shape, heads, true)
+}
+
+func permuteRows(w []float32, shape []int, heads int, inverse bool) []float32 {
+	rows, cols := shape[0], shape[1]
+	half := rows / heads / 2
+	out := make([]float32, len(w))
+	for h := range heads {
+		for i := range 2 {
+			for j := range half {
+				src := h*2*half + i*half + j // HF row
+				dst := h*2*half + j*2 + i    // GGUF row
+				if inverse {
+					src, dst = dst, src
+				}
+				copy(out[dst*cols:(dst+1)*cols], w[src*cols:(src+1)*cols])
+			}
+		}
+	}
+	return out
+}
+
+// GGUF token types (llama.cpp's llama_token_type).
+const (
+	GGUFTokenNormal      = 1
+	GGUFTokenUnknown     = 2
+	GGUFTokenControl     = 3
+	GGUFTokenUserDefined = 4
+	GGUFTokenUnused      = 5
+	GGUFTokenByte        = 6
+)
+
+// qwen2Pretokenizer is the byte-level split tokenizer.ggml.pre "qwen2"
+// names (what a Qwen tokenizer.json spells out).
+const qwen2Pretokenizer = `{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]}`
+
+// GGUFTokenizer builds the tokenizer.json and tokenizer_config.json that
+// a GGUF file's own tokenizer (tokenizer.ggml.*: a gpt2 byte-level BPE
+// with the qwen2 pre-tokenizer) amounts to: normal tokens form the BPE
+// vocabulary, control and user-defined tokens the added tokens (control
+// ones special), with the merges, the eos/pad tokens and the chat
+// template. A file without a tokenizer gives nil, nil.
+func GGUFTokenizer(f *gguf.File) (tokenizerJSON, configJSON []byte, err error) {
+	modelV, ok := f.Meta["tokenizer.ggml.model"]
+	if !ok {
+		return nil, nil, nil
+	}
+	if m, _ := modelV.String(); m != "gpt2" {
+		return nil, nil, fmt.Errorf("gguf: tokenizer.ggml.model %q is not supported (gelo reads gpt2 byte-level BPE)", m)
+	}
+	if v, ok := f.Meta["tokenizer.ggml.pre"]; ok {
+		if p, _ := v.String(); p != "qwen2" {
+			return nil, nil, fmt.Errorf("gguf: tokenizer.ggml.pre %q is not supported (gelo reads qwen2)", p)
+		}
+	}
+	tokens, ok := f.Meta["tokenizer.ggml.tokens"].Strings()
+	if !ok {
+		return nil, nil, fmt.Errorf("gguf: tokenizer.ggml.tokens is missing or not strings")
+	}
+	types, _ := f.Meta["tokenizer.ggml.token_type"].Ints()
+	if types != nil && len(types) != len(tokens) {
+		return nil, nil, fmt.Errorf("gguf: %d token types for %d tokens", len(types), len(tokens))
+	}
+	merges, ok := f.Meta["tokenizer.ggml.merges"].Strings()
+	if !ok {
+		return nil, nil, fmt.Errorf("gguf: tokenizer.ggml.merges is missing or not strings")
+	}
+	type added struct {
+		ID         int    `json:"id"`
+		Content    string `json:"content"`
+		SingleWord bool   `json:"single_word"`
+		Lstrip     bool   `json:"lstrip"`
+		Rstrip     bool   `json:"rstrip"`
+		Normalized bool   `json:"normalized"`
+		Special    bool   `json:"special"`
+	}
+	vocab := map[string]int{}
+	var adds []added
+	for id, tok := range tokens {
+		ty := int64(GGUFTokenNormal)
+		if types != nil {
+			ty = types[id]
+		}
+		switch ty {
+		case GGUFTokenUnused:
+			// llama.cpp's padding up to the embedding's rows: no text maps there.
+		case GGUFTokenControl, GGUFTokenUserDefined:
+			adds = append(adds, added{ID: id, Content: tok, Special: ty == GGUFTokenControl})
+		default:
+			if _, dup := vocab[tok]; dup {
+				return nil, nil, fmt.Errorf("gguf: token %q appears twice in the vocabulary", tok)
+			}
+			vocab[tok] = id
+		}
+	}
+	mergeList := make([]string, len(merges))
+	copy(mergeList, merges)
+	tj := map[string]any{
+		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": adds,
+		"normalizer":     map[string]any{"type": "NFC"},
+		"pre_tokenizer":  rawJSON(qwen2Pretokenizer),
+		"post_processor": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+		"decoder":        map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": "",
+			"end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+			"vocab": vocab, "merges": mergeList},
+	}
+	if tokenizerJSON, err = json.Marshal(tj); err != nil {
+		return nil, nil, err
+	}
+	cfg := map[string]any{"add_bos_token": false, "add_prefix_space": false, "errors": "replace",
+		"clean_up_tokenization_spaces": false, "split_special_tokens": false, "bos_token": nil, "unk_token": nil}
+	tokenAt := func(key string) any {
+		v, ok := f.Meta[key]
+		if !ok {
+			return nil
+		}
+		n, ok := v.Int()
+		if !ok || n < 0 || int(n) >= len(tokens) {
+			return nil
+		}
+		return tokens[n]
+	}
+	cfg["eos_token"] = tokenAt("tokenizer.ggml.eos_token_id")
+	cfg["pad_token"] = tokenAt("tokenizer.ggml.padding_token_id")
+	if v, ok := f.Meta["tokenizer.chat_template"]; ok {
+		if t, ok := v.String(); ok {
+			cfg["chat_template"] = t
+		}
+	}
+	if configJSON, err = json.Marshal(cfg); err != nil {
+		return nil, nil, err
+	}
+	return tokenizerJSON, configJSON, nil
+}
+
+type rawJSON string
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }

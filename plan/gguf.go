@@ -1,0 +1,252 @@
+package plan
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/x448/float16"
+
+	"gelo/device/wire"
+	"gelo/models"
+	"gelo/models/gguf"
+)
+
+// GGUFTypes are the tensor types ExportGGUF writes matrices in.
+var GGUFTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0"}
+
+// ExportGGUF writes m as a GGUF file llama.cpp loads: the config as
+// {arch}.* metadata, the tokenizer (when tok has one) as tokenizer.ggml.*,
+// every matrix in format (f32, f16, bf16, q8_0 or q4_0 blocks) and every
+// vector (norms, biases) in F32, under llama.cpp's tensor names; llama
+// models get the converter's Q/K row permutation.
+func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) error {
+	cfg := m.Config
+	arch := cfg.ModelType
+	if arch == "mistral" {
+		arch = "llama"
+	}
+	var mat gguf.TensorType
+	fileType := uint32(0)
+	switch format {
+	case "f32":
+		mat = gguf.F32
+	case "f16":
+		mat, fileType = gguf.F16, 1
+	case "bf16":
+		mat, fileType = gguf.BF16, 32
+	case "q8_0":
+		mat, fileType = gguf.Q8_0, 7
+	case "q4_0":
+		mat, fileType = gguf.Q4_0, 2
+	default:
+		return fmt.Errorf("export: --type %q: want %s", format, strings.Join(GGUFTypes, ", "))
+	}
+	w := &gguf.Writer{}
+	w.String("general.architecture", arch)
+	w.String("general.name", m.Spec)
+	w.Uint32("general.alignment", gguf.DefaultAlignment)
+	w.Uint32("general.file_type", fileType)
+	u := func(key string, v int) { w.Uint32(arch+"."+key, uint32(v)) }
+	u("block_count", cfg.NumHiddenLayers)
+	u("context_length", cfg.MaxPositionEmbeddings)
+	u("embedding_length", cfg.HiddenSize)
+	u("feed_forward_length", cfg.IntermediateSize)
+	u("attention.head_count", cfg.NumAttentionHeads)
+	u("attention.head_count_kv", cfg.NumKeyValueHeads)
+	u("attention.key_length", cfg.HeadDimension())
+	u("attention.value_length", cfg.HeadDimension())
+	w.Float32(arch+".rope.freq_base", float32(cfg.RopeTheta))
+	w.Float32(arch+".attention.layer_norm_rms_epsilon", float32(cfg.RMSNormEps))
+	if tok.Bytes != nil {
+		if err := ggufTokenizerMeta(w, tok, cfg); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	}
+	for _, s := range cfg.TensorSpecs() {
+		data, shape, err := m.Get(s.Name)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		if arch == "llama" {
+			switch {
+			case strings.HasSuffix(s.Name, "q_proj.weight"):
+				data = models.PermuteQK(data, shape, cfg.NumAttentionHeads)
+			case strings.HasSuffix(s.Name, "k_proj.weight"):
+				data = models.PermuteQK(data, shape, cfg.NumKeyValueHeads)
+			}
+		}
+		t := gguf.F32
+		if len(shape) == 2 {
+			t = mat
+		}
+		b, err := encodeTensor(t, data, shape)
+		if err != nil {
+			return fmt.Errorf("export: tensor %s: %w", s.Name, err)
+		}
+		if err := w.Tensor(models.GGUFName(s.Name), t, shape, b); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	}
+	_, err := w.WriteTo(out)
+	return err
+}
+
+// encodeTensor lays out values as a tensor of type t stores them.
+func encodeTensor(t gguf.TensorType, v []float32, shape []int) ([]byte, error) {
+	switch t {
+	case gguf.F32:
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+		}
+		return b, nil
+	case gguf.F16:
+		b := make([]byte, 2*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(b[2*i:], float16.Fromfloat32(x).Bits())
+		}
+		return b, nil
+	case gguf.BF16:
+		b := make([]byte, 2*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(b[2*i:], bf16RNE(x))
+		}
+		return b, nil
+	case gguf.Q8_0, gguf.Q4_0:
+		f := wire.Q8_0
+		if t == gguf.Q4_0 {
+			f = wire.Q4_0
+		}
+		qm, err := wire.Quantize(f, v, shape[0], shape[1])
+		if err != nil {
+			return nil, err
+		}
+		return qm.Data, nil
+	}
+	return nil, fmt.Errorf("type %v", t)
+}
+
+// bf16RNE rounds to bfloat16, to nearest even (NaN kept quiet).
+func bf16RNE(x float32) uint16 {
+	b := math.Float32bits(x)
+	if x != x {
+		return uint16(b>>16) | 0x40
+	}
+	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+// ggufTokenizerMeta writes the tokenizer as tokenizer.ggml.*: every id of
+// the embedding (ids the tokenizer lacks padded as unused [PADn] tokens,
+// as llama.cpp's converter does), added special tokens as control,
+// other added tokens as user-defined, the merges, eos/pad ids and the chat
+// template from tokenizer_config.json beside the tokenizer file.
+func ggufTokenizerMeta(w *gguf.Writer, tok Tokenizer, cfg *models.Config) error {
+	var raw struct {
+		AddedTokens []struct {
+			ID      int    `json:"id"`
+			Content string `json:"content"`
+			Special bool   `json:"special"`
+		} `json:"added_tokens"`
+		Model struct {
+			Type   string          `json:"type"`
+			Vocab  map[string]int  `json:"vocab"`
+			Merges json.RawMessage `json:"merges"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(tok.Bytes, &raw); err != nil {
+		return fmt.Errorf("tokenizer %s: %w", tok.Path, err)
+	}
+	if raw.Model.Type != "BPE" {
+		return fmt.Errorf("tokenizer %s: model type %q (GGUF export writes byte-level BPE)", tok.Path, raw.Model.Type)
+	}
+	n := cfg.VocabSize
+	tokens := make([]string, n)
+	types := make([]int64, n)
+	set := make([]bool, n)
+	put := func(id int, s string, ty int64) error {
+		if id < 0 || id >= n {
+			return fmt.Errorf("token %q has id %d outside the vocabulary of %d", s, id, n)
+		}
+		tokens[id], types[id], set[id] = s, ty, true
+		return nil
+	}
+	for s, id := range raw.Model.Vocab {
+		if err := put(id, s, models.GGUFTokenNormal); err != nil {
+			return err
+		}
+	}
+	for _, a := range raw.AddedTokens {
+		ty := int64(models.GGUFTokenUserDefined)
+		if a.Special {
+			ty = models.GGUFTokenControl
+		}
+		if err := put(a.ID, a.Content, ty); err != nil {
+			return err
+		}
+	}
+	for id := range tokens {
+		if !set[id] {
+			tokens[id], types[id] = fmt.Sprintf("[PAD%d]", id), models.GGUFTokenUnused
+		}
+	}
+	var merges []string
+	var asStrings []string
+	if err := json.Unmarshal(raw.Model.Merges, &asStrings); err == nil {
+		merges = asStrings
+	} else {
+		var pairs [][]string
+		if err := json.Unmarshal(raw.Model.Merges, &pairs); err != nil {
+			return fmt.Errorf("tokenizer %s: merges are neither strings nor pairs", tok.Path)
+		}
+		for _, p := range pairs {
+			if len(p) != 2 {
+				return fmt.Errorf("tokenizer %s: a merge of %d parts", tok.Path, len(p))
+			}
+			merges = append(merges, p[0]+" "+p[1])
+		}
+	}
+	w.String("tokenizer.ggml.model", "gpt2")
+	w.String("tokenizer.ggml.pre", "qwen2")
+	w.Strings("tokenizer.ggml.tokens", tokens)
+	w.Int32s("tokenizer.ggml.token_type", types)
+	w.Strings("tokenizer.ggml.merges", merges)
+	var tc struct {
+		EOS          json.RawMessage `json:"eos_token"`
+		Pad          json.RawMessage `json:"pad_token"`
+		ChatTemplate string          `json:"chat_template"`
+	}
+	if tok.Path != "" {
+		if b, err := os.ReadFile(filepath.Join(filepath.Dir(tok.Path), TokenizerConfigFileName)); err == nil {
+			if err := json.Unmarshal(b, &tc); err != nil {
+				return fmt.Errorf("%s: %w", TokenizerConfigFileName, err)
+			}
+		}
+	}
+	idOf := func(r json.RawMessage) (int, bool) {
+		var s string
+		if json.Unmarshal(r, &s) != nil || s == "" {
+			return 0, false
+		}
+		i := slices.Index(tokens, s)
+		return i, i >= 0
+	}
+	if id, ok := idOf(tc.EOS); ok {
+		w.Uint32("tokenizer.ggml.eos_token_id", uint32(id))
+	} else if len(cfg.EOSTokenIDs) > 0 {
+		w.Uint32("tokenizer.ggml.eos_token_id", uint32(cfg.EOSTokenIDs[0]))
+	}
+	if id, ok := idOf(tc.Pad); ok {
+		w.Uint32("tokenizer.ggml.padding_token_id", uint32(id))
+	}
+	if tc.ChatTemplate != "" {
+		w.String("tokenizer.chat_template", tc.ChatTemplate)
+	}
+	return nil
+}

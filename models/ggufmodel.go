@@ -52,6 +52,9 @@ func GGUFName(hf string) string {
 // writes mistral models as llama.
 var ggufArch = map[string]string{"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama", "mistral": "llama"}
 
+// ggufClass is the Hugging Face architecture class of each model type.
+var ggufClass = map[string]string{"qwen3": "Qwen3ForCausalLM", "qwen2": "Qwen2ForCausalLM", "llama": "LlamaForCausalLM"}
+
 // IsGGUF reports whether path is a regular file that starts with the GGUF
 // magic.
 func IsGGUF(path string) bool {
@@ -119,7 +122,7 @@ func GGUFConfig(f *gguf.File) (*Config, error) {
 		}
 		return x, nil
 	}
-	c := &Config{ModelType: mt, HiddenAct: "silu", TorchDType: "float32"}
+	c := &Config{ModelType: mt, HiddenAct: "silu", TorchDType: "float32", Architectures: []string{ggufClass[mt]}}
 	var err error
 	for _, fld := range []struct {
 		key  string

@@ -64,10 +64,13 @@ func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) er
 	u("attention.value_length", cfg.HeadDimension())
 	w.Float32(arch+".rope.freq_base", float32(cfg.RopeTheta))
 	w.Float32(arch+".attention.layer_norm_rms_epsilon", float32(cfg.RMSNormEps))
+	w.Uint32("tokenizer.ggml.bos_token_id", uint32(cfg.BOSTokenID))
 	if tok.Bytes != nil {
 		if err := ggufTokenizerMeta(w, tok, cfg); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
+	} else if len(cfg.EOSTokenIDs) > 0 {
+		w.Uint32("tokenizer.ggml.eos_token_id", uint32(cfg.EOSTokenIDs[0]))
 	}
 	for _, s := range cfg.TensorSpecs() {
 		data, shape, err := m.Get(s.Name)

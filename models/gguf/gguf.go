@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -290,7 +291,11 @@ func (r *reader) scalar(t ValueType, what string) (any, error) {
 	case TypeInt32:
 		return int64(int32(binary.LittleEndian.Uint32(b))), nil
 	case TypeFloat32:
-		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), nil
+		// The shortest decimal that rounds to this float32: what the writer
+		// meant (1e-6, not 9.999999974752427e-7).
+		f := math.Float32frombits(binary.LittleEndian.Uint32(b))
+		x, _ := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+		return x, nil
 	case TypeBool:
 		if b[0] > 1 {
 			return nil, fmt.Errorf("%s: bool byte %d", what, b[0])

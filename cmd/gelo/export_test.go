@@ -1,0 +1,27 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gelo export writes a GGUF file that generate runs with the tokens of the
+// model it came from; sealing its plan is refused (naming why); bad
+// export flags are usage errors.
+func TestExportGGUF(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "tiny.gguf")
+	if o, errs, code := gelo(t, "export", "--gguf", out, "--type", "q8_0"); code != 0 || !strings.Contains(o, "as GGUF, q8_0 matrices") {
+		t.Fatalf("export: exit %d\n%s%s", code, o, errs)
+	}
+	a, _, code := gelo(t, "generate", "--model", out, "--security", "none", "--weights", "q8_0", "--max-tokens", "8")
+	if code != 0 {
+		t.Fatalf("generate on the GGUF file: exit %d", code)
+	}
+	if first := strings.SplitN(a, "\n", 2)[0]; len(strings.Fields(first)) != 8 {
+		t.Fatalf("generate printed %q", first)
+	}
+	usageCase(t, 1, []string{"sealing a plan for a GGUF model is not supported yet"}, "compile", "--model", out, "--out", filepath.Join(t.TempDir(), "p.gelo"))
+	usageCase(t, 2, []string{"--gguf is required"}, "export")
+	usageCase(t, 2, []string{`--type "q5_k"`}, "export", "--gguf", out+"2", "--type", "q5_k")
+}

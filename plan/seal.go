@@ -51,7 +51,7 @@ func Seal(m *ir.Module, model *models.Model, opt Options, tokenizer string) (*pl
 	if err != nil {
 		return nil, attest.Identity{}, err
 	}
-	tok, err := LoadTokenizer(tokenizer, model.Dir)
+	tok, err := LoadTokenizer(tokenizer, model.Path())
 	if err != nil {
 		return nil, attest.Identity{}, err
 	}
@@ -84,10 +84,10 @@ func Encode(p *planfile.Plan) ([]byte, error) {
 // variant's canonical JSON.
 func sourceOf(s models.Source, cfg *models.Config) (planfile.Source, []byte, error) {
 	if s.GGUF != "" {
-		// The identity of a GGUF plan would hash the tensor bytes as
-		// stored; until it does, such a plan is not sealed at all rather
-		// than sealed with an identity that binds something else.
-		return planfile.Source{}, nil, fmt.Errorf("%s: sealing a plan for a GGUF model is not supported yet (run it with generate, or convert it with gelo export)", s.GGUF)
+		// The config is what the metadata amounts to; the identity hashes
+		// it and the f32 values the tensors are read as (an exact function
+		// of the stored blocks), like every other source.
+		return planfile.Source{Kind: planfile.SourceGGUF, Name: s.GGUF}, cfg.JSON(), nil
 	}
 	if s.IsDir() {
 		path := filepath.Join(s.Dir, "config.json")
@@ -331,7 +331,7 @@ func openSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 	if tokPath == "" && ov.Model == "" {
 		tokPath = p.Source.Tokenizer
 	}
-	tok, err := LoadTokenizer(tokPath, model.Dir)
+	tok, err := LoadTokenizer(tokPath, model.Path())
 	if err != nil {
 		return fail(fmt.Errorf("refusing to run sealed plan %s: %w", path, err))
 	}
@@ -345,9 +345,12 @@ func openSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 			files = append(files, "weights: "+weightFiles(model.Source))
 		}
 		if want.Config != got.Config {
-			if model.IsDir() {
+			switch {
+			case model.GGUF != "":
+				files = append(files, "config: the metadata of "+model.GGUF)
+			case model.IsDir():
 				files = append(files, "config: "+filepath.Join(model.Dir, "config.json"))
-			} else {
+			default:
 				files = append(files, "config: the built-in config of variant "+spec)
 			}
 		}
@@ -369,6 +372,9 @@ func openSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 
 // weightFiles names where a model's weights were read from.
 func weightFiles(s models.Source) string {
+	if s.GGUF != "" {
+		return s.GGUF
+	}
 	if !s.IsDir() {
 		return fmt.Sprintf("the synthetic weights of variant %s, seed %d (%s)", s.Variant, s.Seed, s.SynthDType)
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gelo/models"
 	"gelo/tokenizer"
@@ -35,6 +36,9 @@ type Tokenizer struct {
 // that does not parse as a tokenizer is an error naming it, so nothing
 // that is not a tokenizer is ever sealed into an identity.
 func LoadTokenizer(path, modelDir string) (Tokenizer, error) {
+	if file, ok := strings.CutSuffix(path, ggufTokenizerSuffix); ok && models.IsGGUF(file) {
+		return ggufTokenizer(file) // the name a sealed plan records for a GGUF file's tokenizer
+	}
 	if path != "" {
 		st, err := os.Stat(path)
 		if err != nil {
@@ -75,6 +79,9 @@ func LoadTokenizer(path, modelDir string) (Tokenizer, error) {
 	return Tokenizer{Path: path, Bytes: data, Tok: tok}, nil
 }
 
+// ggufTokenizerSuffix names the tokenizer inside a GGUF file.
+const ggufTokenizerSuffix = "#tokenizer"
+
 // ggufTokenizer is the tokenizer a GGUF file carries, as the tokenizer.json
 // it amounts to (models.GGUFTokenizer): those bytes are what an identity
 // would hash and what encodes. A file without one has none.
@@ -88,7 +95,7 @@ func ggufTokenizer(path string) (Tokenizer, error) {
 	if err != nil || tj == nil {
 		return Tokenizer{}, err
 	}
-	name := path + "#tokenizer"
+	name := path + ggufTokenizerSuffix
 	tok, err := tokenizer.Parse(tj, cj, name, name+"_config")
 	if err != nil {
 		return Tokenizer{}, fmt.Errorf("%s: its tokenizer is not usable: %w", path, err)

@@ -21,7 +21,20 @@ func TestExportGGUF(t *testing.T) {
 	if first := strings.SplitN(a, "\n", 2)[0]; len(strings.Fields(first)) != 8 {
 		t.Fatalf("generate printed %q", first)
 	}
-	usageCase(t, 1, []string{"sealing a plan for a GGUF model is not supported yet"}, "compile", "--model", out, "--out", filepath.Join(t.TempDir(), "p.gelo"))
+	// A sealed plan over the GGUF file runs, and binds it: another file
+	// in its place is refused.
+	planPath := filepath.Join(t.TempDir(), "p.gelo")
+	if o, errs, code := gelo(t, "compile", "--model", out, "--security", "none", "--weights", "q8_0", "--out", planPath); code != 0 {
+		t.Fatalf("compile --out: exit %d\n%s%s", code, o, errs)
+	}
+	b, _, code := gelo(t, "generate", "--plan", planPath, "--max-tokens", "8")
+	if code != 0 || strings.SplitN(b, "\n", 2)[0] != strings.SplitN(a, "\n", 2)[0] {
+		t.Fatalf("generate --plan: exit %d, %q, want %q", code, b, a)
+	}
+	if _, errs, code := gelo(t, "export", "--gguf", out, "--type", "q4_0"); code != 0 {
+		t.Fatalf("re-export: %s", errs)
+	}
+	usageCase(t, 1, []string{"is not the one it was sealed for", "weights: " + out}, "generate", "--plan", planPath, "--max-tokens", "2")
 	usageCase(t, 2, []string{"--gguf is required"}, "export")
 	usageCase(t, 2, []string{`--type "q5_k"`}, "export", "--gguf", out+"2", "--type", "q5_k")
 }

@@ -136,9 +136,12 @@ func printPlanHeader(w io.Writer, path string, p *planfile.Plan) error {
 
 func sourceText(s planfile.Source) string {
 	var b strings.Builder
-	if s.Kind == planfile.SourceVariant {
+	switch s.Kind {
+	case planfile.SourceVariant:
 		fmt.Fprintf(&b, "variant %s, seed %d, synthesized as %s", s.Name, s.Seed, s.SynthDType)
-	} else {
+	case planfile.SourceGGUF:
+		fmt.Fprintf(&b, "GGUF file %s", s.Name)
+	default:
 		fmt.Fprintf(&b, "directory %s", s.Name)
 	}
 	tok := s.Tokenizer

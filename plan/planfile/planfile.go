@@ -56,6 +56,7 @@ const (
 const (
 	SourceVariant = "variant"
 	SourceDir     = "dir"
+	SourceGGUF    = "gguf"
 )
 
 // Source says where a plan's weights come from. It is a hint for the runtime, not part of
@@ -489,15 +490,15 @@ func (p *Plan) checkMeta() error {
 		if !isIdent(s.SynthDType) {
 			return bad("source.synth_dtype %q: a variant source needs the dtype its weights are rounded through", s.SynthDType)
 		}
-	case SourceDir:
+	case SourceDir, SourceGGUF:
 		if s.Name == "" {
-			return bad("source.name is empty: a directory source needs its path")
+			return bad("source.name is empty: a %s source needs its path", s.Kind)
 		}
 		if s.Seed != 0 || s.SynthDType != "" {
 			return bad("source: a directory source has no seed or synth_dtype (got seed %d, synth_dtype %q)", s.Seed, s.SynthDType)
 		}
 	default:
-		return bad("source.kind %q: want %q or %q", s.Kind, SourceVariant, SourceDir)
+		return bad("source.kind %q: want %q, %q or %q", s.Kind, SourceVariant, SourceDir, SourceGGUF)
 	}
 	ps := p.Passes
 	if len(ps.Pipeline) == 0 {

@@ -221,6 +221,7 @@ func ggufTokenizerMeta(w *gguf.Writer, tok Tokenizer, cfg *models.Config) error 
 	w.Int32s("tokenizer.ggml.token_type", types)
 	w.Strings("tokenizer.ggml.merges", merges)
 	var tc struct {
+		AddBOS       bool            `json:"add_bos_token"`
 		EOS          json.RawMessage `json:"eos_token"`
 		Pad          json.RawMessage `json:"pad_token"`
 		ChatTemplate string          `json:"chat_template"`
@@ -248,6 +249,7 @@ func ggufTokenizerMeta(w *gguf.Writer, tok Tokenizer, cfg *models.Config) error 
 	if id, ok := idOf(tc.Pad); ok {
 		w.Uint32("tokenizer.ggml.padding_token_id", uint32(id))
 	}
+	w.Bool("tokenizer.ggml.add_bos_token", tc.AddBOS)
 	if tc.ChatTemplate != "" {
 		w.String("tokenizer.chat_template", tc.ChatTemplate)
 	}

@@ -55,6 +55,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"gelo/keystream"
@@ -91,6 +92,7 @@ type Pool struct {
 	gDev    float64     // Tau sqrt(in + 3) u32 |W|_F: the device's rounding per |u_i|_2
 	g64     float64     // gamma(in + out + 4) at float64
 	floor   float64     // binary32 subnormal floor of the device's sums
+	workers int         // goroutines a many-row check splits its rows over
 }
 
 // Size is the pool's vector count.
@@ -129,6 +131,7 @@ func NewPool(key []byte, name string, size, out, in int, row RowFunc, workers in
 		pl.wr[p] = make([]float64, in)
 	}
 	workers = workers0(workers, size)
+	pl.workers = workers
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -207,7 +210,14 @@ func (pl *Pool) Zeroise() {
 }
 
 // Scratch is a check's per-row state, sized for m rows.
-type Scratch struct{ a, sy, un, s []float64 }
+type Scratch struct {
+	a, sy, un, s []float64
+	sub          []Scratch // one per worker of a split check
+}
+
+// splitRows is the row count from which a check splits its rows over the
+// pool's workers (prefill; a decode step's few rows run on one).
+const splitRows = 32
 
 // Check tests the m rows of y [m, Out] (the device's result) against u
 // [m, In] (the payload it was computed from) with the probes idx of the
@@ -215,6 +225,29 @@ type Scratch struct{ a, sy, un, s []float64 }
 // rows and probes: at most 1 passes, anything else (NaN included) fails.
 // Every row and probe is computed whatever the outcome.
 func (pl *Pool) Check(y, u []float32, m int, idx []int, sc *Scratch) float64 {
+	w := pl.workers
+	if m < splitRows || w < 2 {
+		return pl.check(y, u, m, idx, sc)
+	}
+	if len(sc.sub) < w {
+		sc.sub = make([]Scratch, w)
+	}
+	worst := make([]float64, w)
+	var wg sync.WaitGroup
+	for g := range w {
+		i0, i1 := g*m/w, (g+1)*m/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			worst[g] = pl.check(y[i0*pl.Out:i1*pl.Out], u[i0*pl.In:i1*pl.In], i1-i0, idx, &sc.sub[g])
+		}()
+	}
+	wg.Wait()
+	return slices.Max(worst) // the largest is the same whatever the split
+}
+
+// check is Check over the rows of y and u on one goroutine.
+func (pl *Pool) check(y, u []float32, m int, idx []int, sc *Scratch) float64 {
 	k := len(idx)
 	if cap(sc.a) < m || cap(sc.s) < m*k {
 		sc.a, sc.sy, sc.un = make([]float64, m), make([]float64, m), make([]float64, m)

@@ -348,3 +348,22 @@ func sumSq(a []float32) float64 {
 	}
 	return s
 }
+
+// A many-row check (split over the workers) gives the largest statistic
+// of its rows checked a few at a time, and catches a lie in any row.
+func TestSplitCheck(t *testing.T) {
+	p := honest(t, "f32", 128, 256, 40, 11)
+	pl := p.pool(t, "split", 4)
+	idx := []int{0, 3}
+	var sc probe.Scratch
+	y := append([]float32(nil), p.y...)
+	y[37*p.out+5] += 0.5 // a lie in row 37
+	all := pl.Check(y, p.u, p.m, idx, &sc)
+	want := 0.0
+	for i0 := 0; i0 < p.m; i0 += 8 {
+		want = max(want, pl.Check(y[i0*p.out:(i0+8)*p.out], p.u[i0*p.in:(i0+8)*p.in], 8, idx, &sc))
+	}
+	if all != want || all <= 1 {
+		t.Fatalf("split check %v, rows 8 at a time %v (the lie must fail)", all, want)
+	}
+}

@@ -18,7 +18,8 @@ var verifyKs = []int{0, 1, 2, 4}
 // variants interleaved over reps rounds (medians reported). The default
 // level keeps every linear op in the TEE at B = 1, so nothing crosses and
 // probes cost nothing there. Load is the engine's start and first short
-// prefill, which builds the pools (W r for every checked weight).
+// prefill, which builds the pools (W r for every checked weight);
+// honest/tol the largest honest statistic seen, against its tolerance.
 func (e *benchEnv) benchVerify(n, reps int) error {
 	type variant struct {
 		name string
@@ -39,7 +40,7 @@ func (e *benchEnv) benchVerify(n, reps int) error {
 		vs = append(vs, variant{name, o})
 	}
 	fmt.Fprintf(e.out, "== integrity probes: TPOT (B = 1) and TTFT (n = %d) by probes per crossing K, medians of %d interleaved rounds\n", n, reps)
-	fmt.Fprintf(e.out, "%-12s %3s %7s %12s %9s %12s %8s %11s %10s\n", "level", "K", "probes", "TPOT", "+TPOT", "TTFT", "+TTFT", "load", "pool")
+	fmt.Fprintf(e.out, "%-12s %3s %7s %12s %9s %12s %8s %11s %10s %12s\n", "level", "K", "probes", "TPOT", "+TPOT", "TTFT", "+TTFT", "load", "pool", "honest/tol")
 	for _, v := range vs {
 		mods := make([]*ir.Module, len(verifyKs))
 		for i, k := range verifyKs {
@@ -54,13 +55,15 @@ func (e *benchEnv) benchVerify(n, reps int) error {
 		tpot := make([][]time.Duration, len(verifyKs))
 		ttft := make([][]time.Duration, len(verifyKs))
 		load := make([][]time.Duration, len(verifyKs))
+		honest := make([]float64, len(verifyKs))
 		for range reps {
 			for i, m := range mods {
-				l, err := e.loadTime(m)
+				l, w, err := e.loadTime(m)
 				if err != nil {
 					return fmt.Errorf("%s K=%d: %w", v.name, verifyKs[i], err)
 				}
 				load[i] = append(load[i], l)
+				honest[i] = max(honest[i], w)
 				d, err := e.decodeTPOT(m, 1, false)
 				if err != nil {
 					return fmt.Errorf("%s K=%d: %w", v.name, verifyKs[i], err)
@@ -76,31 +79,43 @@ func (e *benchEnv) benchVerify(n, reps int) error {
 		t0, f0 := median(tpot[0]), median(ttft[0])
 		for i, k := range verifyKs {
 			t, f := median(tpot[i]), median(ttft[i])
-			fmt.Fprintf(e.out, "%-12s %3d %7d %12v %+8.1f%% %12v %+7.1f%% %11v %10s\n", v.name, k, probesIn(mods[i]),
+			fmt.Fprintf(e.out, "%-12s %3d %7d %12v %+8.1f%% %12v %+7.1f%% %11v %10s %12.2e\n", v.name, k, probesIn(mods[i]),
 				t.Round(time.Microsecond), pct(t, t0), f.Round(time.Microsecond), pct(f, f0),
-				median(load[i]).Round(time.Millisecond), passes.HumanBytes(poolBytes(mods[i])))
+				median(load[i]).Round(time.Millisecond), passes.HumanBytes(poolBytes(mods[i])), honest[i])
 		}
 	}
 	fmt.Fprintln(e.out)
 	return nil
 }
 
-// loadTime is an engine's start and its first prefill of 8 tokens.
-func (e *benchEnv) loadTime(m *ir.Module) (time.Duration, error) {
+// loadTime is an engine's start and its first prefill of 8 tokens, and
+// the largest honest probe statistic of that prefill and 8 decode steps
+// (as a fraction of its tolerance).
+func (e *benchEnv) loadTime(m *ir.Module) (time.Duration, float64, error) {
 	t0 := time.Now()
 	eng, err := e.mf.engine(e.l.Weights, e.key, m)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer eng.Close()
 	s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: e.maxCtx})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if _, err := s.Prefill([]int32{1, 2, 3, 4, 5, 6, 7, 8}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return time.Since(t0), nil
+	d := time.Since(t0)
+	for range 8 {
+		if _, err := s.Decode(3); err != nil {
+			return 0, 0, err
+		}
+	}
+	worst := 0.0
+	if eng.CPU != nil {
+		worst = eng.CPU.ProbeStats().Worst
+	}
+	return d, worst, nil
 }
 
 func pct(a, b time.Duration) float64 {

@@ -15,8 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/openai/openai-go/v3/option"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func chatParams(msg string, maxTokens int64) openai.ChatCompletionNewParams {

@@ -314,6 +314,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			Type: "invalid_request_error", Param: "model", Code: "model_not_found"})
 		return
 	}
+	for i, t := range req.prompt {
+		if int(t) >= l.vocab {
+			s.writeError(w, badRequest("", "the tokenizer gives token %d at index %d, outside the model's vocabulary [0, %d)", t, i, l.vocab))
+			return
+		}
+	}
 	if n := len(req.prompt); n >= l.m.MaxContext {
 		e := badRequest("messages", "the prompt is %d tokens, the context %d: it leaves no room for a new token", n, l.m.MaxContext)
 		if !chat {

@@ -228,6 +228,8 @@ func (s *scheduler) retireCancelled() {
 	for _, q := range s.waiting {
 		if q.ctx.Err() != nil {
 			q.sampler.Zeroise()
+			q.events <- event{err: q.ctx.Err()}
+			close(q.events) // ends the handler's merge
 			continue
 		}
 		kept = append(kept, q)

@@ -267,7 +267,12 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 
 // body reads a request body under the size limit.
 func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	// A body that trickles in is cut off; the deadline is lifted for the
+	// response, whose writes have their own.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.opt.WriteTimeout))
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	rc.SetReadDeadline(time.Time{})
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body is larger than %d bytes", s.opt.MaxBodyBytes), Type: "invalid_request_error", Code: "body_too_large"}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/hex"
@@ -332,7 +333,7 @@ func chatMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if c.Report.Simulated {
 			kind = "SIMULATED (not AMD hardware)"
 		}
-		fmt.Fprintf(stderr, "attested session: %s evidence, plan %x, security %s\n", kind, c.Plan.Digest(), c.Security)
+		fmt.Fprintf(stderr, "attested session: %s evidence, plan %x, security %s\n", kind, c.PlanDigest, cmp.Or(c.Security, "unknown (no plan sent)"))
 	} else {
 		fmt.Fprintln(stderr, "PLAIN HTTP: no attestation, nothing is confidential")
 	}

@@ -53,8 +53,11 @@ type Client struct {
 	Report *attest.Report
 	// Plan is the attested plan (nil in plain mode).
 	Plan *planfile.Plan
-	// Security is the attested plan's level.
+	// Security is the attested plan's level ("" when the server sent no
+	// plan).
 	Security string
+	// PlanDigest is the attested plan digest.
+	PlanDigest [32]byte
 }
 
 // ErrRelayed marks evidence that does not verify for this session: it
@@ -239,7 +242,7 @@ func (c *Client) verify(oc *oneConn, ar *serve.AttestationResponse, nonce []byte
 			return fmt.Errorf("client: refused: the plan has security %s, below the minimum %s", c.Security, opt.MinSecurity)
 		}
 	}
-	c.Report = rep
+	c.Report, c.PlanDigest = rep, digest
 	return nil
 }
 

@@ -19,8 +19,10 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"gelo/ir"
 	"gelo/models"
 	"gelo/plan"
+	"gelo/runtime"
 	"gelo/serve/internal/testtok"
 	"gelo/tokenizer"
 )
@@ -48,6 +50,7 @@ type testConfig struct {
 	level   string // default: the default level
 	maxT    int    // default 256
 	noStart bool
+	delay   time.Duration // added to every forward pass, so that a run outlasts the test's steps
 	wrap    func(net.Listener) net.Listener
 }
 
@@ -87,8 +90,12 @@ func newTestServer(t testing.TB, tc testConfig) (*Server, *httptest.Server) {
 	if id, ok := tok.EOSTokenID(); ok {
 		eos = append(eos, id)
 	}
+	var be runtime.Backend = eng.Runtime
+	if tc.delay > 0 {
+		be = slowBackend{be, tc.delay}
+	}
 	if !tc.noStart {
-		if err := s.Start(Model{Module: m, Backend: eng.Runtime, Tokenizer: tok, MaxContext: tc.maxT, EOS: eos}); err != nil {
+		if err := s.Start(Model{Module: m, Backend: be, Tokenizer: tok, MaxContext: tc.maxT, EOS: eos}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,6 +106,27 @@ func newTestServer(t testing.TB, tc testConfig) (*Server, *httptest.Server) {
 	ts.Start()
 	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close(); s.Close() })
 	return s, ts
+}
+
+// slowBackend delays every forward pass.
+type slowBackend struct {
+	runtime.Backend
+	d time.Duration
+}
+
+func (b slowBackend) Compile(g *ir.Graph, bind map[string]int) (runtime.Executable, error) {
+	e, err := b.Backend.Compile(g, bind)
+	return slowExe{e, b.d}, err
+}
+
+type slowExe struct {
+	runtime.Executable
+	d time.Duration
+}
+
+func (e slowExe) Run() error {
+	time.Sleep(e.d)
+	return e.Executable.Run()
 }
 
 func oaClient(ts *httptest.Server) openai.Client {

@@ -315,7 +315,7 @@ func TestLoading(t *testing.T) {
 // TestQueueFullAndPing: with one slot and room for one waiting request,
 // a third is refused with 429; the waiting stream gets ": ping" comments.
 func TestQueueFullAndPing(t *testing.T) {
-	s, ts := newTestServer(t, testConfig{opt: Options{MaxBatch: 1, MaxQueue: 1, PingInterval: 2 * time.Millisecond}, maxT: 256})
+	s, ts := newTestServer(t, testConfig{opt: Options{MaxBatch: 1, MaxQueue: 1, PingInterval: 2 * time.Millisecond}, maxT: 256, delay: 2 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	long := `{"prompt":[1,2,3],"max_tokens":250,"temperature":0,"stream":true,"stop":["\u0000\u0000\u0000"]}`
@@ -354,7 +354,7 @@ func TestQueueFullAndPing(t *testing.T) {
 // TestDisconnect: a client that goes away mid-stream frees its slot at
 // the next step, and another stream running beside it is unaffected.
 func TestDisconnect(t *testing.T) {
-	s, ts := newTestServer(t, testConfig{opt: Options{MaxBatch: 4}, maxT: 2048})
+	s, ts := newTestServer(t, testConfig{opt: Options{MaxBatch: 4}, maxT: 2048, delay: time.Millisecond})
 	body := `{"prompt":[5,6,7],"max_tokens":40,"temperature":0,"stream":true,"return_token_ids":true}`
 	alone, _, _ := streamTokens(t, context.Background(), ts.URL, body)
 

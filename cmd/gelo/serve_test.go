@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"gelo/plan/planfile"
 	"gelo/serve/client"
 )
 
@@ -112,5 +114,73 @@ func TestServeUsage(t *testing.T) {
 		if code := run(args, &bytes.Buffer{}, &stderr); code != 2 {
 			t.Errorf("gelo %s: exit %d, want 2: %s", strings.Join(args, " "), code, stderr.String())
 		}
+	}
+}
+
+// startServe runs serveMain with args until the test ends and returns
+// its URL.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serveMain(ctx, args, &logs, func(a string) { addr <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case url := <-addr:
+		return url
+	case err := <-done:
+		done <- err
+		t.Fatalf("serve: %v\n%s", err, logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	return ""
+}
+
+// TestServeSealedPlan: a sealed plan is served under its own digest and
+// level, which the client checks; plain HTTP serves loopback without
+// attestation.
+func TestServeSealedPlan(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "p.gelo")
+	must(t, "compile", "--security", "none", "--out", p)
+	pf, err := planfile.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := startServe(t, "--plan", p, "--listen", "127.0.0.1:0", "--simulated", "--max-context", "64")
+	ctx := context.Background()
+	opt := client.Options{PlanDigest: pf.Digest()}
+	opt.Policy.AllowSimulated = true
+	c, err := client.Dial(ctx, url, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Security != "none" {
+		t.Fatalf("attested level %q, want none", c.Security)
+	}
+	if _, err := c.Complete(ctx, []int{4, 5}, client.ChatOptions{MaxTokens: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	opt.MinSecurity = "exact"
+	if _, err := client.Dial(ctx, url, opt); err == nil {
+		t.Fatal("a none plan accepted under --min-security exact")
+	}
+
+	plain := startServe(t, "--model", "qwen3-tiny", "--plain-http", "--listen", "127.0.0.1:0", "--max-context", "64")
+	pc, err := client.Dial(ctx, plain, client.Options{Plain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if _, err := pc.Complete(ctx, []int{4, 5}, client.ChatOptions{MaxTokens: 2}, nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -248,3 +248,5 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 func newTestTok() (*tokenizer.Tokenizer, error) { return testtok.New() }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+var tokenizerSkipSpecial = tokenizer.DecodeOptions{SkipSpecialTokens: true}

@@ -289,6 +289,7 @@ func chatMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	planDigest := fs.String("plan-digest", "", "accept only this plan (hex SHA-256 plan digest)")
 	minSec := fs.String("min-security", "", "refuse a plan below this level: "+strings.Join(passes.LevelNames(), ", "))
 	measurement := fs.String("measurement", "", "expected MEASUREMENT (hex, 48 bytes)")
+	minTCB := fs.String("min-tcb", "", "minimum TCB, e.g. bl=3,tee=0,snp=20,ucode=209")
 	system := fs.String("system", "", "system message")
 	message := fs.String("message", "", "one user message (default: read turns from standard input, one per line)")
 	maxTokens := fs.Int("max-tokens", 256, "maximum new tokens per reply")
@@ -319,6 +320,13 @@ func chatMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return fmt.Errorf("%w: --measurement must be 96 hex digits", errUsage)
 		}
 		opt.Policy.Measurement = mm
+	}
+	if *minTCB != "" {
+		tcb, err := parseTCB(*minTCB)
+		if err != nil {
+			return err
+		}
+		opt.Policy.MinimumTCB = tcb
 	}
 	if *maxTokens < 1 {
 		return fmt.Errorf("%w: --max-tokens must be positive", errUsage)

@@ -109,6 +109,7 @@ func TestServeUsage(t *testing.T) {
 		{"chat"},
 		{"chat", "--server", "https://x", "--min-security", "nope"},
 		{"chat", "--server", "https://x", "--plan-digest", "12"},
+		{"chat", "--server", "https://x", "--min-tcb", "snp=x"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(args, &bytes.Buffer{}, &stderr); code != 2 {

@@ -100,6 +100,12 @@ func TestAttestedSession(t *testing.T) {
 	if _, err := Dial(ctx, ts.URL, Options{Policy: simOK.Policy, MinSecurity: "exact"}); err == nil || !strings.Contains(err.Error(), "below the minimum") {
 		t.Fatalf("a none plan under --min-security exact: %v", err)
 	}
+	high := simOK
+	high.Policy.MinimumTCB = attest.SimulatedTCB
+	high.Policy.MinimumTCB.SNP++
+	if _, err := Dial(ctx, ts.URL, high); err == nil || !strings.Contains(err.Error(), "policy") {
+		t.Fatalf("a TCB below the minimum: %v", err)
+	}
 	if _, err := Dial(ctx, strings.Replace(ts.URL, "https://", "http://", 1), Options{Plain: false}); err == nil {
 		t.Fatal("http:// without plain mode accepted")
 	}

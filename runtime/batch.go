@@ -38,6 +38,10 @@ type Batch struct {
 	// instead of advancing, so a finished sequence never fills the
 	// context for the others.
 	hold []bool
+	// park marks slots that are empty or part-way through a chunked
+	// prefill: a decode step that spans one writes its next cache row as
+	// scratch (the next Prefill overwrites it) and never advances it.
+	park []bool
 	// pass numbers forward passes; it only grows (a Session's Reset keeps
 	// it), because the mask stream is keyed by it and must never repeat.
 	pass uint64
@@ -63,7 +67,7 @@ func newBatch(m *ir.Module, be Backend, b int, opt Options) (*Batch, error) {
 		}
 	}
 	bt := &Batch{module: m, backend: be, maxT: opt.MaxContext, b: b, caches: map[string][]float32{},
-		prefill: map[int]*step{}, decode: map[int]*step{}, decodeK: map[int]map[int]*step{}, eager: opt.Eager, pos: make([]int, b), hold: make([]bool, b)}
+		prefill: map[int]*step{}, decode: map[int]*step{}, decodeK: map[int]map[int]*step{}, eager: opt.Eager, pos: make([]int, b), hold: make([]bool, b), park: make([]bool, b)}
 	dec := m.Graph("decode")
 	for _, o := range dec.Outputs {
 		if o.Name == outLogits {
@@ -182,7 +186,7 @@ func (bt *Batch) Prefill(i int, tokens []int32) ([]float32, error) {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	bt.pos[i] += n
-	bt.hold[i] = false // a Released slot steps again
+	bt.hold[i], bt.park[i] = false, false // a Released or Parked slot steps again
 	return st.logits, nil
 }
 
@@ -260,7 +264,7 @@ func (bt *Batch) DecodePrefix(tokens []int32) ([]float32, error) {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	for j := range k {
-		if !bt.hold[j] {
+		if !bt.hold[j] && !bt.park[j] {
 			bt.pos[j]++
 		}
 	}
@@ -287,9 +291,8 @@ func (bt *Batch) bindPrefix(st *step, k int) error {
 }
 
 // Release empties slot i for its next sequence: every cache row of the
-// slot is zeroised (the KV cache is secret state) and its position reset,
-// and the slot is held, so until Prefill refills it a decode step that
-// spans it writes only its first row (scratch) and never advances it.
+// slot is zeroised (the KV cache is secret state), its position reset and
+// the slot parked until Prefill refills it.
 func (bt *Batch) Release(i int) error {
 	if i < 0 || i >= bt.b {
 		return fmt.Errorf("%s: sequence %d outside [0, %d)", bt.op("release"), i, bt.b)
@@ -298,7 +301,22 @@ func (bt *Batch) Release(i int) error {
 		per := len(c) / bt.b
 		clear(c[i*per : (i+1)*per])
 	}
-	bt.pos[i], bt.hold[i] = 0, true
+	bt.pos[i], bt.hold[i], bt.park[i] = 0, false, true
+	return nil
+}
+
+// Park stops slot i stepping until its next Prefill, keeping its cache:
+// a decode step that spans it writes its next row as scratch (which that
+// Prefill overwrites) and does not advance it. A server parks a sequence
+// between the chunks of its prefill while the others decode.
+func (bt *Batch) Park(i int) error {
+	if i < 0 || i >= bt.b {
+		return fmt.Errorf("%s: sequence %d outside [0, %d)", bt.op("park"), i, bt.b)
+	}
+	if bt.pos[i] >= bt.maxT {
+		return fmt.Errorf("%s: %ssequence is at the end of the context (%d): no row to park on", bt.op("park"), bt.seqOf(i), bt.maxT)
+	}
+	bt.park[i] = true
 	return nil
 }
 
@@ -313,10 +331,10 @@ func (bt *Batch) Slot(name string, i int) ([]float32, bool) {
 	return c[i*per : (i+1)*per], true
 }
 
-// at is the position sequence j decodes at: its next one, or its last
-// one again while it is held.
+// at is the position sequence j decodes at: its next one (also while it
+// is parked), or its last one again while it is held.
 func (bt *Batch) at(j int) int {
-	if bt.hold[j] && bt.pos[j] > 0 {
+	if bt.hold[j] && !bt.park[j] && bt.pos[j] > 0 {
 		return bt.pos[j] - 1
 	}
 	return bt.pos[j]

@@ -321,3 +321,68 @@ func TestBatchPrefixRelease(t *testing.T) {
 		t.Fatal("Release(5) of a batch of 3: no error")
 	}
 }
+
+// TestBatchParkChunked: a prompt prefilled in chunks, parked while the
+// batch decodes between them, gives the logits of its whole prefill (the
+// scratch row a decode step writes into a parked slot is overwritten by
+// the next chunk), and a parked slot does not advance.
+func TestBatchParkChunked(t *testing.T) {
+	_, w := tinyModule(t)
+	cfg, _ := models.Variant("qwen3-tiny")
+	m, err := models.Trace(cfg, models.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.Pipeline(passes.ProtectOptions{Mask: passes.MaskNone, Cadence: passes.PerForward}).Run(m); err != nil {
+		t.Fatal(err)
+	}
+	prompt := []int32{3, 1, 4, 1, 5, 9, 2, 6, 5, 3}
+	newB := func() *runtime.Batch {
+		bt, err := runtime.NewBatch(m, countingCPU(t, w), 2, runtime.Options{MaxContext: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bt
+	}
+	whole := newB()
+	want, err := whole.Prefill(1, prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = slices.Clone(want)
+
+	bt := newB()
+	if _, err := bt.Prefill(0, []int32{7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	var got []float32
+	for c := 0; c < len(prompt); c += 4 {
+		l, err := bt.Prefill(1, prompt[c:min(c+4, len(prompt))])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = slices.Clone(l)
+		if c+4 >= len(prompt) {
+			break
+		}
+		if err := bt.Park(1); err != nil {
+			t.Fatal(err)
+		}
+		at := bt.Pos(1)
+		if _, err := bt.Decode([]int32{11, 0}); err != nil {
+			t.Fatal(err)
+		}
+		if bt.Pos(1) != at {
+			t.Fatalf("a parked slot advanced from %d to %d", at, bt.Pos(1))
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatal("chunked prefill with decode steps between the chunks differs from the whole prefill")
+	}
+	if bt.Pos(0) != 4 {
+		t.Fatalf("the decoding slot is at %d, want 4", bt.Pos(0))
+	}
+	if err := bt.Park(7); err == nil {
+		t.Fatal("Park(7) of a batch of 2: no error")
+	}
+}

@@ -25,11 +25,15 @@ import (
 //     prefill until it finishes or its client goes away; it takes the
 //     lowest free slot.
 //   - Between two decode steps the scheduler retires finished and
-//     cancelled sequences (their slot is zeroised: runtime.Batch.Release)
-//     and admits waiting ones in arrival order. While sequences decode it
-//     prefills at most one waiting prompt (whole) per step, so a decode
-//     step waits for at most one prefill; with nothing decoding it admits
-//     up to the free slots back to back.
+//     cancelled sequences (their slot is zeroised: runtime.Batch.Release),
+//     gives free slots to waiting ones in arrival order, and prefills in
+//     chunks of at most PrefillChunk tokens: while sequences decode, one
+//     chunk per step (so a decode step waits for at most one chunk, and a
+//     long prompt cannot stall the batch for its whole prefill); with
+//     nothing decoding, chunks back to back. A sequence part-way through
+//     its prefill is parked (runtime.Batch.Park) and prefilled in arrival
+//     order; chunking depends only on the prompt's length, so a request
+//     gives the same tokens whatever else runs.
 //   - A decode step spans slots 0..w-1 with w the highest occupied slot
 //     plus one, rounded up to a power of two (runtime.Batch.DecodePrefix):
 //     the width follows the load, and each width has its own captured steps.
@@ -72,6 +76,7 @@ type seq struct {
 	sampler *runtime.Sampler
 
 	slot    int
+	done    int // prompt tokens prefilled
 	history []int
 	out     []int
 	next    int32
@@ -98,13 +103,15 @@ type scheduler struct {
 	closed  bool
 
 	nRunning atomic.Int32 // occupied slots, for Load
+	chunk    int          // prefill chunk, tokens
+	pre      []*seq       // sequences part-way through their prefill, in arrival order
 	slots    []*seq       // by slot; nil: free
 	scratch  []float64
 	stepTok  []int32
 }
 
-func newScheduler(bt *runtime.Batch, tok *tokenizer.Tokenizer, eos []int, maxT, vocab, maxQueue int, log *slog.Logger, met *metrics) (*scheduler, error) {
-	s := &scheduler{bt: bt, tok: tok, eos: eos, maxT: maxT, vocab: vocab, maxQueue: maxQueue, log: log, met: met,
+func newScheduler(bt *runtime.Batch, tok *tokenizer.Tokenizer, eos []int, maxT, vocab, maxQueue, chunk int, log *slog.Logger, met *metrics) (*scheduler, error) {
+	s := &scheduler{bt: bt, tok: tok, eos: eos, maxT: maxT, vocab: vocab, maxQueue: maxQueue, chunk: chunk, log: log, met: met,
 		wake: make(chan struct{}, 1), slots: make([]*seq, bt.Size()), stepTok: make([]int32, bt.Size())}
 	for i := range bt.Size() { // every slot starts held: no decode step advances it
 		if err := bt.Release(i); err != nil {
@@ -177,10 +184,9 @@ func (s *scheduler) close() {
 func (s *scheduler) run(ctx context.Context) {
 	for {
 		s.retireCancelled()
-		running := s.running()
-		admitted := s.admit(running)
-		running += admitted
-		if running == 0 {
+		s.assign()
+		s.prefillChunks(s.decoding() > 0)
+		if s.running() == 0 {
 			select {
 			case <-ctx.Done():
 				s.drain(ctx.Err())
@@ -193,9 +199,24 @@ func (s *scheduler) run(ctx context.Context) {
 			s.drain(ctx.Err())
 			return
 		}
-		s.step()
+		if s.decoding() > 0 {
+			s.step()
+		}
 	}
 }
+
+// decoding counts the sequences past their prefill.
+func (s *scheduler) decoding() int {
+	n := 0
+	for _, q := range s.slots {
+		if q != nil && q.decoding() {
+			n++
+		}
+	}
+	return n
+}
+
+func (q *seq) decoding() bool { return q.done == len(q.req.prompt) }
 
 // setRunning publishes the occupied slot count.
 func (s *scheduler) setRunning() {
@@ -240,58 +261,64 @@ func (s *scheduler) retireCancelled() {
 	s.mu.Unlock()
 }
 
-// admit prefills waiting sequences into free slots: one while others
-// decode, as many as fit otherwise. It returns how many now run.
-func (s *scheduler) admit(running int) int {
-	admitted := 0
+// assign gives free slots to waiting sequences, in arrival order; each
+// waits (parked) for its prefill chunks.
+func (s *scheduler) assign() {
 	for {
-		if running > 0 && admitted > 0 {
-			return admitted
-		}
 		slot := slices.Index(s.slots, nil)
 		if slot < 0 {
-			return admitted
+			return
 		}
 		s.mu.Lock()
 		if len(s.waiting) == 0 {
 			s.mu.Unlock()
-			return admitted
+			return
 		}
 		q := s.waiting[0]
 		s.waiting = slices.Delete(s.waiting, 0, 1)
 		s.met.waiting.Set(float64(len(s.waiting)))
 		s.mu.Unlock()
-		if s.prefill(slot, q) {
-			admitted++
-		}
+		q.slot, q.done = slot, 0
+		s.slots[slot] = q
+		s.pre = append(s.pre, q)
+		s.setRunning()
 	}
 }
 
-// prefill runs q's prompt into slot and samples its first token; false
-// when q ended there (an error, or it finished on its first token).
-func (s *scheduler) prefill(slot int, q *seq) bool {
-	logits, err := s.bt.Prefill(slot, q.req.prompt)
-	if err != nil {
-		s.bt.Release(slot)
-		q.sampler.Zeroise()
-		q.events <- event{err: fmt.Errorf("prefill: %w", err)}
-		close(q.events)
-		s.log.Error("prefill failed", "slot", slot, "prompt_tokens", len(q.req.prompt), "err", err)
-		return false
+// prefillChunks prefills the oldest sequences waiting for it: one chunk
+// when one is true (others decode), else until none is left.
+func (s *scheduler) prefillChunks(one bool) {
+	for len(s.pre) > 0 {
+		q := s.pre[0]
+		p := q.req.prompt
+		n := min(s.chunk, len(p)-q.done)
+		logits, err := s.bt.Prefill(q.slot, p[q.done:q.done+n])
+		if err != nil {
+			s.log.Error("prefill failed", "slot", q.slot, "prompt_tokens", len(p), "err", err)
+			s.retire(q.slot, event{err: fmt.Errorf("prefill: %w", err)})
+			continue
+		}
+		q.done += n
+		s.met.tokensIn.Add(float64(n))
+		if q.done < len(p) {
+			if err := s.bt.Park(q.slot); err != nil {
+				s.retire(q.slot, event{err: fmt.Errorf("prefill: %w", err)})
+			}
+		} else {
+			s.pre = s.pre[1:]
+			q.history = make([]int, 0, len(p)+16)
+			for _, t := range p {
+				q.history = append(q.history, int(t))
+			}
+			if s.tok != nil {
+				q.dec = s.tok.NewStreamDecoderWithOptions(tokenizer.DecodeOptions{SkipSpecialTokens: true})
+			}
+			s.sample(q, logits)
+		}
+		if one {
+			return
+		}
 	}
-	s.met.tokensIn.Add(float64(len(q.req.prompt)))
-	q.slot = slot
-	s.slots[slot] = q
-	s.setRunning()
-	q.history = make([]int, 0, len(q.req.prompt)+16)
-	for _, t := range q.req.prompt {
-		q.history = append(q.history, int(t))
-	}
-	if s.tok != nil {
-		q.dec = s.tok.NewStreamDecoderWithOptions(tokenizer.DecodeOptions{SkipSpecialTokens: true})
-	}
-	s.sample(q, logits)
-	return s.slots[slot] == q
 }
 
 // step decodes one token for every running sequence.
@@ -299,8 +326,8 @@ func (s *scheduler) step() {
 	hi := 0
 	active := 0
 	for i, q := range s.slots {
-		s.stepTok[i] = 0
-		if q != nil {
+		s.stepTok[i] = 0 // a free or parked slot: its row is scratch
+		if q != nil && q.decoding() {
 			hi = i + 1
 			active++
 			s.stepTok[i] = q.next
@@ -319,8 +346,10 @@ func (s *scheduler) step() {
 		return
 	}
 	for i := range w {
-		if q := s.slots[i]; q != nil {
+		if q := s.slots[i]; q != nil && q.decoding() {
 			s.sample(q, logits[i*s.vocab:(i+1)*s.vocab])
+		} else {
+			clear(logits[i*s.vocab : (i+1)*s.vocab])
 		}
 	}
 }
@@ -424,6 +453,7 @@ func (q *seq) take() string {
 func (s *scheduler) retire(slot int, ev event) {
 	q := s.slots[slot]
 	s.slots[slot] = nil
+	s.pre = slices.DeleteFunc(s.pre, func(p *seq) bool { return p == q })
 	if err := s.bt.Release(slot); err != nil {
 		s.log.Error("release failed", "slot", slot, "err", err)
 	}

@@ -47,6 +47,9 @@ type Options struct {
 	// PingInterval is how often a stream waiting for its first token gets
 	// a ": ping" comment (default 5 s).
 	PingInterval time.Duration
+	// PrefillChunk is the most prompt tokens prefilled between two decode
+	// steps (default 512).
+	PrefillChunk int
 	// Logger receives the server's logs; never prompt, token or sampled
 	// text (default: slog.Default()).
 	Logger *slog.Logger
@@ -106,6 +109,9 @@ func New(opt Options) *Server {
 	if opt.PingInterval <= 0 {
 		opt.PingInterval = 5 * time.Second
 	}
+	if opt.PrefillChunk <= 0 {
+		opt.PrefillChunk = 512
+	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
@@ -142,7 +148,7 @@ func (s *Server) Start(m Model) error {
 	if err != nil {
 		return err
 	}
-	sc, err := newScheduler(bt, m.Tokenizer, m.EOS, m.MaxContext, vocab, s.opt.MaxQueue, s.log, s.met)
+	sc, err := newScheduler(bt, m.Tokenizer, m.EOS, m.MaxContext, vocab, s.opt.MaxQueue, s.opt.PrefillChunk, s.log, s.met)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

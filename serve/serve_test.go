@@ -439,20 +439,26 @@ func TestStalledReader(t *testing.T) {
 }
 
 // TestConcurrentGreedy: 32 concurrent greedy streams, through 8 slots (so
-// requests join and leave a running batch and its width changes), each
-// give exactly the tokens the same request gives alone.
+// requests join and leave a running batch, its width changes, and prompts
+// are prefilled in chunks of 6 between decode steps), each give exactly
+// the tokens the same request gives alone, and alone on a server that
+// prefills every prompt whole.
 func TestConcurrentGreedy(t *testing.T) {
-	_, ts := newTestServer(t, testConfig{opt: Options{MaxBatch: 8}})
+	_, ts := newTestServer(t, testConfig{opt: Options{MaxBatch: 8, PrefillChunk: 6}})
+	_, whole := newTestServer(t, testConfig{opt: Options{MaxBatch: 8}})
 	const n = 32
 	bodies := make([]string, n)
 	want := make([][]int, n)
 	for i := range bodies {
-		prompt := make([]string, 1+i%7)
+		prompt := make([]string, 1+(i*5)%23)
 		for j := range prompt {
 			prompt[j] = fmt.Sprint((i*31 + j*7) % 250)
 		}
 		bodies[i] = fmt.Sprintf(`{"prompt":[%s],"max_tokens":%d,"temperature":0,"stream":true,"return_token_ids":true}`, strings.Join(prompt, ","), 8+i%9)
 		want[i], _, _ = streamTokens(t, context.Background(), ts.URL, bodies[i])
+		if w, _, _ := streamTokens(t, context.Background(), whole.URL, bodies[i]); fmt.Sprint(w) != fmt.Sprint(want[i]) {
+			t.Fatalf("request %d: prefilled in chunks %v, whole %v", i, want[i], w)
+		}
 	}
 	got := make([][]int, n)
 	var wg sync.WaitGroup

@@ -50,6 +50,7 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	listen := fs.String("listen", "127.0.0.1:8443", "address to listen on")
 	maxBatch := fs.Int("max-batch", 8, "KV slots: the most sequences decoded in one step")
 	maxQueue := fs.Int("max-queue", 0, "the most sequences waiting for a slot before 429 (0: 16 x --max-batch)")
+	chunk := fs.Int("prefill-chunk", 512, "the most prompt tokens prefilled between two decode steps (longer prompts are prefilled in chunks)")
 	name := fs.String("served-model-name", "", "the model id of the API (default: --model, or the plan's model)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	plain := fs.Bool("plain-http", false, "serve plain HTTP without attestation: loopback development only (warned on every start)")
@@ -59,6 +60,9 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	}
 	if *maxBatch < 1 || *maxBatch > 1024 {
 		return fmt.Errorf("%w: --max-batch must be in [1, 1024], got %d", errUsage, *maxBatch)
+	}
+	if *chunk < 1 || *chunk > 1<<20 {
+		return fmt.Errorf("%w: --prefill-chunk must be in [1, %d], got %d", errUsage, 1<<20, *chunk)
 	}
 	if *maxQueue < 0 || *maxQueue > 1<<20 {
 		return fmt.Errorf("%w: --max-queue must be in [0, %d], got %d", errUsage, 1<<20, *maxQueue)
@@ -133,7 +137,7 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 		}
 		ln = tls.NewListener(ln, tlsCfg)
 	}
-	opt := serve.Options{ModelName: *name, MaxBatch: *maxBatch, MaxQueue: *maxQueue, Logger: log}
+	opt := serve.Options{ModelName: *name, MaxBatch: *maxBatch, MaxQueue: *maxQueue, PrefillChunk: *chunk, Logger: log}
 	if !*plain {
 		opt.Attest = att
 	}

@@ -169,7 +169,8 @@ func (s *scheduler) submit(ctx context.Context, r *request) ([]chan event, error
 	return chans, nil
 }
 
-// close stops admissions; run returns once the running sequences are gone.
+// close stops admissions (Server.Close then ends the loop, which fails
+// what is still running).
 func (s *scheduler) close() {
 	s.mu.Lock()
 	s.closed = true

@@ -26,14 +26,16 @@ import (
 //     lowest free slot.
 //   - Between two decode steps the scheduler retires finished and
 //     cancelled sequences (their slot is zeroised: runtime.Batch.Release),
-//     gives free slots to waiting ones in arrival order, and prefills in
-//     chunks of at most PrefillChunk tokens: while sequences decode, one
-//     chunk per step (so a decode step waits for at most one chunk, and a
-//     long prompt cannot stall the batch for its whole prefill); with
+//     gives free slots to waiting ones in arrival order, and prefills
+//     them in chunks of at most PrefillChunk tokens, in arrival order:
+//     while sequences decode, chunks until PrefillChunk tokens are spent
+//     in the step (under 2 x PrefillChunk tokens of prefill before a
+//     decode step, so a long prompt cannot stall the batch for its whole
+//     prefill, and a burst of short prompts joins in a few steps); with
 //     nothing decoding, chunks back to back. A sequence part-way through
-//     its prefill is parked (runtime.Batch.Park) and prefilled in arrival
-//     order; chunking depends only on the prompt's length, so a request
-//     gives the same tokens whatever else runs.
+//     its prefill is parked (runtime.Batch.Park). Chunk boundaries depend
+//     only on the prompt's length, so a request is computed the same way
+//     whatever else runs.
 //   - A decode step spans slots 0..w-1 with w the highest occupied slot
 //     plus one, rounded up to a power of two (runtime.Batch.DecodePrefix):
 //     the width follows the load, and each width has its own captured steps.
@@ -286,9 +288,11 @@ func (s *scheduler) assign() {
 	}
 }
 
-// prefillChunks prefills the oldest sequences waiting for it: one chunk
-// when one is true (others decode), else until none is left.
-func (s *scheduler) prefillChunks(one bool) {
+// prefillChunks prefills the oldest sequences waiting for it: chunks
+// until PrefillChunk tokens are spent when budgeted (others decode), else
+// until none is left.
+func (s *scheduler) prefillChunks(budgeted bool) {
+	spent := 0
 	for len(s.pre) > 0 {
 		q := s.pre[0]
 		p := q.req.prompt
@@ -300,6 +304,7 @@ func (s *scheduler) prefillChunks(one bool) {
 			continue
 		}
 		q.done += n
+		spent += n
 		s.met.tokensIn.Add(float64(n))
 		if q.done < len(p) {
 			if err := s.bt.Park(q.slot); err != nil {
@@ -316,7 +321,7 @@ func (s *scheduler) prefillChunks(one bool) {
 			}
 			s.sample(q, logits)
 		}
-		if one {
+		if budgeted && spent >= s.chunk {
 			return
 		}
 	}

@@ -47,8 +47,8 @@ type Options struct {
 	// PingInterval is how often a stream waiting for its first token gets
 	// a ": ping" comment (default 5 s).
 	PingInterval time.Duration
-	// PrefillChunk is the most prompt tokens prefilled between two decode
-	// steps (default 512).
+	// PrefillChunk is the longest prefill chunk, and the prompt tokens
+	// prefilled between two decode steps once reached (default 512).
 	PrefillChunk int
 	// Logger receives the server's logs; never prompt, token or sampled
 	// text (default: slog.Default()).

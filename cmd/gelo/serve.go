@@ -50,7 +50,7 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	listen := fs.String("listen", "127.0.0.1:8443", "address to listen on")
 	maxBatch := fs.Int("max-batch", 8, "KV slots: the most sequences decoded in one step")
 	maxQueue := fs.Int("max-queue", 0, "the most sequences waiting for a slot before 429 (0: 16 x --max-batch)")
-	chunk := fs.Int("prefill-chunk", 512, "the most prompt tokens prefilled between two decode steps (longer prompts are prefilled in chunks)")
+	chunk := fs.Int("prefill-chunk", 512, "the longest prefill chunk, and the prompt tokens prefilled between two decode steps once reached (longer prompts are prefilled across steps)")
 	name := fs.String("served-model-name", "", "the model id of the API (default: --model, or the plan's model)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	plain := fs.Bool("plain-http", false, "serve plain HTTP without attestation: loopback development only (warned on every start)")

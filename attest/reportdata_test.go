@@ -87,3 +87,39 @@ func must64(v [64]byte, err error) [64]byte {
 	}
 	return v
 }
+
+// TestSessionReportData: every input changes the session REPORT_DATA, and
+// bad lengths are refused.
+func TestSessionReportData(t *testing.T) {
+	ekm := make([]byte, SessionEKMLen)
+	nonce := make([]byte, 32)
+	var key, plan [32]byte
+	base, err := SessionReportData(ekm, nonce, key, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ekm2 := append([]byte{}, ekm...)
+	ekm2[0] = 1
+	nonce2 := append([]byte{}, nonce...)
+	nonce2[0] = 1
+	key2, plan2 := key, plan
+	key2[0], plan2[0] = 1, 1
+	for name, args := range map[string]struct {
+		ekm, nonce []byte
+		key, plan  [32]byte
+	}{"ekm": {ekm2, nonce, key, plan}, "nonce": {ekm, nonce2, key, plan}, "key": {ekm, nonce, key2, plan}, "plan": {ekm, nonce, key, plan2}} {
+		got, err := SessionReportData(args.ekm, args.nonce, args.key, args.plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == base {
+			t.Errorf("changing the %s leaves REPORT_DATA unchanged", name)
+		}
+	}
+	if _, err := SessionReportData(ekm[:8], nonce, key, plan); err == nil {
+		t.Error("short exported keying material accepted")
+	}
+	if _, err := SessionReportData(ekm, nonce[:4], key, plan); err == nil {
+		t.Error("short nonce accepted")
+	}
+}

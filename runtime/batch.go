@@ -29,7 +29,8 @@ type Batch struct {
 
 	caches  map[string][]float32 // [B, T, kv] per layer
 	prefill map[int]*step
-	decode  map[int]*step // captured decode steps by kv bucket
+	decode  map[int]*step         // captured decode steps by kv bucket
+	decodeK map[int]map[int]*step // DecodePrefix's narrower steps: by width, then bucket
 	eager   bool
 	pos     []int
 	// hold marks sequences that finished inside Generate: they keep
@@ -37,6 +38,10 @@ type Batch struct {
 	// instead of advancing, so a finished sequence never fills the
 	// context for the others.
 	hold []bool
+	// park marks slots that are empty or part-way through a chunked
+	// prefill: a decode step that spans one writes its next cache row as
+	// scratch (the next Prefill overwrites it) and never advances it.
+	park []bool
 	// pass numbers forward passes; it only grows (a Session's Reset keeps
 	// it), because the mask stream is keyed by it and must never repeat.
 	pass uint64
@@ -62,7 +67,7 @@ func newBatch(m *ir.Module, be Backend, b int, opt Options) (*Batch, error) {
 		}
 	}
 	bt := &Batch{module: m, backend: be, maxT: opt.MaxContext, b: b, caches: map[string][]float32{},
-		prefill: map[int]*step{}, decode: map[int]*step{}, eager: opt.Eager, pos: make([]int, b), hold: make([]bool, b)}
+		prefill: map[int]*step{}, decode: map[int]*step{}, decodeK: map[int]map[int]*step{}, eager: opt.Eager, pos: make([]int, b), hold: make([]bool, b), park: make([]bool, b)}
 	dec := m.Graph("decode")
 	for _, o := range dec.Outputs {
 		if o.Name == outLogits {
@@ -181,6 +186,7 @@ func (bt *Batch) Prefill(i int, tokens []int32) ([]float32, error) {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	bt.pos[i] += n
+	bt.hold[i], bt.park[i] = false, false // a Released or Parked slot steps again
 	return st.logits, nil
 }
 
@@ -199,29 +205,50 @@ func (bt *Batch) runPass(st *step) error {
 // runs eagerly and is recorded; later steps in the bucket replay it.
 // With Options.Eager every step is lowered anew instead.
 func (bt *Batch) Decode(tokens []int32) ([]float32, error) {
-	op := bt.op("decode")
 	if len(tokens) != bt.b {
-		return nil, fmt.Errorf("%s: %d tokens for %d sequences", op, len(tokens), bt.b)
+		return nil, fmt.Errorf("%s: %d tokens for %d sequences", bt.op("decode"), len(tokens), bt.b)
+	}
+	return bt.DecodePrefix(tokens)
+}
+
+// DecodePrefix is Decode over the first len(tokens) slots only (1 to B):
+// the later slots neither step nor advance. The cache layout (B, T, kv)
+// keeps slots 0..k-1 contiguous, so a k-wide step is the same graph bound
+// to a prefix of the storage, and a server's batch width can follow its
+// load instead of paying for B rows every step. Each width has its own
+// captured steps.
+func (bt *Batch) DecodePrefix(tokens []int32) ([]float32, error) {
+	op := bt.op("decode")
+	k := len(tokens)
+	if k < 1 || k > bt.b {
+		return nil, fmt.Errorf("%s: %d tokens for a batch of %d sequences", op, k, bt.b)
 	}
 	longest := 0
-	for j := range bt.pos {
+	for j := range k {
 		longest = max(longest, bt.at(j))
 	}
 	if longest >= bt.maxT {
 		return nil, fmt.Errorf("%s: context of %d tokens is full", op, bt.maxT)
 	}
 	bucket := Bucket(longest+1, bt.maxT)
-	st, captured := bt.decode[bucket]
+	steps := bt.decode
+	if k < bt.b {
+		if bt.decodeK[k] == nil {
+			bt.decodeK[k] = map[int]*step{}
+		}
+		steps = bt.decodeK[k]
+	}
+	st, captured := steps[bucket]
 	if !captured || bt.eager {
 		var err error
-		if st, err = compileStep(bt.backend, bt.module.Graph("decode"), map[string]int{"B": bt.b, "T": bt.maxT, "L": bucket}); err != nil {
+		if st, err = compileStep(bt.backend, bt.module.Graph("decode"), map[string]int{"B": k, "T": bt.maxT, "L": bucket}); err != nil {
 			return nil, err
 		}
-		if err := bt.bind(st, -1); err != nil {
+		if err := bt.bindPrefix(st, k); err != nil {
 			return nil, err
 		}
 		if !bt.eager {
-			bt.decode[bucket] = st // run this step eagerly, replay it from now on
+			steps[bucket] = st // run this step eagerly, replay it from now on
 		}
 	}
 	for j, t := range tokens {
@@ -236,18 +263,78 @@ func (bt *Batch) Decode(tokens []int32) ([]float32, error) {
 	if err := bt.runPass(st); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	for j := range bt.pos {
-		if !bt.hold[j] {
+	for j := range k {
+		if !bt.hold[j] && !bt.park[j] {
 			bt.pos[j]++
 		}
 	}
 	return st.logits, nil
 }
 
-// at is the position sequence j decodes at: its next one, or its last
-// one again while it is held.
+// bindPrefix binds a k-wide decode step to the first k slots of every
+// cache (k == B: the whole storage, as bind(st, -1)).
+func (bt *Batch) bindPrefix(st *step, k int) error {
+	if k == bt.b {
+		return bt.bind(st, -1)
+	}
+	for _, name := range st.caches {
+		n, err := st.exe.Elems(name)
+		if err != nil {
+			return fmt.Errorf("session: %w", err)
+		}
+		if err := st.exe.BindFloat32(name, bt.storage(name, n/k)[:n]); err != nil {
+			return fmt.Errorf("session: cache %s: %w", name, err)
+		}
+	}
+	st.bound, st.slot = true, -1-k
+	return nil
+}
+
+// Release empties slot i for its next sequence: every cache row of the
+// slot is zeroised (the KV cache is secret state), its position reset and
+// the slot parked until Prefill refills it.
+func (bt *Batch) Release(i int) error {
+	if i < 0 || i >= bt.b {
+		return fmt.Errorf("%s: sequence %d outside [0, %d)", bt.op("release"), i, bt.b)
+	}
+	for _, c := range bt.caches {
+		per := len(c) / bt.b
+		clear(c[i*per : (i+1)*per])
+	}
+	bt.pos[i], bt.hold[i], bt.park[i] = 0, false, true
+	return nil
+}
+
+// Park stops slot i stepping until its next Prefill, keeping its cache:
+// a decode step that spans it writes its next row as scratch (which that
+// Prefill overwrites) and does not advance it. A server parks a sequence
+// between the chunks of its prefill while the others decode.
+func (bt *Batch) Park(i int) error {
+	if i < 0 || i >= bt.b {
+		return fmt.Errorf("%s: sequence %d outside [0, %d)", bt.op("park"), i, bt.b)
+	}
+	if bt.pos[i] >= bt.maxT {
+		return fmt.Errorf("%s: %ssequence is at the end of the context (%d): no row to park on", bt.op("park"), bt.seqOf(i), bt.maxT)
+	}
+	bt.park[i] = true
+	return nil
+}
+
+// Slot returns sequence i's part of a named KV cache (k.L or v.L), for
+// tests that check Release; it stays in the TEE and must not be modified.
+func (bt *Batch) Slot(name string, i int) ([]float32, bool) {
+	c, ok := bt.caches[name]
+	if !ok || i < 0 || i >= bt.b {
+		return nil, false
+	}
+	per := len(c) / bt.b
+	return c[i*per : (i+1)*per], true
+}
+
+// at is the position sequence j decodes at: its next one (also while it
+// is parked), or its last one again while it is held.
 func (bt *Batch) at(j int) int {
-	if bt.hold[j] && bt.pos[j] > 0 {
+	if bt.hold[j] && !bt.park[j] && bt.pos[j] > 0 {
 		return bt.pos[j] - 1
 	}
 	return bt.pos[j]

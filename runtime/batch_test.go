@@ -218,3 +218,171 @@ func TestFinishReasons(t *testing.T) {
 		t.Errorf("EOS first: %+v, want one token and stop", c)
 	}
 }
+
+// TestBatchPrefixRelease: a k-wide DecodePrefix gives the first k rows of
+// the full-width Decode bit for bit (what a server's batch width relies
+// on), Release zeroises exactly its slot, and a released slot refilled
+// with a new prompt decodes as a fresh batch does.
+func TestBatchPrefixRelease(t *testing.T) {
+	// Unprotected: a protected step's masks differ with the batch shape,
+	// and with them the rounding.
+	_, w := tinyModule(t)
+	cfg, err := models.Variant("qwen3-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := models.Trace(cfg, models.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.Pipeline(passes.ProtectOptions{Mask: passes.MaskNone, Cadence: passes.PerForward}).Run(m); err != nil {
+		t.Fatal(err)
+	}
+	const maxT = 32
+	newBatch := func() *runtime.Batch { // each its own backend: pass numbers start at 0
+		bt, err := runtime.NewBatch(m, countingCPU(t, w), 3, runtime.Options{MaxContext: maxT})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bt
+	}
+	prompts := [][]int32{{1, 2, 3}, {7}, {5, 9}}
+	full, part := newBatch(), newBatch()
+	for i, p := range prompts {
+		if _, err := full.Prefill(i, p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := part.Prefill(i, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lf, err := full.Decode([]int32{4, 5, 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(lf[:2*len(lf)/3])
+	lp, err := part.DecodePrefix([]int32{4, 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(lp, want) {
+		t.Fatal("DecodePrefix(2) logits differ from the first two rows of Decode")
+	}
+	if part.Pos(2) != 2 || part.Pos(0) != 4 {
+		t.Fatalf("positions after DecodePrefix(2): %d %d %d, want 4 2 2", part.Pos(0), part.Pos(1), part.Pos(2))
+	}
+	if _, err := part.DecodePrefix(nil); err == nil {
+		t.Fatal("DecodePrefix of no tokens: no error")
+	}
+
+	// Release slot 1: its rows are zero, the others are not.
+	if err := part.Release(1); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"k.0", "v.0"} {
+		s1, ok := part.Slot(name, 1)
+		if !ok {
+			t.Fatalf("no cache %s", name)
+		}
+		if slices.ContainsFunc(s1, func(v float32) bool { return v != 0 }) {
+			t.Fatalf("%s slot 1 not zeroised by Release", name)
+		}
+		s0, _ := part.Slot(name, 0)
+		if !slices.ContainsFunc(s0, func(v float32) bool { return v != 0 }) {
+			t.Fatalf("%s slot 0 zeroised by Release(1)", name)
+		}
+	}
+	if part.Pos(1) != 0 {
+		t.Fatalf("released slot at position %d, want 0", part.Pos(1))
+	}
+	// A held slot does not advance.
+	if _, err := part.DecodePrefix([]int32{4, 0, 6}); err != nil {
+		t.Fatal(err)
+	}
+	if part.Pos(1) != 0 {
+		t.Fatalf("released slot advanced to %d", part.Pos(1))
+	}
+	// Refilled, it decodes as slot 1 of a fresh batch given the same prompt.
+	p := []int32{11, 12}
+	fresh := newBatch()
+	lgF, err := fresh.Prefill(1, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lgF = slices.Clone(lgF)
+	lgP, err := part.Prefill(1, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(lgP, lgF) {
+		t.Fatal("prefill into a released slot differs from a fresh slot")
+	}
+	if err := part.Release(5); err == nil {
+		t.Fatal("Release(5) of a batch of 3: no error")
+	}
+}
+
+// TestBatchParkChunked: a prompt prefilled in chunks, parked while the
+// batch decodes between them, gives the logits of its whole prefill (the
+// scratch row a decode step writes into a parked slot is overwritten by
+// the next chunk), and a parked slot does not advance.
+func TestBatchParkChunked(t *testing.T) {
+	_, w := tinyModule(t)
+	cfg, _ := models.Variant("qwen3-tiny")
+	m, err := models.Trace(cfg, models.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.Pipeline(passes.ProtectOptions{Mask: passes.MaskNone, Cadence: passes.PerForward}).Run(m); err != nil {
+		t.Fatal(err)
+	}
+	prompt := []int32{3, 1, 4, 1, 5, 9, 2, 6, 5, 3}
+	newB := func() *runtime.Batch {
+		bt, err := runtime.NewBatch(m, countingCPU(t, w), 2, runtime.Options{MaxContext: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bt
+	}
+	whole := newB()
+	want, err := whole.Prefill(1, prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = slices.Clone(want)
+
+	bt := newB()
+	if _, err := bt.Prefill(0, []int32{7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	var got []float32
+	for c := 0; c < len(prompt); c += 4 {
+		l, err := bt.Prefill(1, prompt[c:min(c+4, len(prompt))])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = slices.Clone(l)
+		if c+4 >= len(prompt) {
+			break
+		}
+		if err := bt.Park(1); err != nil {
+			t.Fatal(err)
+		}
+		at := bt.Pos(1)
+		if _, err := bt.Decode([]int32{11, 0}); err != nil {
+			t.Fatal(err)
+		}
+		if bt.Pos(1) != at {
+			t.Fatalf("a parked slot advanced from %d to %d", at, bt.Pos(1))
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatal("chunked prefill with decode steps between the chunks differs from the whole prefill")
+	}
+	if bt.Pos(0) != 4 {
+		t.Fatalf("the decoding slot is at %d, want 4", bt.Pos(0))
+	}
+	if err := bt.Park(7); err == nil {
+		t.Fatal("Park(7) of a batch of 2: no error")
+	}
+}

@@ -30,6 +30,8 @@ func verbs() []verb {
 		{"attack", "record every protection condition on a corpus and attack what the device saw", runAttack},
 		{"attest", "SEV-SNP evidence binding a sealed plan to a nonce (--simulated off SEV-SNP hardware)", runAttest},
 		{"verify", "check a sealed plan and its attestation evidence (nonce, signature chain, policy)", runVerify},
+		{"serve", "OpenAI-compatible server with continuous batching and attested TLS", runServe},
+		{"chat", "attest a gelo server's connection, then chat with it (--server URL)", runChat},
 	}
 }
 

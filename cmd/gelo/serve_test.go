@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gelo/plan/planfile"
+	"gelo/serve/client"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's log writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeVerb: gelo serve --simulated on qwen3-tiny, then gelo chat's
+// client attests it and completes; the JSON logs parse, name the plan and
+// carry no prompt text.
+func TestServeVerb(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serveMain(ctx, []string{"--model", "qwen3-tiny", "--listen", "127.0.0.1:0", "--simulated", "--max-batch", "4",
+			"--max-context", "128", "--log-format", "json"}, &logs, func(a string) { addr <- a })
+	}()
+	var url string
+	select {
+	case url = <-addr:
+	case err := <-done:
+		t.Fatalf("serve: %v\n%s", err, logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	if _, err := client.Dial(ctx, url, client.Options{}); err == nil {
+		t.Fatal("simulated evidence accepted without AllowSimulated")
+	}
+	opt := client.Options{MinSecurity: "exact"}
+	opt.Policy.AllowSimulated = true
+	c, err := client.Dial(ctx, url, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Security != "exact" {
+		t.Fatalf("attested level %q, want the default exact", c.Security)
+	}
+	if _, err := c.Complete(ctx, []int{1, 2, 3}, client.ChatOptions{MaxTokens: 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "the-secret-prompt-text"
+	if _, err := c.Chat(ctx, []client.Message{{Role: "user", Content: secret}}, client.ChatOptions{MaxTokens: 2}, nil); err == nil {
+		t.Fatal("chat on a model without a tokenizer: no error")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if strings.Contains(out, secret) {
+		t.Fatal("the log holds prompt text")
+	}
+	sawServing := false
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			continue // the identity line of a sealed load is plain text
+		}
+		if rec["msg"] == "serving" && rec["plan_digest"] != "" && rec["attestation"] == "SIMULATED" {
+			sawServing = true
+		}
+	}
+	if !sawServing {
+		t.Fatalf("no JSON 'serving' record naming the plan:\n%s", out)
+	}
+}
+
+// TestServeUsage: bad serve and chat flags are usage errors (exit 2)
+// before anything loads.
+func TestServeUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--max-batch", "0"},
+		{"serve", "--log-format", "xml"},
+		{"serve", "--prefill-chunk", "0"},
+		{"serve", "--plain-http", "--listen", "0.0.0.0:8000"},
+		{"serve", "--plain-http", "--simulated", "--listen", "127.0.0.1:0"},
+		{"serve", "--plan", "x.gelo", "--mask", "none"},
+		{"serve", "stray"},
+		{"chat"},
+		{"chat", "--server", "https://x", "--min-security", "nope"},
+		{"chat", "--server", "https://x", "--plan-digest", "12"},
+		{"chat", "--server", "https://x", "--min-tcb", "snp=x"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(args, &bytes.Buffer{}, &stderr); code != 2 {
+			t.Errorf("gelo %s: exit %d, want 2: %s", strings.Join(args, " "), code, stderr.String())
+		}
+	}
+}
+
+// startServe runs serveMain with args until the test ends and returns
+// its URL.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serveMain(ctx, args, &logs, func(a string) { addr <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case url := <-addr:
+		return url
+	case err := <-done:
+		done <- err
+		t.Fatalf("serve: %v\n%s", err, logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	return ""
+}
+
+// TestServeSealedPlan: a sealed plan is served under its own digest and
+// level, which the client checks; plain HTTP serves loopback without
+// attestation.
+func TestServeSealedPlan(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "p.gelo")
+	must(t, "compile", "--security", "none", "--out", p)
+	pf, err := planfile.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := startServe(t, "--plan", p, "--listen", "127.0.0.1:0", "--simulated", "--max-context", "64")
+	ctx := context.Background()
+	opt := client.Options{PlanDigest: pf.Digest()}
+	opt.Policy.AllowSimulated = true
+	c, err := client.Dial(ctx, url, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Security != "none" {
+		t.Fatalf("attested level %q, want none", c.Security)
+	}
+	if _, err := c.Complete(ctx, []int{4, 5}, client.ChatOptions{MaxTokens: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	opt.MinSecurity = "exact"
+	if _, err := client.Dial(ctx, url, opt); err == nil {
+		t.Fatal("a none plan accepted under --min-security exact")
+	}
+
+	plain := startServe(t, "--model", "qwen3-tiny", "--plain-http", "--listen", "127.0.0.1:0", "--max-context", "64")
+	pc, err := client.Dial(ctx, plain, client.Options{Plain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if _, err := pc.Complete(ctx, []int{4, 5}, client.ChatOptions{MaxTokens: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+}

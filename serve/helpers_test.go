@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"gelo/device"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/plan"
@@ -52,6 +53,7 @@ type testConfig struct {
 	noStart bool
 	delay   time.Duration // added to every forward pass, so that a run outlasts the test's steps
 	wrap    func(net.Listener) net.Listener
+	liar    func(*device.LiarDevice) // puts a lying device under the engine
 }
 
 // newTestServer compiles qwen3-tiny through package plan (as gelo serve
@@ -67,7 +69,15 @@ func newTestServer(t testing.TB, tc testConfig) (*Server, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := plan.NewEngine(plan.EngineOptions{}, l.Weights, []byte("gelo serve test session key"), m)
+	var eo plan.EngineOptions
+	if tc.liar != nil {
+		eo.Wrap = func(d device.Device) device.Device {
+			ld := device.NewLiar(d)
+			tc.liar(ld)
+			return ld
+		}
+	}
+	eng, err := plan.NewEngine(eo, l.Weights, []byte("gelo serve test session key"), m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gelo/lower/cpu/probe"
 	"gelo/runtime"
 	"gelo/tokenizer"
 )
@@ -105,6 +106,9 @@ type scheduler struct {
 	closed  bool
 
 	nRunning atomic.Int32 // occupied slots, for Load
+	// aborted: a device result failed its integrity probe; the engine
+	// wiped its key and refuses every run, so the server refuses work.
+	aborted atomic.Bool
 	chunk    int          // prefill chunk, tokens
 	pre      []*seq       // sequences part-way through their prefill, in arrival order
 	slots    []*seq       // by slot; nil: free
@@ -124,6 +128,17 @@ func newScheduler(bt *runtime.Batch, tok *tokenizer.Tokenizer, eos []int, maxT, 
 }
 
 var errQueueFull = errors.New("queue full")
+
+// errAborted refuses work once a probe failed.
+var errAborted = errors.New("the session was aborted: a device result failed its integrity probe (restart the server for a new session key)")
+
+// failed notes a run's error: a failed integrity probe aborts the server's
+// session for good (logged once).
+func (s *scheduler) failed(err error) {
+	if errors.Is(err, probe.ErrFailed) && !s.aborted.Swap(true) {
+		s.log.Error("integrity failure: the session is aborted; every request is refused until the server restarts")
+	}
+}
 
 // submit queues n sequences of r (one per choice) and returns their
 // event channels; errQueueFull when they do not fit.
@@ -153,6 +168,13 @@ func (s *scheduler) submit(ctx context.Context, r *request) ([]chan event, error
 	if s.closed {
 		s.mu.Unlock()
 		return nil, errors.New("server is shutting down")
+	}
+	if s.aborted.Load() {
+		s.mu.Unlock()
+		for _, q := range seqs {
+			q.sampler.Zeroise()
+		}
+		return nil, errAborted
 	}
 	if len(s.waiting)+len(seqs) > s.maxQueue {
 		s.mu.Unlock()
@@ -300,6 +322,7 @@ func (s *scheduler) prefillChunks(budgeted bool) {
 		logits, err := s.bt.Prefill(q.slot, p[q.done:q.done+n])
 		if err != nil {
 			s.log.Error("prefill failed", "slot", q.slot, "prompt_tokens", len(p), "err", err)
+			s.failed(err)
 			s.retire(q.slot, event{err: fmt.Errorf("prefill: %w", err)})
 			continue
 		}
@@ -344,6 +367,7 @@ func (s *scheduler) step() {
 	logits, err := s.bt.DecodePrefix(s.stepTok[:w])
 	if err != nil {
 		s.log.Error("decode step failed", "width", w, "err", err)
+		s.failed(err)
 		for i, q := range s.slots {
 			if q != nil {
 				s.retire(i, event{err: fmt.Errorf("decode: %w", err)})

@@ -256,8 +256,13 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &apiError{Status: http.StatusServiceUnavailable, Message: "the model failed to load", Type: "unavailable_error", Code: "model_load_failed"})
 		return
 	}
-	if s.ready.Load() == nil {
+	l := s.ready.Load()
+	if l == nil {
 		s.writeError(w, loadingError())
+		return
+	}
+	if l.sched.aborted.Load() {
+		s.writeError(w, &apiError{Status: http.StatusServiceUnavailable, Message: errAborted.Error(), Type: "unavailable_error", Code: "integrity_abort"})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -345,6 +350,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	chans, err := l.sched.submit(ctx, req)
 	if errors.Is(err, errQueueFull) {
 		s.writeError(w, &apiError{Status: http.StatusTooManyRequests, Message: "the request queue is full; retry later", Type: "rate_limit_error", Code: "queue_full"})
+		return
+	}
+	if errors.Is(err, errAborted) {
+		s.writeError(w, &apiError{Status: http.StatusServiceUnavailable, Message: err.Error(), Type: "unavailable_error", Code: "integrity_abort"})
 		return
 	}
 	if err != nil {

@@ -109,11 +109,11 @@ type scheduler struct {
 	// aborted: a device result failed its integrity probe; the engine
 	// wiped its key and refuses every run, so the server refuses work.
 	aborted atomic.Bool
-	chunk    int          // prefill chunk, tokens
-	pre      []*seq       // sequences part-way through their prefill, in arrival order
-	slots    []*seq       // by slot; nil: free
-	scratch  []float64
-	stepTok  []int32
+	chunk   int    // prefill chunk, tokens
+	pre     []*seq // sequences part-way through their prefill, in arrival order
+	slots   []*seq // by slot; nil: free
+	scratch []float64
+	stepTok []int32
 }
 
 func newScheduler(bt *runtime.Batch, tok *tokenizer.Tokenizer, eos []int, maxT, vocab, maxQueue, chunk int, log *slog.Logger, met *metrics) (*scheduler, error) {

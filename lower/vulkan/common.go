@@ -29,6 +29,13 @@ type Options struct {
 	// products out); 0 means 64 MiB, capped at the device's binding range.
 	// Larger calls are cut into chunks of rows.
 	IOBytes int64
+	// Kernels chooses the shaders: "" picks by device type (a CPU device
+	// such as lavapipe takes the lane-per-row shader for every row count,
+	// a GPU the subgroup mat-vec or lane-per-row shader for few rows and
+	// the tiled one above), "gpu" and "cpu" force either choice.
+	Kernels string
+	// noValidation keeps the layer off in benchmarks (tests turn it on).
+	noValidation bool
 	// PartBytes caps each weight buffer (0: the device's storage binding
 	// range); weights above it are split by rows into parts.
 	PartBytes int64
@@ -88,14 +95,20 @@ const (
 
 var formatNames = [numFormats]string{"f32", "bf16", "q8_0", "q4_0"}
 
-// kinds of shader: mat-vec for few rows, tiled for many.
+// kinds of shader: mat-vec for few rows (f32 and bf16, the GPU layout), a
+// lane per weight row (any format and row count; the layout for CPU
+// devices, and for quantized mat-vec everywhere), tiled for many rows.
 const (
 	kindMatVec = iota
+	kindRows
 	kindTiled
 	numKinds
 )
 
-var kindNames = [numKinds]string{"matvec", "tiled"}
+var kindNames = [numKinds]string{"matvec", "rows", "tiled"}
+
+// hasShader reports whether a (kind, format) module exists.
+func hasShader(kind, format int) bool { return kind != kindMatVec || format <= fmtBF16 }
 
 // matVecRows is the most activation rows the mat-vec shader takes (MAXM).
 const matVecRows = 8

@@ -41,6 +41,7 @@ type Device struct {
 	xs, xds, ys *buffer
 	weights     map[string]*weight
 	stats       Stats
+	cpuKernels  bool // the lane-per-row shader for every call
 	closed      bool
 }
 
@@ -87,8 +88,19 @@ func (d *Device) init() error {
 	if d.dsl, d.pl, err = c.layout(numBindings, 16); err != nil {
 		return err
 	}
+	switch d.opt.Kernels {
+	case "":
+		d.cpuKernels = c.info.Type == "cpu"
+	case "cpu", "gpu":
+		d.cpuKernels = d.opt.Kernels == "cpu"
+	default:
+		return fmt.Errorf("vulkan: kernels %q: want \"\", cpu or gpu", d.opt.Kernels)
+	}
 	for k := range numKinds {
 		for f := range numFormats {
+			if !hasShader(k, f) {
+				continue
+			}
 			spv, err := spirv(k, f)
 			if err != nil {
 				return err
@@ -275,7 +287,8 @@ func (d *Device) upload(name string, format, rows, cols int, rowsOf func(r0, n i
 	if format == fmtQ8 || format == fmtQ4 {
 		xRow = int64(cols)
 	}
-	chunk := int(min(d.opt.IOBytes/xRow, d.opt.IOBytes/(4*int64(rows)), int64(16*c.info.MaxGroupCount[1])))
+	chunk := int(min(d.opt.IOBytes/xRow, d.opt.IOBytes/(4*int64(rows)), int64(16*c.info.MaxGroupCount[1]),
+		int64(matVecRows*c.info.MaxGroupCount[2])))
 	if chunk < 1 {
 		return fmt.Errorf("vulkan upload %q: one row of [%d, %d] exceeds the %d-byte crossing buffers", name, rows, cols, d.opt.IOBytes)
 	}
@@ -354,31 +367,29 @@ func (d *Device) record(w *weight, b int) (cmdBuffer, error) {
 		}
 	}
 	c.barrier(cb)
-	kind := kindTiled
-	if b <= matVecRows {
-		kind = kindMatVec
-	}
+	kind := d.kind(w.format, b)
 	n := 0
 	for _, p := range w.parts {
 		push := [4]uint32{uint32(p.rows), uint32(w.cols), uint32(p.r0), uint32(w.rows)}
-		var groups, gy int
-		switch {
-		case kind == kindTiled:
-			groups, gy = (p.rows+15)/16, (b+15)/16
-		case quant:
-			groups, gy = (p.rows+63)/64, 1
+		var groups, gy, gz int
+		switch kind {
+		case kindTiled:
+			groups, gy, gz = (p.rows+15)/16, (b+15)/16, 1
+		case kindRows:
+			groups, gz = (p.rows+63)/64, (b+matVecRows-1)/matVecRows
 		default:
 			per := max(1, 64/c.info.SubgroupSize)
-			groups, gy = (p.rows+per-1)/per, 1
+			groups, gz = (p.rows+per-1)/per, 1
 		}
 		gx := groups
 		if kind != kindTiled {
-			// The mat-vec shaders stride over their rows, so any grid
-			// covers them: fold the groups into two dimensions.
+			// The mat-vec and lane-per-row shaders stride over their
+			// rows, so any grid covers them: fold the groups into two
+			// dimensions.
 			gx = min(groups, c.info.MaxGroupCount[0])
 			gy = min((groups+gx-1)/gx, c.info.MaxGroupCount[1])
 		}
-		c.dispatch(cb, d.pipes[kind][w.format], d.pl, p.set, &push, gx, gy)
+		c.dispatch(cb, d.pipes[kind][w.format], d.pl, p.set, &push, gx, gy, gz)
 		n++
 	}
 	c.barrier(cb)
@@ -393,6 +404,19 @@ func (d *Device) record(w *weight, b int) (cmdBuffer, error) {
 	d.stats.Recordings++
 	w.dispatches[b] = n
 	return cb, nil
+}
+
+// kind picks the shader for b rows of a format.
+func (d *Device) kind(format, b int) int {
+	switch {
+	case d.cpuKernels:
+		return kindRows
+	case b > matVecRows:
+		return kindTiled
+	case format == fmtQ8 || format == fmtQ4:
+		return kindRows
+	}
+	return kindMatVec
 }
 
 // crossing replays w's recording for n rows: the row count into params,

@@ -231,8 +231,8 @@ func (x *ctx) end(cb cmdBuffer) error {
 
 func (x *ctx) freeCmd(cb cmdBuffer) { C.gv_cmd_free(x.c, cb) }
 
-func (x *ctx) dispatch(cb cmdBuffer, p pipeline, pl pipeLayout, s descSet, push *[4]uint32, gx, gy int) {
-	C.gv_cmd_dispatch(x.c, cb, p, pl, s, unsafe.Pointer(&push[0]), 16, C.uint32_t(gx), C.uint32_t(gy), 1)
+func (x *ctx) dispatch(cb cmdBuffer, p pipeline, pl pipeLayout, s descSet, push *[4]uint32, gx, gy, gz int) {
+	C.gv_cmd_dispatch(x.c, cb, p, pl, s, unsafe.Pointer(&push[0]), 16, C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz))
 }
 
 func (x *ctx) copyBuffer(cb cmdBuffer, src *buffer, dst *buffer, n int64) {

@@ -5,6 +5,7 @@
 // exact int32 block sum, then acc += isum * (dw * dx) without contraction,
 // block by block: the canonical order of gelo's Go kernels.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x = 16, local_size_y = 16) in;
@@ -30,6 +31,7 @@ void main() {
 	uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
 	uint tid = ly * 16u + lx;
 	uint rt = gl_WorkGroupID.x * 16u, it = gl_WorkGroupID.y * 16u;
+	if (it >= m) return; // a tile past this call's rows (the whole group)
 #if FMT <= 1
 	float acc = 0.0;
 	for (uint k0 = 0; k0 < pc.cols; k0 += 32u) {
@@ -40,7 +42,7 @@ void main() {
 			ws[rr][kk] = (gr < pc.rows && k < pc.cols) ? wat(gr, k) : 0.0;
 		}
 		barrier();
-		for (uint kk = 0; kk < 32u; kk++) acc += xs[ly][kk] * ws[lx][kk];
+		[[unroll]] for (uint kk = 0; kk < 32u; kk++) acc += xs[ly][kk] * ws[lx][kk];
 		barrier();
 	}
 #else
@@ -50,7 +52,7 @@ void main() {
 		if (tid < 128u) {
 			uint rr = tid >> 3, t = tid & 7u, gi = it + rr;
 			uint v = gi < m ? xq[((gi * pc.cols) >> 2) + b * 8u + t] : 0u;
-			for (uint j = 0; j < 4u; j++) xs[rr][4u * t + j] = bitfieldExtract(int(v), int(8u * j), 8);
+			[[unroll]] for (uint j = 0; j < 4u; j++) xs[rr][4u * t + j] = bitfieldExtract(int(v), int(8u * j), 8);
 			if (tid < 16u) {
 				uint g = it + tid;
 				xds[tid] = g < m ? xd[g * nb + b] : 0.0;
@@ -60,7 +62,7 @@ void main() {
 			uint h = (gr * nb + b) * BLOCK_HALVES;
 #if FMT == 2
 			uint v = gr < pc.rows ? (hw(h + 1u + 2u * t) | (hw(h + 2u + 2u * t) << 16)) : 0u;
-			for (uint j = 0; j < 4u; j++) ws[rr][4u * t + j] = bitfieldExtract(int(v), int(8u * j), 8);
+			[[unroll]] for (uint j = 0; j < 4u; j++) ws[rr][4u * t + j] = bitfieldExtract(int(v), int(8u * j), 8);
 #else
 			uint v = gr < pc.rows ? hw(h + 1u + t) : 0x8888u;
 			ws[rr][2u * t] = int(v & 15u) - 8;
@@ -75,7 +77,7 @@ void main() {
 		}
 		barrier();
 		int isum = 0;
-		for (uint kk = 0; kk < 32u; kk++) isum += xs[ly][kk] * ws[lx][kk];
+		[[unroll]] for (uint kk = 0; kk < 32u; kk++) isum += xs[ly][kk] * ws[lx][kk];
 		precise float s = wds[lx] * xds[ly];
 		acc = acc + float(isum) * s;
 		barrier();

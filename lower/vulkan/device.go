@@ -148,7 +148,7 @@ func (d *Device) init() error {
 	return nil
 }
 
-// Info describes the device.
+// Info describes the device (also after Close).
 func (d *Device) Info() Info { return d.c.info }
 
 // Stats returns the counters so far.
@@ -163,7 +163,7 @@ func (d *Device) Stats() Stats {
 func (d *Device) ValidationErrors() (int, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.c == nil {
+	if d.closed || d.c == nil {
 		return 0, ""
 	}
 	return d.c.validationErrors()

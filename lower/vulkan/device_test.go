@@ -252,6 +252,22 @@ func TestErrors(t *testing.T) {
 	if err := d.MatMul("op", "w", make([]float32, 31), 1, make([]float32, 2)); err == nil {
 		t.Error("MatMul with a short x succeeded")
 	}
+	if err := d.UploadQ("q", &wire.Matrix{Format: wire.Q8_0, Rows: 1, Cols: 32, Data: make([]byte, 3)}); err == nil {
+		t.Error("UploadQ of a short matrix succeeded")
+	}
+	// After Close every call is an error, not a crash.
+	e := open(t, Options{})
+	e.Close()
+	if err := e.Upload("w", make([]float32, 32), 1, 32); err == nil {
+		t.Error("Upload after Close succeeded")
+	}
+	if err := e.MatMul("op", "w", make([]float32, 32), 1, make([]float32, 1)); err == nil {
+		t.Error("MatMul after Close succeeded")
+	}
+	if n, _ := e.ValidationErrors(); n != 0 {
+		t.Errorf("ValidationErrors after Close: %d", n)
+	}
+	e.Close()
 }
 
 // TestSPIRVIsGenerated regenerates the SPIR-V where the same glslang is

@@ -23,9 +23,6 @@ layout(std430, set = 0, binding = 1) readonly buffer Weight4 { vec4 w4[]; };
 #elif FMT == 1
 layout(std430, set = 0, binding = 1) readonly buffer Weight4 { uvec4 w4[]; };
 #endif
-#if FMT <= 1
-layout(std430, set = 0, binding = 2) readonly buffer Act4 { vec4 x4[]; };
-#endif
 
 void main() {
 	uint i0 = gl_WorkGroupID.z * MR;
@@ -45,7 +42,10 @@ void main() {
 			for (uint j = 0; j < c4; j++) {
 				vec4 wv = w4[base + j];
 				[[unroll]] for (uint i = 0; i < MR; i++) {
-					if (i < mm) acc[i] += dot(wv, x4[(i0 + i) * c4 + j]);
+					if (i < mm) {
+						uint xb = (i0 + i) * cols + 4u * j;
+						acc[i] += dot(wv, vec4(x[xb], x[xb + 1u], x[xb + 2u], x[xb + 3u]));
+					}
 				}
 			}
 		} else {
@@ -59,7 +59,7 @@ void main() {
 		}
 #else
 		if ((cols & 7u) == 0u) {
-			uint c4 = cols >> 2, c8 = cols >> 3;
+			uint c8 = cols >> 3;
 			uint base = row * c8;
 			for (uint j = 0; j < c8; j++) {
 				uvec4 v = w4[base + j];
@@ -69,8 +69,9 @@ void main() {
 					uintBitsToFloat(v.w << 16), uintBitsToFloat(v.w & 0xffff0000u));
 				[[unroll]] for (uint i = 0; i < MR; i++) {
 					if (i < mm) {
-						uint xb = (i0 + i) * c4 + 2u * j;
-						acc[i] += dot(lo, x4[xb]) + dot(hi, x4[xb + 1u]);
+						uint xb = (i0 + i) * cols + 8u * j;
+						acc[i] += dot(lo, vec4(x[xb], x[xb + 1u], x[xb + 2u], x[xb + 3u])) +
+							dot(hi, vec4(x[xb + 4u], x[xb + 5u], x[xb + 6u], x[xb + 7u]));
 					}
 				}
 			}

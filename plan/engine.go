@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 
 	"gelo/device"
@@ -11,6 +13,7 @@ import (
 	"gelo/lower/cpu"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/gomlx"
+	"gelo/lower/vulkan"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
@@ -31,7 +34,9 @@ type EngineOptions struct {
 	// GomlxBackend is gomlx's engine: go, xla:cpu or xla:cuda.
 	GomlxBackend string
 	// Device is the untrusted side under the cpu backend: local,
-	// gomlx:go, gomlx:xla:cpu or gomlx:xla:cuda.
+	// gomlx:go, gomlx:xla:cpu, gomlx:xla:cuda, or vulkan (vulkan:N picks
+	// physical device N; GELO_VULKAN_VALIDATION=1 turns the Khronos
+	// validation layer on).
 	Device string
 	// Workers is the kernel worker count (0: GOMAXPROCS); results do not
 	// depend on it.
@@ -55,8 +60,11 @@ type Engine struct {
 	Runtime runtime.Backend
 	CPU     *cpu.Backend
 	// Spy is the recording device when EngineOptions.Spy asked for one.
-	Spy   *device.SpyDevice
-	close func()
+	Spy *device.SpyDevice
+	// Vulkan is the device under --device vulkan (its counters and
+	// validation errors), nil otherwise.
+	Vulkan *vulkan.Device
+	close  func()
 }
 
 // Close releases the backend and its device.
@@ -104,18 +112,19 @@ func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*
 	default:
 		return nil, fmt.Errorf("%w: --backend %q: want cpu or gomlx", ErrEngine, eo.Backend)
 	}
-	be, spy, done, err := newCPU(eo, w, key)
+	be, spy, vk, done, err := newCPU(eo, w, key)
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{Runtime: runtime.Adapt(be.Name(), be.Compile), CPU: be, Spy: spy, close: done}, nil
+	return &Engine{Runtime: runtime.Adapt(be.Name(), be.Compile), CPU: be, Spy: spy, Vulkan: vk, close: done}, nil
 }
 
 // newCPU builds the cpu backend with the device eo.Device names. The
 // returned close releases both.
-func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *device.SpyDevice, func(), error) {
+func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *device.SpyDevice, *vulkan.Device, func(), error) {
 	opt := cpu.Options{Workers: eo.Workers, SessionKey: key, Traffic: eo.Traffic}
 	closeDev := func() {}
+	var vk *vulkan.Device
 	switch {
 	case eo.Device == "" || eo.Device == "local":
 		if eo.Spy || eo.Wrap != nil {
@@ -125,11 +134,25 @@ func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *dev
 	case strings.HasPrefix(eo.Device, "gomlx:"):
 		d, err := gomlx.New(strings.TrimPrefix(eo.Device, "gomlx:"))
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("--device %s: %w", eo.Device, err)
+			return nil, nil, nil, nil, fmt.Errorf("--device %s: %w", eo.Device, err)
 		}
 		opt.Device, closeDev = d, func() { d.Close() }
+	case eo.Device == "vulkan" || strings.HasPrefix(eo.Device, "vulkan:"):
+		vo := vulkan.Options{DeviceIndex: -1, Validation: os.Getenv("GELO_VULKAN_VALIDATION") == "1"}
+		if idx, ok := strings.CutPrefix(eo.Device, "vulkan:"); ok {
+			n, err := strconv.Atoi(idx)
+			if err != nil || n < 0 {
+				return nil, nil, nil, nil, fmt.Errorf("%w: --device %q: want vulkan or vulkan:N, N a device index", ErrEngine, eo.Device)
+			}
+			vo.DeviceIndex = n
+		}
+		d, err := vulkan.New(vo)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("--device %s: %w", eo.Device, err)
+		}
+		opt.Device, closeDev, vk = d, d.Close, d
 	default:
-		return nil, nil, nil, fmt.Errorf("%w: --device %q: want local, gomlx:go, gomlx:xla:cpu or gomlx:xla:cuda", ErrEngine, eo.Device)
+		return nil, nil, nil, nil, fmt.Errorf("%w: --device %q: want local, gomlx:go, gomlx:xla:cpu, gomlx:xla:cuda or vulkan", ErrEngine, eo.Device)
 	}
 	if eo.Wrap != nil {
 		opt.Device = eo.Wrap(opt.Device)
@@ -140,7 +163,7 @@ func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *dev
 		opt.Device = spy
 	}
 	be := cpu.New(w, opt)
-	return be, spy, func() { be.Close(); closeDev() }, nil
+	return be, spy, vk, func() { be.Close(); closeDev() }, nil
 }
 
 // NewSession builds a session over a fresh engine; close releases both.

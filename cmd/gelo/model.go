@@ -60,7 +60,7 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&mf.maxMemory, "max-memory", "", "refuse a run whose estimated memory exceeds this (e.g. 8G; default: the available memory)")
 	fs.StringVar(&mf.backendName, "backend", "cpu", "cpu (TEE kernels in Go, device per --device) or gomlx (mask none: the whole forward as one gomlx graph; protected: the device side on gomlx)")
 	fs.StringVar(&mf.gomlxBackend, "gomlx-backend", "go", "gomlx engine for --backend gomlx: go (pure Go), xla:cpu or xla:cuda (needs -tags xla and a PJRT plugin)")
-	fs.StringVar(&mf.device, "device", "local", "the untrusted side: local (the cpu kernels), gomlx:go (gomlx's pure-Go backend), gomlx:xla:cpu or gomlx:xla:cuda (XLA through PJRT; needs -tags xla and a plugin)")
+	fs.StringVar(&mf.device, "device", "local", "the untrusted side: local (the cpu kernels), gomlx:go (gomlx's pure-Go backend), gomlx:xla:cpu or gomlx:xla:cuda (XLA through PJRT; needs -tags xla and a plugin), vulkan or vulkan:N (Vulkan compute; needs cgo and a driver, lavapipe on a CPU-only machine)")
 }
 
 // engineOptions are the engine flags.

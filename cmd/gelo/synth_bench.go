@@ -113,7 +113,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	prefillList := fs.String("prefill", "128", "comma-separated prompt lengths for TTFT")
 	decodeSteps := fs.Int("decode", 16, "decode steps measured for TPOT (B = 1)")
 	reps := fs.Int("reps", 1, "prefill repetitions per length (the median is reported)")
-	suite := fs.String("suite", "masks", "comma-separated suites: masks (TTFT/TPOT per family, per-bucket split), fusion, weights, replay, batch, security (the levels' frontier), verify (integrity probes' cost), serve (a loopback load run of gelo serve at 1, 8 and 32 clients, --prefill tokens in, --decode out), or all")
+	suite := fs.String("suite", "masks", "comma-separated suites: masks (TTFT/TPOT per family, per-bucket split), fusion, weights, replay, batch, security (the levels' frontier), verify (integrity probes' cost), serve (a loopback load run of gelo serve at 1, 8 and 32 clients, --prefill tokens in, --decode out), device (local against --device: TTFT, TPOT, submits, dispatches and bytes per token, the cost of one crossing), or all")
 	measure := fs.Bool("measure", true, "security suite: also measure TTFT, TPOT and batched tok/s per level (slow on wide models)")
 	batch := fs.Int("batch", 8, "B of the batch suite")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
@@ -124,8 +124,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		suites = []string{"masks", "fusion", "weights", "replay", "batch"}
 	}
 	for _, s := range suites {
-		if !slices.Contains([]string{"masks", "fusion", "weights", "replay", "batch", "security", "verify", "serve"}, s) {
-			return fmt.Errorf("%w: --suite %q: want masks, fusion, weights, replay, batch, security, verify, serve or all", errUsage, s)
+		if !slices.Contains([]string{"masks", "fusion", "weights", "replay", "batch", "security", "verify", "serve", "device"}, s) {
+			return fmt.Errorf("%w: --suite %q: want masks, fusion, weights, replay, batch, security, verify, serve, device or all", errUsage, s)
 		}
 	}
 	if *batch <= 0 {
@@ -198,6 +198,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			err = env.benchVerify(slices.Max(lengths), *reps)
 		case "serve":
 			err = env.benchServe(serveClients, slices.Max(lengths), *decodeSteps)
+		case "device":
+			err = env.benchDevice(slices.Max(lengths), stderr)
 		}
 		if err != nil {
 			return fmt.Errorf("bench %s: %w", suite, err)

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gelo/lower/vulkan"
+)
+
+// needVulkan skips where no Vulkan driver is found, unless
+// GELO_REQUIRE_VULKAN=1 makes that a failure.
+func needVulkan(t *testing.T) {
+	t.Helper()
+	d, err := vulkan.New(vulkan.Options{DeviceIndex: -1})
+	if errors.Is(err, vulkan.ErrUnavailable) {
+		if os.Getenv("GELO_REQUIRE_VULKAN") == "1" {
+			t.Fatalf("GELO_REQUIRE_VULKAN=1 and no Vulkan driver: %v", err)
+		}
+		t.Skipf("no Vulkan driver (install mesa-vulkan-drivers for lavapipe): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+}
+
+// TestVulkanDeviceVerbs: generate, replay, record and bench --suite device
+// take --device vulkan; generate's tokens are the local device's.
+func TestVulkanDeviceVerbs(t *testing.T) {
+	needVulkan(t)
+	key := []string{"--session-key", "000102030405060708090a0b0c0d0e0f", "--security", "none"}
+	local, _, _ := gelo(t, append([]string{"generate", "--max-tokens", "6"}, key...)...)
+	got, errs, code := gelo(t, append([]string{"generate", "--max-tokens", "6", "--device", "vulkan"}, key...)...)
+	if code != 0 || got != local {
+		t.Errorf("generate --device vulkan: %q (%s), local %q", got, errs, local)
+	}
+	out, errs, code := gelo(t, "replay", "--device", "vulkan", "--steps", "8")
+	if code != 0 || !strings.Contains(out, "bit-identical") {
+		t.Errorf("replay --device vulkan: exit %d, %q %q", code, out, errs)
+	}
+	rec := filepath.Join(t.TempDir(), "r.safetensors")
+	if _, errs, code = gelo(t, append([]string{"record", "--device", "vulkan", "--out", rec, "--max-tokens", "2"}, key...)...); code != 0 {
+		t.Errorf("record --device vulkan: exit %d, %s", code, errs)
+	}
+	out, errs, code = gelo(t, append([]string{"bench", "--device", "vulkan", "--suite", "device", "--prefill", "8", "--decode", "4"}, key...)...)
+	if code != 0 || !strings.Contains(out, "one replayed 1-row 32x32 crossing") {
+		t.Errorf("bench --suite device: exit %d, %q %q", code, out, errs)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 11 || f[0] != "vulkan" {
+			continue
+		}
+		if _, err := strconv.ParseFloat(f[4], 64); err == nil && f[6] != "0.0" { // a table row
+			t.Errorf("bench: replayed decode steps recorded command buffers: %q", line)
+		}
+	}
+	if _, errs, code = gelo(t, "generate", "--device", "vulkan:x"); code != 2 || !strings.Contains(errs, `"vulkan:x"`) {
+		t.Errorf("--device vulkan:x: exit %d, %q", code, errs)
+	}
+	if _, errs, code = gelo(t, "bench", "--suite", "device"); code != 2 || !strings.Contains(errs, "--suite device") {
+		t.Errorf("bench --suite device without --device: exit %d, %q", code, errs)
+	}
+}

@@ -1,0 +1,18 @@
+// Package vulkan is a device.Device on Vulkan compute: public weights
+// resident in device memory in their plan format (f32, bf16, q8_0 and q4_0
+// GGUF blocks), a mat-vec shader for few activation rows and a tiled one
+// for many, and each crossing a command buffer recorded once per weight and
+// row bucket, then replayed: the upload of the operand rows (a staging copy
+// where the device memory is not host-visible), the dispatches over the
+// weight's parts, the read-back. The row count of a call lives in a small
+// host-visible buffer the shaders read, so a recording never holds a
+// per-step value.
+//
+// libvulkan is opened at run time (vk_impl.h, over the vendored
+// definitions in vk_min.h): building needs neither Vulkan headers nor a
+// driver, and a build without cgo gets a stub whose New reports
+// ErrUnavailable. The SPIR-V is generated from shaders/*.comp by go
+// generate (glslangValidator) and committed.
+package vulkan
+
+//go:generate sh shaders/gen.sh .

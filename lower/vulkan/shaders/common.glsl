@@ -1,0 +1,57 @@
+// Bindings and weight access shared by gelo's matmul shaders. FMT picks
+// the resident weight's format: 0 f32, 1 bf16 (two a 32-bit word), 2 q8_0,
+// 3 q4_0 (GGUF blocks, read as 16-bit halves of 32-bit words, so no 16-bit
+// storage feature is needed). y[i, r0 + r] = x[i, :] . W[r, :] for the
+// rows of one weight part (weights over the binding cap come in parts).
+
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+
+// Static per recording: this part's shape and where its rows land in y.
+layout(push_constant) uniform Shape {
+	uint rows;    // weight rows in this part
+	uint cols;    // weight cols (= activation cols)
+	uint r0;      // first output column of this part
+	uint ystride; // output row stride (the weight's total rows)
+} pc;
+
+// Per step: the activation rows of this call, written by the host before
+// each replay (never recorded).
+layout(std430, set = 0, binding = 0) readonly buffer Params { uint m; } params;
+
+#if FMT == 0
+layout(std430, set = 0, binding = 1) readonly buffer Weight { float w[]; };
+#else
+layout(std430, set = 0, binding = 1) readonly buffer Weight { uint w[]; };
+#endif
+
+#if FMT <= 1
+layout(std430, set = 0, binding = 2) readonly buffer Act { float x[]; };
+#else
+// q8_0 activation rows: int8 quants, four a word, and one scale a block.
+layout(std430, set = 0, binding = 2) readonly buffer Act { uint xq[]; };
+layout(std430, set = 0, binding = 3) readonly buffer ActScale { float xd[]; };
+#endif
+
+layout(std430, set = 0, binding = 4) writeonly buffer Out { float y[]; };
+
+#if FMT != 0
+// hw returns 16-bit half h of the weight buffer.
+uint hw(uint h) { return (w[h >> 1] >> ((h & 1u) << 4)) & 0xffffu; }
+#endif
+
+// Halves per block: q8_0 is an fp16 scale and 32 int8 (17 halves), q4_0
+// an fp16 scale and 16 bytes of nibbles (9 halves).
+#if FMT == 2
+const uint BLOCK_HALVES = 17u;
+#elif FMT == 3
+const uint BLOCK_HALVES = 9u;
+#endif
+
+// dot4 is the exact integer dot product of two words of four int8.
+int dot4(uint a, uint b) {
+	return bitfieldExtract(int(a), 0, 8) * bitfieldExtract(int(b), 0, 8) +
+		bitfieldExtract(int(a), 8, 8) * bitfieldExtract(int(b), 8, 8) +
+		bitfieldExtract(int(a), 16, 8) * bitfieldExtract(int(b), 16, 8) +
+		bitfieldExtract(int(a), 24, 8) * bitfieldExtract(int(b), 24, 8);
+}

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Compiles the GLSL matmul shaders to SPIR-V, one per (kind, format):
+# go generate runs it into this directory; the regeneration test runs it
+# into a temporary one and compares. Usage: gen.sh OUTDIR
+set -eu
+cd "$(dirname "$0")"
+out=${1:-.}
+for kind in matvec rows tiled; do
+	for f in 0:f32 1:bf16 2:q8_0 3:q4_0; do
+		[ "$kind" = matvec ] && [ "${f%%:*}" -gt 1 ] && continue
+		glslangValidator -V --target-env vulkan1.1 -DFMT="${f%%:*}" -o "$out/${kind}_${f#*:}.spv" "$kind.comp" >"$out/.log" || { cat "$out/.log"; exit 1; }
+	done
+done
+rm -f "$out/.log"
+glslangValidator --version | head -1 > "$out/GLSLANG_VERSION"

@@ -1,0 +1,36 @@
+//go:build !cgo
+
+package vulkan
+
+import (
+	"fmt"
+
+	"gelo/device"
+	"gelo/device/wire"
+)
+
+var _ device.Device = (*Device)(nil)
+
+// Device is the stub of a build without cgo: New always fails.
+type Device struct{}
+
+var errNoCgo = fmt.Errorf("%w: vulkan: not built with cgo", ErrUnavailable)
+
+// New reports that this build has no Vulkan.
+func New(Options) (*Device, error) { return nil, errNoCgo }
+
+func (*Device) Upload(string, []float32, int, int) error               { return errNoCgo }
+func (*Device) UploadBF16(string, []uint16, int, int) error            { return errNoCgo }
+func (*Device) MatMul(string, string, []float32, int, []float32) error { return errNoCgo }
+func (*Device) UploadQ(string, *wire.Matrix) error                     { return errNoCgo }
+func (*Device) MatMulQ(string, string, *wire.Activations, []float32) error {
+	return errNoCgo
+}
+
+// Close does nothing.
+func (*Device) Close() {}
+
+// Info, Stats and ValidationErrors are empty.
+func (*Device) Info() Info                      { return Info{} }
+func (*Device) Stats() Stats                    { return Stats{} }
+func (*Device) ValidationErrors() (int, string) { return 0, "" }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"gelo/ir"
+	"gelo/lower/cpu"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/runtime"
@@ -39,8 +40,9 @@ func (e *benchEnv) benchVerify(n, reps int) error {
 		}
 		vs = append(vs, variant{name, o})
 	}
-	fmt.Fprintf(e.out, "== integrity probes: TPOT (B = 1) and TTFT (n = %d) by probes per crossing K, medians of %d interleaved rounds\n", n, reps)
-	fmt.Fprintf(e.out, "%-12s %3s %7s %12s %9s %12s %8s %11s %10s %12s\n", "level", "K", "probes", "TPOT", "+TPOT", "TTFT", "+TTFT", "load", "pool", "honest/tol")
+	fmt.Fprintf(e.out, "== integrity probes: TPOT (B = 1) and TTFT (n = %d) by probes per crossing K, medians of %d interleaved rounds (fresh engines: their spread is the machine's buffer placement);\n", n, reps)
+	fmt.Fprintf(e.out, "   probes/TPOT and probes/TTFT: the probes' share of a decode step and of a prefill within one engine (the backend's profile)\n")
+	fmt.Fprintf(e.out, "%-12s %3s %7s %12s %9s %12s %8s %9s %9s %11s %10s %12s\n", "level", "K", "probes", "TPOT", "+TPOT", "TTFT", "+TTFT", "probes/TPOT", "probes/TTFT", "load", "pool", "honest/tol")
 	for _, v := range vs {
 		mods := make([]*ir.Module, len(verifyKs))
 		for i, k := range verifyKs {
@@ -56,6 +58,14 @@ func (e *benchEnv) benchVerify(n, reps int) error {
 		ttft := make([][]time.Duration, len(verifyKs))
 		load := make([][]time.Duration, len(verifyKs))
 		honest := make([]float64, len(verifyKs))
+		shares := make([][2]float64, len(verifyKs))
+		for i, m := range mods {
+			p, d, err := e.probeShare(m, n)
+			if err != nil {
+				return fmt.Errorf("%s K=%d: %w", v.name, verifyKs[i], err)
+			}
+			shares[i] = [2]float64{p, d}
+		}
 		for range reps {
 			for i, m := range mods {
 				l, w, err := e.loadTime(m)
@@ -79,13 +89,64 @@ func (e *benchEnv) benchVerify(n, reps int) error {
 		t0, f0 := median(tpot[0]), median(ttft[0])
 		for i, k := range verifyKs {
 			t, f := median(tpot[i]), median(ttft[i])
-			fmt.Fprintf(e.out, "%-12s %3d %7d %12v %+8.1f%% %12v %+7.1f%% %11v %10s %12.2e\n", v.name, k, probesIn(mods[i]),
-				t.Round(time.Microsecond), pct(t, t0), f.Round(time.Microsecond), pct(f, f0),
+			fmt.Fprintf(e.out, "%-12s %3d %7d %12v %+8.1f%% %12v %+7.1f%% %10.2f%% %10.2f%% %11v %10s %12.2e\n", v.name, k, probesIn(mods[i]),
+				t.Round(time.Microsecond), pct(t, t0), f.Round(time.Microsecond), pct(f, f0), 100*shares[i][1], 100*shares[i][0],
 				median(load[i]).Round(time.Millisecond), passes.HumanBytes(poolBytes(mods[i])), honest[i])
 		}
 	}
 	fmt.Fprintln(e.out)
 	return nil
+}
+
+// probeShare is the probes' share of a prefill of n tokens and of a
+// decode step (B = 1) within one engine, from the backend's per-bucket
+// profile: unlike TPOT across fresh engines (whose buffers land where the
+// machine puts them: +-25 % here between identical plans), it does not
+// depend on where the weights were placed.
+func (e *benchEnv) probeShare(m *ir.Module, n int) (prefill, decode float64, err error) {
+	eng, err := e.mf.engine(e.l.Weights, e.key, m)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer eng.Close()
+	if eng.CPU == nil {
+		return 0, 0, nil
+	}
+	s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: e.maxCtx})
+	if err != nil {
+		return 0, 0, err
+	}
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = int32(1 + i%(e.l.Config.VocabSize-1))
+	}
+	if _, err := s.Prefill(prompt); err != nil { // warm-up: pools built, buffers sized
+		return 0, 0, err
+	}
+	s.Reset()
+	eng.SetProfiling(true)
+	eng.TakeProfile()
+	if _, err := s.Prefill(prompt); err != nil {
+		return 0, 0, err
+	}
+	p := eng.TakeProfile()
+	if _, err := s.Decode(3); err != nil { // capture
+		return 0, 0, err
+	}
+	eng.TakeProfile()
+	for range e.steps {
+		if _, err := s.Decode(3); err != nil {
+			return 0, 0, err
+		}
+	}
+	d := eng.TakeProfile()
+	share := func(p cpu.Profile) float64 {
+		if p.Total() == 0 {
+			return 0
+		}
+		return float64(p[cpu.BucketProbe]) / float64(p.Total())
+	}
+	return share(p), share(d), nil
 }
 
 // loadTime is an engine's start and its first prefill of 8 tokens, and

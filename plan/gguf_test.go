@@ -9,6 +9,7 @@ import (
 
 	"gelo/device/wire"
 	"gelo/models"
+	"gelo/models/gguf"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/runtime"
@@ -177,5 +178,46 @@ func TestGGUFShapeMismatch(t *testing.T) {
 	_, err = models.Open(path, 0, nil)
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("blk.0.ffn_gate.weight has shape [192 64], the metadata implies [96 64]")) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A llama-architecture model round-trips too: export applies llama.cpp's
+// Q/K row permutation and load undoes it (the same tensors and tokens),
+// and the exported file holds the permuted rows.
+func TestGGUFLlamaPermutation(t *testing.T) {
+	cfg, _ := models.Variant(models.DefaultVariant)
+	cfg.ModelType, cfg.Architectures = "llama", []string{"LlamaForCausalLM"}
+	w, err := models.SynthesizeAs(cfg, 3, models.SynthDType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &models.Model{Source: models.Source{Spec: "tiny-llama"}, Weights: w}
+	g := exportTo(t, src, plan.Tokenizer{}, "f32", t.TempDir())
+	for _, name := range src.Names() {
+		a, _, _ := src.Get(name)
+		b, _, err := g.Get(name)
+		if err != nil || !slices.Equal(a, b) {
+			t.Fatalf("%s: differs after the round trip (%v)", name, err)
+		}
+	}
+	f, err := models.OpenGGUF(g.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	q, _, _ := src.Get("model.layers.0.self_attn.q_proj.weight")
+	ti, _ := f.Tensor("blk.0.attn_q.weight")
+	stored := make([]float32, len(q))
+	if err := gguf.Dequantize(ti.Type, f.Data(ti), stored); err != nil {
+		t.Fatal(err)
+	}
+	d, hd := cfg.HiddenSize, cfg.HeadDimension()
+	// Row 1 of GGUF head 0 is HF row hd/2 (the second rotary half's first row).
+	if !slices.Equal(stored[1*d:2*d], q[(hd/2)*d:(hd/2+1)*d]) || slices.Equal(stored, q) {
+		t.Fatal("the stored q rows are not llama.cpp's permutation of the model's")
+	}
+	o := plan.Level(passes.LevelNone)
+	if want, got := greedy(t, w, o, 16), greedy(t, g.Weights, o, 16); !slices.Equal(want, got) {
+		t.Errorf("llama GGUF decodes %v, the original %v", got, want)
 	}
 }

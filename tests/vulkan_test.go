@@ -2,7 +2,6 @@ package tests
 
 import (
 	"cmp"
-	"errors"
 	"math"
 	"os"
 	"testing"
@@ -10,36 +9,11 @@ import (
 	"gelo/device"
 	"gelo/ir"
 	"gelo/lower/cpu"
-	"gelo/lower/vulkan"
+	"gelo/lower/vulkan/vulkantest"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
 )
-
-// openVulkan opens a Vulkan device with the Khronos validation layer on
-// (where installed) and fails the test on any validation error at
-// cleanup. Without a driver it skips, unless GELO_REQUIRE_VULKAN=1.
-func openVulkan(t testing.TB) *vulkan.Device {
-	t.Helper()
-	d, err := vulkan.New(vulkan.Options{DeviceIndex: -1, Validation: true})
-	if errors.Is(err, vulkan.ErrUnavailable) {
-		if os.Getenv("GELO_REQUIRE_VULKAN") == "1" {
-			t.Fatalf("GELO_REQUIRE_VULKAN=1 and no Vulkan driver: %v", err)
-		}
-		t.Skipf("no Vulkan driver (install mesa-vulkan-drivers for lavapipe): %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		n, msg := d.ValidationErrors()
-		d.Close()
-		if n > 0 {
-			t.Errorf("%d Vulkan validation errors, latest:\n%s", n, msg)
-		}
-	})
-	return d
-}
 
 // vulkanTolerance bounds the logit deviation (relative to max |logit|)
 // between lavapipe and the local device for f32 and bf16 weights, where
@@ -66,7 +40,7 @@ const vulkanTolerance = 1e-4
 // lavapipe. Logits within vulkanTolerance (f32, bf16) or bit-identical
 // (q8_0, q4_0).
 func TestVulkanParity(t *testing.T) {
-	dev := openVulkan(t)
+	dev := vulkantest.Open(t)
 	exact, ok := passes.LookupLevel(passes.LevelExact)
 	if !ok {
 		t.Fatal("no exact level")
@@ -151,7 +125,7 @@ func TestVulkanParity(t *testing.T) {
 // and under gelo-8x4 with every op offloaded (9-row stacks: the shaders'
 // multi-row path; exact's full-span stacks are in TestVulkanParity).
 func TestVulkanReplayBitIdenticalToEager(t *testing.T) {
-	dev := openVulkan(t)
+	dev := vulkantest.Open(t)
 	cfg, _ := models.Variant("qwen3-tiny")
 	w, err := models.SynthesizeAs(cfg, 1, "bf16")
 	if err != nil {

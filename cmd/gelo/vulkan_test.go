@@ -1,37 +1,18 @@
 package main
 
 import (
-	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"gelo/lower/vulkan"
+	"gelo/lower/vulkan/vulkantest"
 )
-
-// needVulkan skips where no Vulkan driver is found, unless
-// GELO_REQUIRE_VULKAN=1 makes that a failure.
-func needVulkan(t *testing.T) {
-	t.Helper()
-	d, err := vulkan.New(vulkan.Options{DeviceIndex: -1})
-	if errors.Is(err, vulkan.ErrUnavailable) {
-		if os.Getenv("GELO_REQUIRE_VULKAN") == "1" {
-			t.Fatalf("GELO_REQUIRE_VULKAN=1 and no Vulkan driver: %v", err)
-		}
-		t.Skipf("no Vulkan driver (install mesa-vulkan-drivers for lavapipe): %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Close()
-}
 
 // TestVulkanDeviceVerbs: generate, replay, record and bench --suite device
 // take --device vulkan; generate's tokens are the local device's.
 func TestVulkanDeviceVerbs(t *testing.T) {
-	needVulkan(t)
+	vulkantest.Open(t) // skips without a driver
 	key := []string{"--session-key", "000102030405060708090a0b0c0d0e0f", "--security", "none"}
 	local, _, _ := gelo(t, append([]string{"generate", "--max-tokens", "6"}, key...)...)
 	got, errs, code := gelo(t, append([]string{"generate", "--max-tokens", "6", "--device", "vulkan"}, key...)...)

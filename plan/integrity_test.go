@@ -8,7 +8,6 @@ import (
 
 	"gelo/device"
 	"gelo/lower/cpu"
-	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/runtime"
@@ -26,19 +25,7 @@ func integrityRun(t *testing.T, level, weights string, k int, key byte, steps in
 // integrityOn is integrityRun on the named device.
 func integrityOn(t *testing.T, dev, level, weights string, k int, key byte, steps int, setup func(*device.LiarDevice)) ([]int, error, cpu.ProbeStats) {
 	t.Helper()
-	src, cfg := tiny(t)
-	o := plan.Level(level)
-	o.OffloadAll = true
-	o.Weights = weights
-	o.Verify = k
-	m, err := plan.Compile(src, cfg, o, nil)
-	if err != nil {
-		t.Fatalf("%s: %v", level, err)
-	}
-	mod, err := models.Open(models.DefaultVariant, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, w := offloaded(t, level, weights, k)
 	var liar *device.LiarDevice
 	eo := plan.EngineOptions{Device: dev, Wrap: func(d device.Device) device.Device {
 		liar = device.NewLiar(d)
@@ -48,7 +35,7 @@ func integrityOn(t *testing.T, dev, level, weights string, k int, key byte, step
 		return liar
 	}}
 	sessionKey := slices.Repeat([]byte{key}, 32)
-	eng, err := plan.NewEngine(eo, mod.Weights, sessionKey, m)
+	eng, err := plan.NewEngine(eo, w, sessionKey, m)
 	if err != nil {
 		t.Fatal(err)
 	}

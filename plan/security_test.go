@@ -6,25 +6,26 @@ import (
 	"testing"
 
 	"gelo/device"
+	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/runtime"
 )
 
-// levelLogits runs a prefill and steps decode steps at the named level and
-// returns every pass's logits.
-func levelLogits(t *testing.T, level, weights string, prompt []int32, steps int) ([][]float32, []int) {
+// offloaded compiles qwen3-tiny at the named level with every linear op
+// offloaded (so every crossing is protected), the device weight format
+// and K probes per crossing, and returns it with the model's weights.
+func offloaded(t *testing.T, level, weights string, k int) (*ir.Module, *models.Weights) {
 	t.Helper()
-	src, cfg := tiny(t)
-	l, ok := passes.LookupLevel(level)
-	if !ok {
+	if _, ok := passes.LookupLevel(level); !ok {
 		t.Fatalf("no level %s", level)
 	}
-	o := plan.Defaults()
-	o.ProtectOptions = l.Options(o.ProtectOptions)
+	src, cfg := tiny(t)
+	o := plan.Level(level)
 	o.OffloadAll = true
 	o.Weights = weights
+	o.Verify = k
 	m, err := plan.Compile(src, cfg, o, nil)
 	if err != nil {
 		t.Fatalf("%s: %v", level, err)
@@ -33,7 +34,15 @@ func levelLogits(t *testing.T, level, weights string, prompt []int32, steps int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, done, err := plan.NewSession(plan.EngineOptions{}, mod.Weights, make([]byte, 32), m, runtime.Options{MaxContext: 80})
+	return m, mod.Weights
+}
+
+// levelLogits runs a prefill and steps decode steps at the named level and
+// returns every pass's logits.
+func levelLogits(t *testing.T, level, weights string, prompt []int32, steps int) ([][]float32, []int) {
+	t.Helper()
+	m, w := offloaded(t, level, weights, passes.DefaultVerify)
+	s, done, err := plan.NewSession(plan.EngineOptions{}, w, make([]byte, 32), m, runtime.Options{MaxContext: 80})
 	if err != nil {
 		t.Fatalf("%s: %v", level, err)
 	}

@@ -256,6 +256,14 @@ func ResultOf(op string) Result {
 	return Fresh
 }
 
+// WritesCache reports whether op updates a KV cache in place (its result
+// is the cache, [S, T, kv], or a pair of them): the ops whose shape tells
+// a backend the cache capacity T. A probe is in place too, but is no cache.
+func WritesCache(op string) bool {
+	c := ClassOf(op)
+	return ResultOf(op) == InPlace && (c == ClassKVCache || c == ClassFusedKVCache)
+}
+
 // IsLinear reports whether op is a linear layer over public weights (x W^T,
 // operand 1 the weight, an optional operand 2 the bias).
 func IsLinear(op string) bool { return ClassOf(op) == ClassLinear }

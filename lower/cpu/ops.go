@@ -543,7 +543,7 @@ func (p *Program) useSlot(n *ir.Node) (*slot, error) {
 // T of the first in-place result (a cache [S, T, kv] or a pair of them).
 func maxPositions(p *Program) int {
 	for i, n := range p.g.Nodes {
-		if ir.ResultOf(n.Op) == ir.InPlace && len(p.dims[i]) >= 3 { // a cache, not a probe's pass-through
+		if ir.WritesCache(n.Op) {
 			d := p.dims[i]
 			return d[len(d)-2]
 		}

@@ -515,7 +515,7 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 			return nil, fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
 		}
 		dims[i] = d
-		if ir.ResultOf(n.Op) == ir.InPlace && len(d) >= 3 && p.maxT == 0 { // a cache [S, T, kv] or a pair of them (not a probe)
+		if ir.WritesCache(n.Op) && p.maxT == 0 { // a cache [S, T, kv] or a pair of them
 			p.maxT, p.nseq = d[len(d)-2], d[len(d)-3]
 		}
 	}

@@ -19,6 +19,10 @@ func TestSecurityFlagErrors(t *testing.T) {
 		{[]string{"--plan-batch 100000"}, []string{"compile", "--plan-batch", "100000"}},
 		{[]string{"shared topology", "--topology per-sequence contradicts it"}, []string{"compile", "--security", "span", "--topology", "per-sequence"}},
 		{[]string{"--security span with --weights q8_0"}, []string{"compile", "--security", "span", "--weights", "q8_0"}},
+		{[]string{"--verify 33: want 0 (off) to 32"}, []string{"compile", "--verify", "33"}},
+		{[]string{"--verify -1"}, []string{"compile", "--verify", "-1"}},
+		{[]string{"--verify-pool 4: want 8 (--verify)"}, []string{"compile", "--verify", "8", "--verify-pool", "4"}},
+		{[]string{"--verify-pool 300"}, []string{"compile", "--mask", "hd3", "--verify-pool", "300"}},
 	} {
 		usageCase(t, 2, c.wants, c.args...)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,10 +69,14 @@ func newTestPlan(tb testing.TB, po passes.ProtectOptions, noFuse ...string) *Pla
 			ShieldK: po.ShieldK, ShieldEnergy: po.ShieldEnergy, Center: po.Center,
 			Fusions:      fusions,
 			WeightFormat: m.Meta["weights"],
+			Verify:       po.Verify,
 		},
 		IdentityDigest: d,
 		Identity:       id,
 		Config:         cfg.JSON(),
+	}
+	if po.Verify > 0 {
+		p.Passes.VerifyPool, _ = strconv.Atoi(m.Meta["verify_pool"])
 	}
 	p.SetModule(m)
 	return p
@@ -474,4 +479,34 @@ func FuzzDecodeSections(f *testing.F) {
 			t.Fatal("Encode(Decode(b)) != b")
 		}
 	})
+}
+
+// A plan's probe settings must be what its IR says: a plan with probes
+// round-trips; one whose passes section claims more or fewer probes than
+// its module has, or claims probes without the pass, is refused naming
+// the field.
+func TestVerifyFieldsChecked(t *testing.T) {
+	po := passes.DefaultProtect()
+	po.Verify = 3
+	p := newTestPlan(t, po)
+	roundTrip(t, p)
+	for _, tc := range []struct {
+		name, want string
+		edit       func(p *Plan)
+	}{
+		{"more probes claimed", "meta verify", func(p *Plan) { p.Passes.Verify = 4 }},
+		{"no pool", "passes.verify_pool 0", func(p *Plan) { p.Passes.VerifyPool = 0 }},
+		{"probes without the pass", "no verify-probes pass", func(p *Plan) {
+			q := newTestPlan(t, passes.DefaultProtect())
+			q.Passes.Verify, q.Passes.VerifyPool = 2, 8
+			*p = *q
+		}},
+	} {
+		c := newTestPlan(t, po)
+		tc.edit(c)
+		_, err := Decode(Encode(c))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -190,5 +191,42 @@ func TestProbesOnGomlxDevice(t *testing.T) {
 	})
 	if !errors.Is(err, cpu.ErrIntegrity) {
 		t.Errorf("gomlx device, a row scaled by 1.01: %v, want the integrity error", err)
+	}
+}
+
+// The probes change nothing the device sees: at every level that crosses,
+// with K = 0 and K = 4 under one session key, the device receives the same
+// payloads bit for bit (in both directions), so every attack of the
+// harness measures the same thing with or without them.
+func TestProbesAddNothingTheDeviceSees(t *testing.T) {
+	for _, level := range []string{passes.LevelNone, passes.Level8x4, passes.LevelSpan, passes.LevelWhiten, passes.LevelExact} {
+		var recs [2][]device.Crossing
+		for i, k := range []int{0, 4} {
+			m, w := offloaded(t, level, passes.WeightsF32, k)
+			eng, err := plan.NewEngine(plan.EngineOptions{Spy: true}, w, make([]byte, 32), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: 32})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Generate([]int32{7, 8, 9, 10, 11, 12}, runtime.GenerateOptions{MaxTokens: 6}); err != nil {
+				t.Fatal(err)
+			}
+			recs[i] = eng.Spy.Record()
+			eng.Close()
+		}
+		if len(recs[0]) == 0 || len(recs[0]) != len(recs[1]) {
+			t.Fatalf("%s: %d crossings without probes, %d with", level, len(recs[0]), len(recs[1]))
+		}
+		for j := range recs[0] {
+			a, b := recs[0][j], recs[1][j]
+			if a.Dir != b.Dir || a.Weight != b.Weight || a.Rows != b.Rows || !slices.EqualFunc(a.Data, b.Data, func(x, y float32) bool {
+				return math.Float32bits(x) == math.Float32bits(y)
+			}) {
+				t.Fatalf("%s: crossing %d differs with probes (%s %s)", level, j, a.Dir, a.Weight)
+			}
+		}
 	}
 }

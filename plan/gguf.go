@@ -16,6 +16,7 @@ import (
 	"gelo/device/wire"
 	"gelo/models"
 	"gelo/models/gguf"
+	"gelo/models/safetensors"
 )
 
 // GGUFTypes are the tensor types ExportGGUF writes matrices in.
@@ -119,7 +120,7 @@ func encodeTensor(t gguf.TensorType, v []float32, shape []int) ([]byte, error) {
 	case gguf.BF16:
 		b := make([]byte, 2*len(v))
 		for i, x := range v {
-			binary.LittleEndian.PutUint16(b[2*i:], bf16RNE(x))
+			binary.LittleEndian.PutUint16(b[2*i:], safetensors.F32ToBF16(x))
 		}
 		return b, nil
 	case gguf.Q8_0, gguf.Q4_0:
@@ -134,15 +135,6 @@ func encodeTensor(t gguf.TensorType, v []float32, shape []int) ([]byte, error) {
 		return qm.Data, nil
 	}
 	return nil, fmt.Errorf("type %v", t)
-}
-
-// bf16RNE rounds to bfloat16, to nearest even (NaN kept quiet).
-func bf16RNE(x float32) uint16 {
-	b := math.Float32bits(x)
-	if x != x {
-		return uint16(b>>16) | 0x40
-	}
-	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
 }
 
 // ggufTokenizerMeta writes the tokenizer as tokenizer.ggml.*: every id of

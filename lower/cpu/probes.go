@@ -2,11 +2,11 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 
 	"gelo/ir"
 	"gelo/lower/cpu/probe"
+	"gelo/models/safetensors"
 )
 
 // ErrIntegrity is what every run gives once a probe failed: see
@@ -35,7 +35,7 @@ func (b *Backend) probePool(p *Program, n *ir.Node) (*probe.Pool, error) {
 		data := p.b16[w]
 		row = func(j int, s []float32) ([]float32, error) {
 			for k, h := range data[j*in : (j+1)*in] {
-				s[k] = math.Float32frombits(uint32(h) << 16)
+				s[k] = safetensors.BF16ToF32(h)
 			}
 			return s, nil
 		}

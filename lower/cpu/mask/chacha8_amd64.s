@@ -61,7 +61,7 @@ TEXT ·cc8Block8(SB), NOSPLIT, $64-20
 
 	// Counters counter+0..counter+7; zero nonce rows. Row 15 starts
 	// parked in the frame (at 0(SP)), leaving Y15 as the temporary.
-	MOVL CX, X12
+	VMOVD CX, X12
 	VPBROADCASTD X12, Y12
 	VPADDD ·cc8lanes<>(SB), Y12, Y12
 	VPXOR Y13, Y13, Y13

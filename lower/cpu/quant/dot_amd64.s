@@ -75,7 +75,7 @@ GLOBL nibShift<>(SB), RODATA|NOPTR, $32
 	MOVWQZX (AX)(R9*1), R12; \
 	SHLQ    $48, R12;        \
 	ORQ     R12, R10;        \
-	MOVQ    R10, X;          \
+	VMOVQ   R10, X;          \
 	MOVWQZX (R8), R10;       \
 	MOVWQZX (R8)(BX*1), R12; \
 	SHLQ    $16, R12;        \
@@ -101,7 +101,7 @@ GLOBL nibShift<>(SB), RODATA|NOPTR, $32
 	MOVWQZX (AX)(R9*1), R12; \
 	SHLQ    $48, R12;        \
 	ORQ     R12, R10;        \
-	MOVQ    R10, X
+	VMOVQ   R10, X
 
 // PREFETCH8: the current block of the NEXT 8-row tile (R13 = row 8,
 // R14 = row 12), so that a tile's rows are in flight while the previous

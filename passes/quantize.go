@@ -17,17 +17,21 @@ const (
 // WeightFormats lists the formats --weights takes.
 var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0}
 
-// Quantize gives every device matmul (the LM head included) weights in
-// bf16 or a GGUF block format. The TEE keeps its f32 copies where it
-// reads them (a tied embedding table is gathered in f32 and multiplied in
-// the plan's format by the device). Runs after fuse (stacked weights are
-// converted as one matrix) and before protect. bf16 weights multiply the
-// same f32 rows as f32 ones (the device widens them exactly), so a bf16
-// checkpoint gives the f32 plan's bits from half the weight bytes; for
-// q8_0 and q4_0 protect makes the mask emit the rows that cross as q8_0
-// blocks: the quantize epilogue.
+// Quantize gives every matmul (the LM head included) its weights in bf16
+// or a GGUF block format, on either side of the boundary: the device
+// multiplies them, and so does the TEE where a linear op is kept local (the
+// offload decision), with the same kernels, so a protected plan computes
+// the bits of the unprotected plan in the same format and holds no f32
+// copy of a weight it multiplies. The TEE keeps f32 copies only where it
+// reads them as values (a tied embedding table is gathered in f32).
+// Runs after fuse (stacked weights are converted as one matrix) and before
+// protect. bf16 weights multiply the same f32 rows as f32 ones (widened
+// exactly), so a bf16 checkpoint gives the f32 plan's bits from half the
+// weight bytes; for q8_0 and q4_0 the rows are quantized to q8_0 blocks
+// first: for a crossing protect makes the mask emit them (the quantize
+// epilogue), a TEE-local product quantizes its own input.
 func Quantize(format string) Pass {
-	return Pass{Name: "quantize", Doc: "device matmul weights in f32, bf16, q8_0 or q4_0",
+	return Pass{Name: "quantize", Doc: "matmul weights in f32, bf16, q8_0 or q4_0 (device and TEE-local alike)",
 		Run: func(m *ir.Module) error {
 			var dt ir.DType
 			switch format {
@@ -59,9 +63,12 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 	ng := &ir.Graph{Name: g.Name, Params: g.Params}
 	remap := make([]ir.ValueID, len(g.Nodes))
 	quantized := map[ir.ValueID]ir.ValueID{} // f32 weight operand -> its quantized copy
-	var quant func(v ir.ValueID) (ir.ValueID, error)
-	quant = func(v ir.ValueID) (ir.ValueID, error) {
+	var quant func(v ir.ValueID, place ir.Placement) (ir.ValueID, error)
+	quant = func(v ir.ValueID, place ir.Placement) (ir.ValueID, error) {
 		if q, ok := quantized[v]; ok {
+			if place == ir.Device {
+				markDevice(ng, q)
+			}
 			return q, nil
 		}
 		n := g.Nodes[v]
@@ -73,7 +80,7 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 		case ir.OpConcatWeights:
 			ins := make([]ir.ValueID, len(n.Inputs))
 			for i, in := range n.Inputs {
-				if ins[i], err = quant(in); err != nil {
+				if ins[i], err = quant(in, place); err != nil {
 					return -1, err
 				}
 			}
@@ -84,7 +91,7 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 		if err != nil {
 			return -1, fmt.Errorf("quantize %v: %w", v, err)
 		}
-		ng.Nodes[q].Place = ir.Device
+		ng.Nodes[q].Place = place
 		quantized[v] = q
 		return q, nil
 	}
@@ -93,8 +100,8 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 		for i, v := range n.Inputs {
 			in[i] = remap[v]
 		}
-		if n.Place == ir.Device && ir.IsLinear(n.Op) {
-			q, err := quant(n.Inputs[1])
+		if ir.IsLinear(n.Op) && (n.Place == ir.Device || n.Place == ir.TEE) {
+			q, err := quant(n.Inputs[1], n.Place)
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +121,18 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 		return nil, err
 	}
 	// An f32 weight the device no longer reads (a tied embedding table,
-	// now only gathered) is resident in the TEE alone.
+	// now only gathered) is resident in the TEE alone; a converted weight
+	// sits where its matmuls run (the device if any of them is there).
 	placeWeights(ng)
 	return ng, nil
+}
+
+// markDevice places a converted weight, and the weights it stacks, on the
+// device: a device matmul reads it.
+func markDevice(g *ir.Graph, v ir.ValueID) {
+	n := g.Nodes[v]
+	n.Place = ir.Device
+	for _, in := range n.Inputs {
+		markDevice(g, in)
+	}
 }

@@ -18,12 +18,20 @@ import (
 // and K probes per crossing, and returns it with the model's weights.
 func offloaded(t *testing.T, level, weights string, k int) (*ir.Module, *models.Weights) {
 	t.Helper()
+	return compiledTiny(t, level, weights, k, true)
+}
+
+// compiledTiny compiles qwen3-tiny at level with the given weights and
+// probes; all forces every linear op across, else the offload decision
+// stands.
+func compiledTiny(t *testing.T, level, weights string, k int, all bool) (*ir.Module, *models.Weights) {
+	t.Helper()
 	if _, ok := passes.LookupLevel(level); !ok {
 		t.Fatalf("no level %s", level)
 	}
 	src, cfg := tiny(t)
 	o := plan.Level(level)
-	o.OffloadAll = true
+	o.OffloadAll = all
 	o.Weights = weights
 	o.Verify = k
 	m, err := plan.Compile(src, cfg, o, nil)
@@ -42,6 +50,12 @@ func offloaded(t *testing.T, level, weights string, k int) (*ir.Module, *models.
 func levelLogits(t *testing.T, level, weights string, prompt []int32, steps int) ([][]float32, []int) {
 	t.Helper()
 	m, w := offloaded(t, level, weights, passes.DefaultVerify)
+	return runLogits(t, m, w, level, prompt, steps)
+}
+
+// runLogits is levelLogits on a compiled module.
+func runLogits(t *testing.T, m *ir.Module, w *models.Weights, level string, prompt []int32, steps int) ([][]float32, []int) {
+	t.Helper()
 	s, done, err := plan.NewSession(plan.EngineOptions{}, w, make([]byte, 32), m, runtime.Options{MaxContext: 80})
 	if err != nil {
 		t.Fatalf("%s: %v", level, err)
@@ -105,6 +119,54 @@ func TestLevelLogits(t *testing.T) {
 				t.Errorf("%s, %s weights: max |dlogit| %.3g > %g", lv, w, worst, tol)
 			}
 		}
+	}
+}
+
+// TestTEELocalBitIdentical is the gate of the TEE-local matmuls: under
+// the default level at B = 1 every linear op is kept in the TEE (the
+// offload decision), and it multiplies the plan's own weight format with
+// the kernel the local device runs, so the protected plan's logits are
+// bit-identical to --security none's (every op on the local device) over
+// 32 greedy steps, for every weight format; and the TEE holds the format,
+// not an f32 copy, for every weight it multiplies.
+func TestTEELocalBitIdentical(t *testing.T) {
+	prompt := []int32{3, 1, 4, 1, 5, 9, 2, 6}
+	const steps = 32
+	for _, w := range passes.WeightFormats {
+		mn, wts := compiledTiny(t, passes.LevelNone, w, 0, false)
+		ref, refToks := runLogits(t, mn, wts, passes.LevelNone, prompt, steps)
+		me, wts := compiledTiny(t, passes.LevelExact, w, passes.DefaultVerify, false)
+		local := 0
+		for _, g := range me.Graphs {
+			for _, n := range g.Nodes {
+				if !ir.IsLinear(n.Op) {
+					continue
+				}
+				if n.Place != ir.TEE {
+					t.Fatalf("%s weights: %s %v is on the device; this test wants every op TEE-local", w, g.Name, n.ID)
+				}
+				local++
+				if wt := g.Node(n.Inputs[1]).Type.DType; w != passes.WeightsF32 && wt == ir.F32 {
+					t.Errorf("%s weights: TEE-local %s %v multiplies f32 weights", w, g.Name, n.ID)
+				}
+			}
+		}
+		got, toks := runLogits(t, me, wts, passes.LevelExact, prompt, steps)
+		if !slices.Equal(toks, refToks) {
+			t.Errorf("%s weights: exact decodes %v, none %v", w, toks, refToks)
+		}
+		diff := 0
+		for p := range ref {
+			for j := range ref[p] {
+				if math.Float32bits(got[p][j]) != math.Float32bits(ref[p][j]) {
+					diff++
+				}
+			}
+		}
+		if diff != 0 {
+			t.Errorf("%s weights: %d logits differ between exact (TEE-local) and none", w, diff)
+		}
+		t.Logf("%s weights: %d TEE-local linear ops, %d passes bit-identical to none", w, local, len(ref))
 	}
 }
 

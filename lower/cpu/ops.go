@@ -378,13 +378,25 @@ func lowerRMSNorm(l *lowering) (func() error, error) {
 func lowerMatMul(l *lowering) (func() error, error) {
 	p, ctx, out, in, rows, dims, f := l.p, l.ctx, l.out, l.in, l.rows, l.dims, l.f
 	k, nOut := dims(in[0])[1], dims(in[1])[0]
-	if p.f32[in[1]] == nil {
-		return nil, fmt.Errorf("the TEE multiplies f32 weights only, %v is %v", in[1], p.g.Node(in[1]).Type)
-	}
+	var bias []float32
 	if len(in) == 3 {
-		return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, f(in[2])); return nil }, nil
+		bias = f(in[2])
 	}
-	return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, nil); return nil }, nil
+	// A TEE-local product runs the kernel the local device would run on
+	// the same weights (so a kept-local op gives the bits of an offloaded
+	// one): q8_0/q4_0 quantize the input rows to q8_0 blocks first, bf16
+	// widens exactly.
+	if qm := p.q[in[1]]; qm != nil {
+		qc := l.b.qctx
+		return func() error { return qc.MatMul(f(out), f(in[0]), rows, qm, bias) }, nil
+	}
+	if w := p.b16[in[1]]; w != nil {
+		return func() error { ctx.MatMulTBF16(f(out), f(in[0]), w, rows, k, nOut, bias); return nil }, nil
+	}
+	if p.f32[in[1]] == nil {
+		return nil, fmt.Errorf("the TEE multiplies f32, bf16, q8_0 or q4_0 weights, %v is %v", in[1], p.g.Node(in[1]).Type)
+	}
+	return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, bias); return nil }, nil
 }
 
 func lowerQKNorm(l *lowering) (func() error, error) {

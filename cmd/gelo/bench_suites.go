@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime/debug"
 	"time"
 
 	"gelo/ir"
@@ -23,6 +24,7 @@ type benchEnv struct {
 	steps   int
 	maxCtx  int
 	out     io.Writer
+	rss     int64 // resident bytes at the end of the last B = 1 decodeTPOT (0: unknown)
 }
 
 func (e *benchEnv) module(po passes.ProtectOptions, noFuse []string) (*ir.Module, error) {
@@ -60,6 +62,8 @@ func (e *benchEnv) decodeTPOT(m *ir.Module, b int, eager bool) (time.Duration, e
 			}
 			times[i] = time.Since(t0)
 		}
+		debug.FreeOSMemory() // earlier engines' garbage leaves the resident set
+		e.rss = residentBytes()
 		return median(times), nil
 	}
 	bt, err := runtime.NewBatch(m, backend, b, opt)
@@ -87,6 +91,9 @@ func (e *benchEnv) decodeTPOT(m *ir.Module, b int, eager bool) (time.Duration, e
 }
 
 func protectWith(mask string) passes.ProtectOptions {
+	if l, ok := passes.LookupLevel(mask); ok {
+		return l.Options(passes.DefaultProtect())
+	}
 	po := passes.DefaultProtect()
 	po.Mask = mask
 	return po
@@ -147,8 +154,8 @@ func weightBytes(cfg *models.Config, format string) int64 {
 
 // benchWeights: decode tok/s per weight format against its bound.
 func (e *benchEnv) benchWeights(masks []string) error {
-	fmt.Fprintf(e.out, "\nweights: decode (B=1) per weight format\n%-6s %-6s %10s %9s %12s %9s %8s\n",
-		"mask", "format", "TPOT", "tok/s", "bytes/token", "bound", "vs f32")
+	fmt.Fprintf(e.out, "\nweights: decode (B=1) per weight format (RSS: the process's resident memory with the engine loaded, the f32 source weights included)\n%-6s %-6s %10s %9s %12s %9s %8s %10s\n",
+		"mask", "format", "TPOT", "tok/s", "bytes/token", "bound", "vs f32", "RSS")
 	for _, mk := range masks {
 		var f32 time.Duration
 		for _, w := range passes.WeightFormats {
@@ -166,8 +173,8 @@ func (e *benchEnv) benchWeights(masks []string) error {
 				f32 = t
 			}
 			bytes := weightBytes(e.l.Config, w)
-			fmt.Fprintf(e.out, "%-6s %-6s %10s %9.2f %12s %9.2f %7.2fx\n", mk, w, short(t), 1/t.Seconds(),
-				passes.HumanBytes(bytes), e.bw*1e9/float64(bytes), f32.Seconds()/t.Seconds())
+			fmt.Fprintf(e.out, "%-6s %-6s %10s %9.2f %12s %9.2f %7.2fx %10s\n", mk, w, short(t), 1/t.Seconds(),
+				passes.HumanBytes(bytes), e.bw*1e9/float64(bytes), f32.Seconds()/t.Seconds(), humanRSS(e.rss))
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -109,7 +110,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	var mf modelFlags
 	mf.register(fs)
 	mf.registerProtect(fs)
-	masks := fs.String("masks", "", "comma-separated mask families to compare in one run (default: --mask)")
+	masks := fs.String("masks", "", "comma-separated mask families (none, haar, hd3) or security levels (exact, whiten, ...) to compare in one run (default: --mask)")
 	prefillList := fs.String("prefill", "128", "comma-separated prompt lengths for TTFT")
 	decodeSteps := fs.Int("decode", 16, "decode steps measured for TPOT (B = 1)")
 	reps := fs.Int("reps", 1, "prefill repetitions per length (the median is reported)")
@@ -162,15 +163,21 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	probe := kernels.NewCtx(mf.workers)
-	bw := kernels.MeasureReadBandwidth(probe, 512<<20)
+	samples := kernels.ProbeBandwidth(probe, []int{256 << 20, 512 << 20}, 15)
+	bw := kernels.BandwidthBound(samples)
 	peak := kernels.MeasurePeakGFLOPS(probe)
 	workers := probe.Workers()
 	probe.Close()
+	debug.FreeOSMemory() // the probe's buffers leave the resident set
 
 	cfg := l.Config
 	fmt.Fprintf(stdout, "model      %s (%s, %d layers, hidden %d, intermediate %d, vocab %d)\n", l.Spec, cfg.ModelType,
 		cfg.NumHiddenLayers, cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize)
-	fmt.Fprintf(stdout, "machine    %d workers; read bandwidth %.1f GB/s, FMA peak %.1f GFLOP/s (measured)\n", workers, bw, peak)
+	fmt.Fprintf(stdout, "machine    %d workers; read bandwidth %.1f GB/s (the best pass of the probe below), FMA peak %.1f GFLOP/s (measured)\n", workers, bw, peak)
+	for _, x := range samples {
+		fmt.Fprintf(stdout, "  bandwidth probe %-10s %d worker(s): best %5.1f GB/s, median %5.1f GB/s (%d passes)\n",
+			passes.HumanBytes(int64(x.Bytes)), x.Workers, x.Best, x.Median, x.Passes)
+	}
 	fmt.Fprintf(stdout, "engine     --backend %s (gomlx engine %s), --device %s; with --backend gomlx an unprotected plan runs as one gomlx graph and has no per-bucket split\n", mf.backendName, mf.gomlxBackend, mf.device)
 	format := cmp.Or(mf.weights, passes.WeightsF32)
 	bytesPerTok := weightBytes(cfg, format)
@@ -205,6 +212,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("bench %s: %w", suite, err)
 		}
 	}
+	fmt.Fprintf(stdout, "\npeak RSS %s (VmHWM of the whole run: the source model's f32 weights, every engine built, the bandwidth probe's buffers)\n", humanRSS(peakResidentBytes()))
 	return nil
 }
 

@@ -557,6 +557,24 @@ func TestMeasure(t *testing.T) {
 	if f := MeasurePeakGFLOPS(c); !(f > 0.1) {
 		t.Fatalf("peak %v", f)
 	}
+	s := ProbeBandwidth(c, []int{8 << 20, 16 << 20}, 3)
+	if len(s) != 4 {
+		t.Fatalf("%d samples, want 2 sizes x 2 worker counts", len(s))
+	}
+	for i, x := range s {
+		if want := []int{1, 2}[i%2]; x.Workers != want || x.Passes != 3 {
+			t.Errorf("sample %d: %+v, want %d workers and 3 passes", i, x, want)
+		}
+		if x.Bytes > []int{8 << 20, 16 << 20}[i/2] || x.Bytes < []int{8 << 20, 16 << 20}[i/2]*9/10 {
+			t.Errorf("sample %d reads %d bytes", i, x.Bytes)
+		}
+		if !(x.Median > 0 && x.Best >= x.Median) {
+			t.Errorf("sample %d: best %v, median %v", i, x.Best, x.Median)
+		}
+	}
+	if b := BandwidthBound(s); b < s[0].Best || b < s[3].Best {
+		t.Errorf("bound %v below a sample's best", b)
+	}
 }
 
 // kernel modes available on this machine: 0 Go fallback, 1 AVX2, 2 AVX2 +

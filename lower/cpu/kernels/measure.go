@@ -9,6 +9,7 @@ import (
 type measureJob struct {
 	buf   []float32
 	per   int // floats per task
+	tasks int // tasks that read (the others idle): the worker count probed
 	iters int
 	flops bool
 	sums  []float32 // one per task, keeps the reads alive
@@ -19,7 +20,67 @@ func (j *measureJob) do(_ *Ctx, task, _ int) {
 		fmaLoop(j.iters)
 		return
 	}
-	j.sums[task] = sum64(j.buf[task*j.per:], j.per)
+	if task < j.tasks {
+		j.sums[task] = sum64(j.buf[task*j.per:], j.per)
+	}
+}
+
+// BandwidthSample is one point of ProbeBandwidth: a buffer of Bytes read
+// by Workers workers, Passes timed passes, the best and the median pass in
+// GB/s (1e9 bytes/s).
+type BandwidthSample struct {
+	Bytes, Workers, Passes int
+	Best, Median           float64
+}
+
+// ProbeBandwidth measures what c's machine can stream, so that a decode
+// bound is one no engine exceeds: for each buffer size (keep them well past
+// the last-level cache) and each worker count from 1 to c.Workers(), the
+// buffer is split into one disjoint part per reading worker, summed with
+// the vector kernel passes times after one warm-up, and the best and median
+// pass are kept. Each size is a fresh buffer (a VM may place buffers in
+// slower or faster memory: the samples show it). Bound is the largest Best
+// over the samples. It allocates; it is meant for benchmarks.
+func ProbeBandwidth(c *Ctx, sizes []int, passes int) []BandwidthSample {
+	var out []BandwidthSample
+	w := c.Workers()
+	passes = max(passes, 1)
+	for _, size := range sizes {
+		n := max(size, 1<<20) / 4 / w / 64 * 64 * w
+		buf := make([]float32, n)
+		for i := range buf {
+			buf[i] = 1
+		}
+		for readers := 1; readers <= w; readers++ {
+			j := &c.meas
+			j.buf, j.per, j.tasks, j.flops, j.sums = buf, n/readers/64*64, readers, false, make([]float32, w)
+			times := make([]float64, 0, passes)
+			for pass := 0; pass <= passes; pass++ {
+				t0 := time.Now()
+				c.run(j, w)
+				if pass > 0 {
+					times = append(times, time.Since(t0).Seconds())
+				}
+			}
+			bytes := float64(j.per * readers * 4)
+			j.buf, j.sums = nil, nil
+			slices.Sort(times)
+			out = append(out, BandwidthSample{Bytes: int(bytes), Workers: readers, Passes: passes,
+				Best: bytes / times[0] / 1e9, Median: bytes / times[len(times)/2] / 1e9})
+		}
+		buf = nil
+	}
+	return out
+}
+
+// BandwidthBound is the largest Best of the samples: the figure a decode
+// bound divides by (0 without samples).
+func BandwidthBound(s []BandwidthSample) float64 {
+	best := 0.0
+	for _, x := range s {
+		best = max(best, x.Best)
+	}
+	return best
 }
 
 // MeasureReadBandwidth returns the read bandwidth in GB/s (1e9 bytes/s) of
@@ -38,7 +99,7 @@ func MeasureReadBandwidth(c *Ctx, bytes int) float64 {
 		buf[i] = 1
 	}
 	j := &c.meas
-	j.buf, j.per, j.flops, j.sums = buf, per, false, make([]float32, w)
+	j.buf, j.per, j.tasks, j.flops, j.sums = buf, per, w, false, make([]float32, w)
 	var times []float64
 	for pass := 0; pass < 9; pass++ {
 		t0 := time.Now()

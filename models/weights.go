@@ -28,7 +28,9 @@ type Weights struct {
 	bytes   int64
 	set     *safetensors.Set // open while tensors alias its mapping
 	closed  bool
-	err     error // set by Synthesize for an invalid config
+	mu      sync.Mutex           // guards tensors and stacks
+	stacks  map[string][]float32 // Stack's buffers by joined names
+	err     error                // set by Synthesize for an invalid config
 }
 
 type weight struct {
@@ -95,6 +97,8 @@ func (w *Weights) Get(name string) ([]float32, []int, error) {
 	if w.err != nil {
 		return nil, nil, w.err
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.closed {
 		return nil, nil, fmt.Errorf("weights: tensor %q: weights are closed", name)
 	}
@@ -103,6 +107,59 @@ func (w *Weights) Get(name string) ([]float32, []int, error) {
 		return nil, nil, fmt.Errorf("weights: no tensor %q", name)
 	}
 	return t.data, append([]int(nil), t.shape...), nil
+}
+
+// Stack returns the named tensors' values end to end in one buffer (the
+// rows of a fused projection: q, k and v, or gate and up) and makes each
+// tensor a view of its part, so the model holds one copy and a kernel
+// reads one matrix. Values and shapes are unchanged; slices from an
+// earlier Get still read the same values (and keep the old memory alive
+// until dropped). Stacking names that are already stacked in that order
+// returns the same buffer without copying.
+func (w *Weights) Stack(names []string) ([]float32, error) {
+	if w == nil {
+		return nil, errors.New("weights: nil")
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	if len(names) == 0 {
+		return nil, errors.New("weights: stack of no tensors")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, errors.New("weights: stack: weights are closed")
+	}
+	key := strings.Join(names, "\x00")
+	if buf, ok := w.stacks[key]; ok {
+		return buf, nil
+	}
+	total := 0
+	for _, name := range names {
+		t, ok := w.tensors[name]
+		if !ok {
+			return nil, fmt.Errorf("weights: stack: no tensor %q", name)
+		}
+		total += len(t.data)
+	}
+	buf := make([]float32, 0, total)
+	for _, name := range names {
+		buf = append(buf, w.tensors[name].data...)
+	}
+	off := 0
+	for _, name := range names {
+		t := w.tensors[name]
+		n := len(t.data)
+		t.data, t.view = buf[off:off+n:off+n], false
+		w.tensors[name] = t
+		off += n
+	}
+	if w.stacks == nil {
+		w.stacks = map[string][]float32{}
+	}
+	w.stacks[key] = buf
+	return buf, nil
 }
 
 // Names lists the tensors in canonical order (Config.TensorSpecs).
@@ -127,8 +184,10 @@ func (w *Weights) Close() error {
 	if w == nil || w.closed {
 		return nil
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.closed = true
-	w.tensors = nil
+	w.tensors, w.stacks = nil, nil
 	if w.set != nil {
 		err := w.set.Close()
 		w.set = nil
@@ -292,6 +351,8 @@ func (w *Weights) Private() error {
 	if w == nil || w.closed || w.set == nil {
 		return nil
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for name, t := range w.tensors {
 		if t.view {
 			t.data, t.view = append([]float32(nil), t.data...), false

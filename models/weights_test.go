@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -258,5 +259,54 @@ func TestLoadWithProgress(t *testing.T) {
 	defer w.Close()
 	if last != total || total != cfg.ParamCount() || calls != int64(len(cfg.TensorSpecs())) {
 		t.Errorf("progress ended at %d of %d after %d calls; want %d of %d, %d calls", last, total, calls, cfg.ParamCount(), cfg.ParamCount(), len(cfg.TensorSpecs()))
+	}
+}
+
+// TestStack: a stack holds the parts' values end to end, the parts become
+// views of it (one copy), stacking again returns the same buffer, and bad
+// names are refused.
+func TestStack(t *testing.T) {
+	cfg, _ := Variant("qwen3-tiny")
+	w := Synthesize(cfg, 3)
+	names := []string{"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight", "model.layers.0.self_attn.v_proj.weight"}
+	var want []float32
+	for _, n := range names {
+		d, _, err := w.Get(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, d...)
+	}
+	got, err := w.Stack(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatal("stack differs from its parts end to end")
+	}
+	off := 0
+	for _, n := range names {
+		d, _, _ := w.Get(n)
+		if &d[0] != &got[off] {
+			t.Errorf("%s is not a view of the stack at %d", n, off)
+		}
+		if cap(d) != len(d) {
+			t.Errorf("%s: a view with spare capacity %d (appending would write the next part)", n, cap(d)-len(d))
+		}
+		off += len(d)
+	}
+	again, err := w.Stack(names)
+	if err != nil || &again[0] != &got[0] || len(again) != len(got) {
+		t.Errorf("stacking again copied (err %v)", err)
+	}
+	if _, err := w.Stack([]string{names[0], "nope"}); err == nil || !strings.Contains(err.Error(), `no tensor "nope"`) {
+		t.Errorf("unknown name: %v", err)
+	}
+	if _, err := w.Stack(nil); err == nil {
+		t.Error("empty stack accepted")
+	}
+	w.Close()
+	if _, err := w.Stack(names); err == nil {
+		t.Error("stack after close accepted")
 	}
 }

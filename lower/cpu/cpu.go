@@ -616,27 +616,20 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 	if ok {
 		return qm, nil
 	}
-	format := wire.Q8_0
-	if n.Type.DType == ir.Q4_0 {
-		format = wire.Q4_0
-	}
+	format := blockFormat(n.Type.DType)
 	rows, cols := p.dims[n.ID][0], p.dims[n.ID][1]
 	if n.Op == ir.OpWeight {
-		data, shape, err := b.weights.Get(name)
-		if err != nil {
+		var err error
+		if qm, err = b.quantizeWeight(p, n, name); err != nil {
 			return nil, err
 		}
-		if !slices.Equal(shape, p.dims[n.ID]) {
-			return nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, p.dims[n.ID])
-		}
-		if qm, err = wire.Quantize(format, data, rows, cols); err != nil {
-			return nil, fmt.Errorf("quantize %q: %w", name, err)
-		}
 	} else {
-		// Stacking rows of blocks is stacking the block bytes.
+		// Stacking rows of blocks is stacking the block bytes. A part
+		// that is not resident already is quantized for the stack only
+		// (not kept: the stack holds its blocks).
 		var data []byte
 		for _, in := range n.Inputs {
-			part, err := b.quantized(p, p.g.Node(in))
+			part, err := b.quantizedPart(p, p.g.Node(in))
 			if err != nil {
 				return nil, err
 			}
@@ -653,6 +646,49 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 	return qm, nil
 }
 
+// quantizedPart is a stacked operand's blocks: the resident matrix if one
+// is cached, else a fresh quantization that is not kept.
+func (b *Backend) quantizedPart(p *Program, n *ir.Node) (*wire.Matrix, error) {
+	name, ok := WeightName(p.g, n.ID)
+	if !ok {
+		return nil, fmt.Errorf("not a named weight")
+	}
+	b.mu.Lock()
+	qm, ok := b.qmats[n.Type.DType.String()+":"+name]
+	b.mu.Unlock()
+	switch {
+	case ok:
+		return qm, nil
+	case n.Op == ir.OpWeight:
+		return b.quantizeWeight(p, n, name)
+	}
+	return b.quantized(p, n)
+}
+
+// quantizeWeight quantizes the named weight of node n (not cached).
+func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (*wire.Matrix, error) {
+	data, shape, err := b.weights.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(shape, p.dims[n.ID]) {
+		return nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, p.dims[n.ID])
+	}
+	qm, err := wire.Quantize(blockFormat(n.Type.DType), data, shape[0], shape[1])
+	if err != nil {
+		return nil, fmt.Errorf("quantize %q: %w", name, err)
+	}
+	return qm, nil
+}
+
+// blockFormat is the wire block layout of a quantized IR type.
+func blockFormat(dt ir.DType) wire.Format {
+	if dt == ir.Q4_0 {
+		return wire.Q4_0
+	}
+	return wire.Q8_0
+}
+
 // bf16Weights returns (building once per backend) a weight or stacked
 // weights rounded to bf16, to nearest even: exact for a bf16 checkpoint.
 func (b *Backend) bf16Weights(p *Program, n *ir.Node) ([]uint16, error) {
@@ -667,20 +703,27 @@ func (b *Backend) bf16Weights(p *Program, n *ir.Node) ([]uint16, error) {
 		return data, nil
 	}
 	if n.Op == ir.OpWeight {
-		src, shape, err := b.weights.Get(name)
-		if err != nil {
+		var err error
+		if data, err = b.roundBF16(p, n, name); err != nil {
 			return nil, err
 		}
-		if !slices.Equal(shape, p.dims[n.ID]) {
-			return nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, p.dims[n.ID])
-		}
-		data = make([]uint16, len(src))
-		for i, v := range src {
-			data[i] = safetensors.F32ToBF16(v)
-		}
 	} else {
+		// A part that is not resident already is rounded for the stack
+		// only (not kept: the stack holds its values).
 		for _, in := range n.Inputs {
-			part, err := b.bf16Weights(p, p.g.Node(in))
+			src := p.g.Node(in)
+			pn, _ := WeightName(p.g, in)
+			b.mu.Lock()
+			part, ok := b.bf16s[pn]
+			b.mu.Unlock()
+			var err error
+			switch {
+			case ok:
+			case src.Op == ir.OpWeight:
+				part, err = b.roundBF16(p, src, pn)
+			default:
+				part, err = b.bf16Weights(p, src)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -690,6 +733,22 @@ func (b *Backend) bf16Weights(p *Program, n *ir.Node) ([]uint16, error) {
 	b.mu.Lock()
 	b.bf16s[name] = data
 	b.mu.Unlock()
+	return data, nil
+}
+
+// roundBF16 rounds the named weight of node n to bf16 (not cached).
+func (b *Backend) roundBF16(p *Program, n *ir.Node, name string) ([]uint16, error) {
+	src, shape, err := b.weights.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(shape, p.dims[n.ID]) {
+		return nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, p.dims[n.ID])
+	}
+	data := make([]uint16, len(src))
+	for i, v := range src {
+		data[i] = safetensors.F32ToBF16(v)
+	}
 	return data, nil
 }
 
@@ -705,9 +764,37 @@ func (b *Backend) stacked(p *Program, n *ir.Node) ([]float32, error) {
 	if data, ok := b.stacks[name]; ok {
 		return data, nil
 	}
-	var data []float32
+	// Named weights are stacked by the model itself: its tensors become
+	// views of the stack, so the rows are held once, not twice.
+	names := make([]string, 0, len(n.Inputs))
 	for _, in := range n.Inputs {
-		data = append(data, p.f32[in]...)
+		src := p.g.Node(in)
+		wn, _ := src.Attrs.Str("name")
+		if src.Op != ir.OpWeight || wn == "" {
+			names = nil
+			break
+		}
+		names = append(names, wn)
+	}
+	var data []float32
+	if names != nil {
+		var err error
+		if data, err = b.weights.Stack(names); err != nil {
+			return nil, err
+		}
+		off := 0
+		for _, in := range n.Inputs {
+			k := len(p.f32[in])
+			if off+k > len(data) {
+				return nil, fmt.Errorf("stack of %d values is shorter than its parts", len(data))
+			}
+			p.f32[in] = data[off : off+k : off+k] // drop the program's hold on the old rows
+			off += k
+		}
+	} else {
+		for _, in := range n.Inputs {
+			data = append(data, p.f32[in]...)
+		}
 	}
 	b.stacks[name] = data
 	return data, nil

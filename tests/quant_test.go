@@ -316,8 +316,10 @@ func TestBF16Weights(t *testing.T) {
 	}
 }
 
-// TestBF16Refusals: malformed bf16 uploads and a TEE kernel handed bf16
-// weights (a hand-edited plan) fail with errors that say why.
+// TestBF16Refusals: malformed bf16 uploads fail with errors that say
+// why, and a device matmul on bf16 weights moved into the TEE by hand runs
+// there on the same widening kernel (the TEE multiplies every plan format):
+// the same logits, bit for bit.
 func TestBF16Refusals(t *testing.T) {
 	cfg, _ := models.Variant("qwen3-tiny")
 	w, _ := models.SynthesizeAs(cfg, 23, "bf16")
@@ -346,11 +348,21 @@ func TestBF16Refusals(t *testing.T) {
 	if !moved {
 		t.Fatal("no device matmul on bf16 weights in the plan")
 	}
-	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: 16})
-	if err == nil {
-		_, err = s.Prefill(testPrompt(4, cfg.VocabSize)) // steps compile on first use
+	prefill := func(m *ir.Module) []float32 {
+		s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lg, err := s.Prefill(testPrompt(4, cfg.VocabSize)) // steps compile on first use
+		if err != nil {
+			t.Fatalf("a TEE matmul on bf16 weights: %v", err)
+		}
+		return append([]float32(nil), lg...)
 	}
-	if err == nil || !strings.Contains(err.Error(), "the TEE multiplies f32 weights only") {
-		t.Errorf("a TEE matmul on bf16 weights compiled: %v", err)
+	got, want := prefill(m), prefill(compileModule(t, cfg, models.TraceOptions{}, po))
+	for j := range want {
+		if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+			t.Fatalf("logit %d: %v with the matmul in the TEE, %v on the device", j, got[j], want[j])
+		}
 	}
 }

@@ -34,9 +34,10 @@ type Weights struct {
 }
 
 type weight struct {
-	data  []float32
-	shape []int
-	view  bool // aliases the mapped file
+	data     []float32
+	shape    []int
+	view     bool // aliases the mapped file
+	released bool // dropped by Release: the plan holds it in another format
 }
 
 func newWeights(cfg *Config, specs []TensorSpec, data map[string][]float32, set *safetensors.Set) *Weights {
@@ -106,7 +107,41 @@ func (w *Weights) Get(name string) ([]float32, []int, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("weights: no tensor %q", name)
 	}
+	if t.released {
+		return nil, nil, fmt.Errorf("weights: tensor %q was released: an engine that owned these weights holds it in another format", name)
+	}
 	return t.data, append([]int(nil), t.shape...), nil
+}
+
+// Release drops a tensor's f32 values (an engine that owns the weights
+// and holds the tensor converted to its plan's format, bf16 or blocks, has
+// no use for them): the memory is freed once no slice from Get is held.
+// Later Gets of it fail, naming it; its shape stays in Names. A tensor
+// that aliases a mapped file is dropped from the process's view only (the
+// mapping stays until Close). Releasing twice is fine.
+func (w *Weights) Release(name string) error {
+	if w == nil {
+		return errors.New("weights: nil")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("weights: release %q: weights are closed", name)
+	}
+	t, ok := w.tensors[name]
+	if !ok {
+		return fmt.Errorf("weights: release: no tensor %q", name)
+	}
+	t.data, t.released = nil, true
+	w.tensors[name] = t
+	for key := range w.stacks {
+		for _, part := range strings.Split(key, "\x00") {
+			if part == name {
+				delete(w.stacks, key) // the stack no longer holds every part
+			}
+		}
+	}
+	return nil
 }
 
 // Stack returns the named tensors' values end to end in one buffer (the
@@ -140,6 +175,9 @@ func (w *Weights) Stack(names []string) ([]float32, error) {
 		t, ok := w.tensors[name]
 		if !ok {
 			return nil, fmt.Errorf("weights: stack: no tensor %q", name)
+		}
+		if t.released {
+			return nil, fmt.Errorf("weights: stack: tensor %q was released", name)
 		}
 		total += len(t.data)
 	}
@@ -354,7 +392,7 @@ func (w *Weights) Private() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for name, t := range w.tensors {
-		if t.view {
+		if t.view && !t.released {
 			t.data, t.view = append([]float32(nil), t.data...), false
 			w.tensors[name] = t
 		}

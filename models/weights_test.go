@@ -310,3 +310,32 @@ func TestStack(t *testing.T) {
 		t.Error("stack after close accepted")
 	}
 }
+
+// TestRelease: a released tensor refuses Get and Stack, naming it; its
+// neighbours are untouched; releasing twice is fine; unknown names fail.
+func TestRelease(t *testing.T) {
+	cfg, _ := Variant("qwen3-tiny")
+	w := Synthesize(cfg, 3)
+	const name = "model.layers.1.mlp.up_proj.weight"
+	if err := w.Release(name); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Release(name); err != nil {
+		t.Errorf("second release: %v", err)
+	}
+	if _, _, err := w.Get(name); err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "released") {
+		t.Errorf("Get after release: %v", err)
+	}
+	if _, err := w.Stack([]string{"model.layers.1.mlp.gate_proj.weight", name}); err == nil || !strings.Contains(err.Error(), "released") {
+		t.Errorf("Stack with a released part: %v", err)
+	}
+	if d, _, err := w.Get("model.layers.1.mlp.gate_proj.weight"); err != nil || len(d) == 0 {
+		t.Errorf("a neighbour: %v", err)
+	}
+	if err := w.Release("nope"); err == nil {
+		t.Error("release of an unknown tensor accepted")
+	}
+	if !slices.Contains(w.Names(), name) {
+		t.Error("a released tensor left Names")
+	}
+}

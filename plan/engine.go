@@ -51,6 +51,12 @@ type EngineOptions struct {
 	// Wrap, when not nil, wraps the untrusted side (the cpu backend only):
 	// the integrity tests put a lying device there.
 	Wrap func(device.Device) device.Device
+	// ReleaseSource says the engine owns the weights (the cpu backend
+	// only): every weight the module holds in bf16 or blocks is converted
+	// at load and its f32 values are dropped from w unless a graph reads
+	// them as f32, so each matrix is resident once, in the plan's format.
+	// w must then serve no other engine (its released tensors refuse Get).
+	ReleaseSource bool
 }
 
 // Engine runs compiled modules: the runtime backend, and the cpu backend
@@ -115,6 +121,12 @@ func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*
 	be, spy, vk, done, err := newCPU(eo, w, key)
 	if err != nil {
 		return nil, err
+	}
+	if eo.ReleaseSource {
+		if err := be.Preload(m, true); err != nil {
+			done()
+			return nil, err
+		}
 	}
 	return &Engine{Runtime: runtime.Adapt(be.Name(), be.Compile), CPU: be, Spy: spy, Vulkan: vk, close: done}, nil
 }

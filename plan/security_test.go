@@ -3,6 +3,7 @@ package plan_test
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"gelo/device"
@@ -234,6 +235,53 @@ func TestExactPayloadsOrthonormal(t *testing.T) {
 		}
 		if lv == passes.LevelSpan && worst < 0.5 {
 			t.Errorf("span: payload Gram within %.3g of I: the test cannot tell whitened from Gaussian shields", worst)
+		}
+	}
+}
+
+// TestReleaseSource: an engine that owns its weights converts them at load
+// and drops the f32 values of every matmul weight the plan holds in
+// another format: the same logits bit for bit, the converted tensors refuse
+// Get (naming them), and the f32 tensors the TEE reads as values (the tied
+// embedding table, the norms) stay.
+func TestReleaseSource(t *testing.T) {
+	prompt := []int32{2, 7, 1, 8}
+	for _, w := range []string{passes.WeightsQ8_0, passes.WeightsBF16} {
+		m, wts := compiledTiny(t, passes.LevelExact, w, passes.DefaultVerify, false)
+		want, _ := runLogits(t, m, wts, passes.LevelExact, prompt, 8)
+		m, own := compiledTiny(t, passes.LevelExact, w, passes.DefaultVerify, false)
+		s, done, err := plan.NewSession(plan.EngineOptions{ReleaseSource: true}, own, make([]byte, 32), m, runtime.Options{MaxContext: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][]float32
+		lg, err := s.Prefill(prompt)
+		for i := 0; err == nil; i++ {
+			got = append(got, append([]float32(nil), lg...))
+			if i == 8 {
+				break
+			}
+			lg, err = s.Decode(int32(runtime.Argmax(lg)))
+		}
+		done()
+		if err != nil {
+			t.Fatalf("%s: %v", w, err)
+		}
+		for p := range want {
+			for j := range want[p] {
+				if math.Float32bits(got[p][j]) != math.Float32bits(want[p][j]) {
+					t.Fatalf("%s weights: pass %d logit %d differs with the source released", w, p, j)
+				}
+			}
+		}
+		const down = "model.layers.0.mlp.down_proj.weight"
+		if _, _, err := own.Get(down); err == nil || !strings.Contains(err.Error(), down) || !strings.Contains(err.Error(), "released") {
+			t.Errorf("%s weights: Get of a converted weight after release: %v", w, err)
+		}
+		for _, keep := range []string{models.EmbedName, models.FinalNormName} {
+			if _, _, err := own.Get(keep); err != nil {
+				t.Errorf("%s weights: %s (read as f32 in the TEE) was released: %v", w, keep, err)
+			}
 		}
 	}
 }

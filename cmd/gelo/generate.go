@@ -57,6 +57,7 @@ func loadTokenizer(flagValue, modelDir string) (*tokenizer.Tokenizer, error) {
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	var mf modelFlags
+	mf.ownWeights = true // one engine: f32 copies of converted weights are dropped at load
 	var sf samplerFlags
 	mf.register(fs)
 	mf.registerProtect(fs)
@@ -253,8 +254,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if len(out) > 1 {
 		tpot = (total - first) / time.Duration(len(out)-1)
 	}
-	fmt.Fprintf(stderr, "model %s, mask %s: %d prompt tokens, %d generated; TTFT %v, TPOT %v\n",
-		l.Spec, m.Meta["mask"], len(prompts[0]), len(out), first.Round(time.Microsecond), tpot.Round(time.Microsecond))
+	fmt.Fprintf(stderr, "model %s, mask %s, weights %s: %d prompt tokens, %d generated; TTFT %v, TPOT %v; resident %s (peak %s)\n",
+		l.Spec, m.Meta["mask"], m.Meta["weights"], len(prompts[0]), len(out), first.Round(time.Microsecond), tpot.Round(time.Microsecond),
+		humanRSS(residentBytes()), humanRSS(peakResidentBytes()))
 	fmt.Fprintln(stderr, securityLine(m, mf.traffic))
 	return nil
 }

@@ -36,6 +36,7 @@ type modelFlags struct {
 	verify       int
 	verifyPool   int
 	traffic      *cpu.Traffic  // what crossed, for the last line of generate (shared by copies)
+	ownWeights   bool          // one engine owns the loaded weights: f32 copies of converted ones are dropped
 	protectFS    *flag.FlagSet // to tell the knobs given from their defaults
 	mask         string
 	cadence      string
@@ -65,7 +66,8 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 
 // engineOptions are the engine flags.
 func (mf *modelFlags) engineOptions() plan.EngineOptions {
-	return plan.EngineOptions{Backend: mf.backendName, GomlxBackend: mf.gomlxBackend, Device: mf.device, Workers: mf.workers, Traffic: mf.traffic}
+	return plan.EngineOptions{Backend: mf.backendName, GomlxBackend: mf.gomlxBackend, Device: mf.device, Workers: mf.workers, Traffic: mf.traffic,
+		ReleaseSource: mf.ownWeights && (mf.backendName == "" || mf.backendName == "cpu")}
 }
 
 // engine builds the engine the flags ask for m.
@@ -92,7 +94,7 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	fs.StringVar(&mf.cadence, "cadence", d.Cadence, "mask cadence: per-forward or per-offload")
 	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
 	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")
-	fs.StringVar(&mf.weights, "weights", "f32", "device weight format: f32, bf16, q8_0 or q4_0 (GGUF blocks)")
+	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every matmul, offloaded or TEE-local: f32, bf16, q8_0 or q4_0 (GGUF blocks)")
 	fs.StringVar(&mf.topology, "topology", d.Topology, "batched decode: per-sequence masks, or shared (one mask over the batch)")
 	fs.BoolVar(&mf.center, "center", d.Center, "send multi-row crossings centred (mean row apart)")
 	fs.StringVar(&mf.noFuse, "no-fuse", "", "fusions to switch off, comma-separated ("+strings.Join(passes.FusionNames(), ", ")+", or all)")

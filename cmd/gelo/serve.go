@@ -43,6 +43,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var mf modelFlags
+	mf.ownWeights = true // one engine: f32 copies of converted weights are dropped at load
 	mf.register(fs)
 	mf.registerProtect(fs)
 	planPath := fs.String("plan", "", "a sealed .gelo plan to serve (its model identity is checked first; default: compile --model on the fly)")

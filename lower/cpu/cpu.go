@@ -312,6 +312,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 	}
 	p.plan = plan
 	p.arena = make([]float32, plan.ArenaElems)
+	partOnly := stackPartsOnly(g)
 	for i, n := range g.Nodes {
 		size := 1
 		for _, d := range p.dims[i] {
@@ -319,6 +320,9 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		}
 		result := ir.ResultOf(n.Op)
 		switch slot, inArena := plan.Slots[n.ID]; {
+		case partOnly[i] && (n.Type.DType.IsQuantized() || n.Type.DType == ir.BF16):
+			// Read only through the stack it is part of: the stack holds
+			// its converted rows, no copy of its own.
 		case n.Type.DType.IsQuantized() && result == ir.Resident:
 			qm, err := b.quantized(p, n)
 			if err != nil {
@@ -898,3 +902,92 @@ func (p *Program) runProfiled() error {
 
 // NumInstrs is the instruction count (for inspect and tests).
 func (p *Program) NumInstrs() int { return len(p.instrs) }
+
+// Preload converts every weight m's graphs hold in bf16 or a block format
+// (what Compile would convert on first use, cached the same way), and with
+// release drops from the source weights the f32 values of each converted
+// tensor that no graph reads as f32 (a tied embedding table, gathered in
+// f32, stays): an engine that owns its weights then holds each matrix once,
+// in the plan's format. Later compiles find the conversions cached.
+func (b *Backend) Preload(m *ir.Module, release bool) error {
+	keep := map[string]bool{}
+	converted := map[string]bool{}
+	for _, g := range m.Graphs {
+		p := &Program{g: g, dims: make([][]int, len(g.Nodes)), b: b}
+		for i, n := range g.Nodes {
+			if n.Op != ir.OpWeight && n.Op != ir.OpConcatWeights {
+				continue
+			}
+			dims := make([]int, len(n.Type.Shape))
+			for j, d := range n.Type.Shape {
+				v, err := d.Bind(nil)
+				if err != nil {
+					return fmt.Errorf("preload %s: %v: %w", g.Name, n.ID, err)
+				}
+				dims[j] = v
+			}
+			p.dims[i] = dims
+		}
+		partOnly := stackPartsOnly(g)
+		for i, n := range g.Nodes {
+			if n.Op != ir.OpWeight && n.Op != ir.OpConcatWeights {
+				continue
+			}
+			quantized, half := n.Type.DType.IsQuantized(), n.Type.DType == ir.BF16
+			if n.Op == ir.OpWeight {
+				name, _ := n.Attrs.Str("name")
+				if quantized || half {
+					converted[name] = true
+				} else {
+					keep[name] = true
+				}
+			}
+			var err error
+			switch {
+			case partOnly[i]:
+			case quantized:
+				_, err = b.quantized(p, n)
+			case half:
+				_, err = b.bf16Weights(p, n)
+			}
+			if err != nil {
+				return fmt.Errorf("preload %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
+			}
+		}
+	}
+	if !release {
+		return nil
+	}
+	for name := range converted {
+		if keep[name] {
+			continue
+		}
+		if err := b.weights.Release(name); err != nil {
+			return fmt.Errorf("preload: %w", err)
+		}
+	}
+	return nil
+}
+
+// stackPartsOnly marks the weights of g that only concat_weights read: a
+// converted stack holds their rows, so they need no resident copy.
+func stackPartsOnly(g *ir.Graph) []bool {
+	only := make([]bool, len(g.Nodes))
+	other := make([]bool, len(g.Nodes))
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if n.Op == ir.OpConcatWeights {
+				only[in] = true
+			} else {
+				other[in] = true
+			}
+		}
+	}
+	for _, o := range g.Outputs {
+		other[o.Value] = true
+	}
+	for i, n := range g.Nodes {
+		only[i] = only[i] && !other[i] && n.Op == ir.OpWeight
+	}
+	return only
+}

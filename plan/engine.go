@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -127,6 +128,7 @@ func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*
 			done()
 			return nil, err
 		}
+		debug.FreeOSMemory() // the released f32 values leave the resident set now, not at some later GC
 	}
 	return &Engine{Runtime: runtime.Adapt(be.Name(), be.Compile), CPU: be, Spy: spy, Vulkan: vk, close: done}, nil
 }

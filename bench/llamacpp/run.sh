@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Side by side: gelo's CPU engine against llama.cpp on the same synthetic
+# model, exported by gelo as GGUF. Not part of CI (it builds llama.cpp and
+# takes tens of minutes on 2 cores). See README.md.
+#
+#   bench/llamacpp/run.sh [MODEL] [FORMATS] [ROUNDS]
+#   defaults: qwen3-0.6b "f32 bf16 q8_0 q4_0" 3
+#
+# Environment: LLAMA_DIR (a llama.cpp checkout; built here if it has no
+# build/bin/llama-bench), WORK (scratch, default /tmp/gelo-llamacpp),
+# THREADS (default: nproc).
+set -euo pipefail
+model=${1:-qwen3-0.6b}
+formats=${2:-"f32 bf16 q8_0 q4_0"}
+rounds=${3:-3}
+work=${WORK:-/tmp/gelo-llamacpp}
+threads=${THREADS:-$(nproc)}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$work"
+
+llama=${LLAMA_DIR:-$work/llama.cpp}
+if [ ! -x "$llama/build/bin/llama-bench" ]; then
+  if [ ! -d "$llama" ]; then
+    # llama.cpp's own release, as shipped (a git bundle) in node-llama-cpp.
+    (cd "$work" && npm pack node-llama-cpp@3.21.1 >/dev/null &&
+      tar xzf node-llama-cpp-3.21.1.tgz &&
+      git clone -q package/llama/gitRelease.bundle llama.cpp)
+  fi
+  cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release \
+    -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DGGML_METAL=OFF -DGGML_CUDA=OFF >/dev/null
+  cmake --build "$llama/build" --target llama-bench -j "$threads" >/dev/null
+fi
+
+(cd "$root" && go build -o "$work/gelo" ./cmd/gelo)
+for f in $formats; do
+  [ -f "$work/$model-$f.gguf" ] || "$work/gelo" export --model "$model" --gguf "$work/$model-$f.gguf" --type "$f"
+done
+
+# Interleaved rounds: every format on both engines per round; take the
+# medians over rounds (gelo prints TTFT and TPOT per level and length).
+for r in $(seq 1 "$rounds"); do
+  for f in $formats; do
+    echo "== round $r $f llama.cpp" >&2
+    "$llama/build/bin/llama-bench" -m "$work/$model-$f.gguf" -t "$threads" -p 128,512 -n 64 -r 1 -o csv \
+      | tail -n +2 | sed "s/^/round=$r,/" >> "$work/llama.csv"
+    echo "== round $r $f gelo" >&2
+    # The built-in variant is the exported model (same seed; the export's
+    # blocks are what --weights computes from the same f32 values).
+    "$work/gelo" bench --model "$model" --weights "$f" --workers "$threads" --suite masks --masks none,exact --prefill 128,512 --decode 64 \
+      > "$work/gelo-$r-$f.txt"
+  done
+done
+echo "results: $work/llama.csv and $work/gelo-*.txt" >&2

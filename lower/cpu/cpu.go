@@ -904,7 +904,8 @@ func (p *Program) runProfiled() error {
 func (p *Program) NumInstrs() int { return len(p.instrs) }
 
 // Preload converts every weight m's graphs hold in bf16 or a block format
-// (what Compile would convert on first use, cached the same way), and with
+// and stacks the f32 ones that are fused (what Compile would do on first
+// use, cached the same way), and with
 // release drops from the source weights the f32 values of each converted
 // tensor that no graph reads as f32 (a tied embedding table, gathered in
 // f32, stays): an engine that owns its weights then holds each matrix once,
@@ -913,7 +914,7 @@ func (b *Backend) Preload(m *ir.Module, release bool) error {
 	keep := map[string]bool{}
 	converted := map[string]bool{}
 	for _, g := range m.Graphs {
-		p := &Program{g: g, dims: make([][]int, len(g.Nodes)), b: b}
+		p := &Program{g: g, dims: make([][]int, len(g.Nodes)), f32: make([][]float32, len(g.Nodes)), b: b}
 		for i, n := range g.Nodes {
 			if n.Op != ir.OpWeight && n.Op != ir.OpConcatWeights {
 				continue
@@ -944,11 +945,18 @@ func (b *Backend) Preload(m *ir.Module, release bool) error {
 			}
 			var err error
 			switch {
-			case partOnly[i]:
+			case partOnly[i] && (quantized || half):
 			case quantized:
 				_, err = b.quantized(p, n)
 			case half:
 				_, err = b.bf16Weights(p, n)
+			case n.Op == ir.OpWeight:
+				name, _ := n.Attrs.Str("name")
+				p.f32[i], _, err = b.weights.Get(name)
+			default:
+				// f32 stacks are built now too, so the parts' old rows
+				// are garbage before the caller returns memory to the OS.
+				_, err = b.stacked(p, n)
 			}
 			if err != nil {
 				return fmt.Errorf("preload %s: %v = %s: %w", g.Name, n.ID, n.Op, err)

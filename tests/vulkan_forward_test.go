@@ -1,0 +1,153 @@
+package tests
+
+import (
+	"errors"
+	"math"
+	"os"
+	"testing"
+
+	"gelo/lower/vulkan"
+	"gelo/models"
+	"gelo/passes"
+	"gelo/plan"
+	"gelo/runtime"
+)
+
+// vulkanForwardTolerance bounds the logit deviation of the whole-forward
+// Vulkan engine from the cpu backend, relative to the largest |logit|.
+// Both compute in float32; the shaders sum dot products, norms and
+// softmax in their own order (and the driver may contract to FMA), so the
+// logits differ by round-off carried through the layers. Measured on
+// lavapipe over 64 steps of qwen3-tiny: see the test log; 1e-4 is the
+// bound the gomlx whole-forward parity uses and still catches a wrong
+// RoPE, GQA mapping, mask or cache slot (order 1e-2 or more).
+const vulkanForwardTolerance = 1e-4
+
+// openVulkanForward opens the engine with the validation layer on, skips
+// without a driver (fails under GELO_REQUIRE_VULKAN=1) and fails on any
+// validation error at cleanup.
+func openVulkanForward(t testing.TB, w *models.Weights) *vulkan.Forward {
+	t.Helper()
+	fw, err := vulkan.NewForward(vulkan.Options{DeviceIndex: -1, Validation: true}, w)
+	if errors.Is(err, vulkan.ErrUnavailable) {
+		if os.Getenv("GELO_REQUIRE_VULKAN") == "1" {
+			t.Fatalf("GELO_REQUIRE_VULKAN=1 and no Vulkan driver: %v", err)
+		}
+		t.Skipf("no Vulkan driver (install mesa-vulkan-drivers for lavapipe): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n, msg := fw.ValidationErrors()
+		fw.Close()
+		if n > 0 {
+			t.Errorf("%d Vulkan validation errors, latest:\n%s", n, msg)
+		}
+	})
+	return fw
+}
+
+// TestVulkanForwardParity: a session on the whole-forward Vulkan engine
+// of a mask-none qwen3-tiny module gives the cpu backend's greedy tokens
+// over 64 steps, with logits within vulkanForwardTolerance and the device
+// caches matching the cpu's, for f32 and bf16 weights and the unfused
+// pipeline; each decode step is one submit and, once its kv bucket is
+// recorded, records nothing; a second run of the same plan on the same
+// device is bit-identical.
+func TestVulkanForwardParity(t *testing.T) {
+	const steps = 64
+	cases := []struct {
+		name    string
+		weights string
+		noFuse  []string
+	}{
+		{"f32/fused", passes.WeightsF32, nil},
+		{"bf16/fused", passes.WeightsBF16, nil},
+		{"f32/unfused", passes.WeightsF32, passes.Unfused()},
+	}
+	cfg := tinyConfig(t)
+	w, err := models.SynthesizeAs(cfg, 21, "bf16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			po := plain
+			po.Weights = tc.weights
+			m, err := plan.Compile(models.Source{}, cfg, plan.Options{ProtectOptions: po, NoFuse: tc.noFuse}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := testPrompt(12, cfg.VocabSize)
+			maxCtx := len(prompt) + steps
+			ref := newSessionOpts(t, m, w, testKey, runtime.Options{MaxContext: maxCtx})
+			wantToks, wantLogits := greedyRun(t, ref, prompt, steps)
+
+			fw := openVulkanForward(t, w)
+			run := func() ([]int, [][]float32, *runtime.Session) {
+				s, err := runtime.NewSession(m, runtime.Adapt(fw.Name(), fw.Compile), runtime.Options{MaxContext: maxCtx})
+				if err != nil {
+					t.Fatal(err)
+				}
+				toks, logits := greedyRun(t, s, prompt, steps)
+				return toks, logits, s
+			}
+			before := fw.Stats()
+			toks, logits, s := run()
+			st := fw.Stats()
+			var worst float64
+			for i := range logits {
+				worst = math.Max(worst, relErr(logits[i], f64(wantLogits[i])))
+			}
+			t.Logf("%s on %s: max logit deviation from cpu %.2g (relative to max |logit|) over %d steps", tc.name, fw.Name(), worst, steps)
+			if !(worst <= vulkanForwardTolerance) { // NaN fails too
+				t.Errorf("logits deviate by %.3g relative (tolerance %g)", worst, vulkanForwardTolerance)
+			}
+			for i := range toks {
+				if toks[i] != wantToks[i] {
+					t.Fatalf("token %d is %d on %s, %d on cpu", i, toks[i], fw.Name(), wantToks[i])
+				}
+			}
+			// One prefill and steps-1 decode steps, one submit each; a
+			// recording for the prefill and for each kv bucket the decode
+			// steps reach (64 and 128 here), none for a replayed step.
+			runs := st.Runs - before.Runs
+			if runs != steps || st.Submits-before.Submits != runs {
+				t.Errorf("%d steps ran with %d submits, want %d and one a step", runs, st.Submits-before.Submits, steps)
+			}
+			buckets := map[int]bool{}
+			for kv := len(prompt) + 1; kv < maxCtx; kv++ {
+				buckets[runtime.Bucket(kv, maxCtx)] = true
+			}
+			if rec := st.Recordings - before.Recordings; rec != int64(1+len(buckets)) {
+				t.Errorf("%d recordings, want %d (the prefill and %d kv buckets)", rec, 1+len(buckets), len(buckets))
+			}
+			t.Logf("%d steps: %d recordings, %d submits, %.1f dispatches a step", runs, st.Recordings-before.Recordings,
+				st.Submits-before.Submits, float64(st.Dispatches-before.Dispatches)/float64(runs))
+			if err := fw.SyncCaches(); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{models.CacheName('k', 0), models.CacheName('v', cfg.NumHiddenLayers-1)} {
+				got, _ := s.Cache(name)
+				want, _ := ref.Cache(name)
+				if e := relErr(got, f64(want)); !(e <= vulkanForwardTolerance) {
+					t.Errorf("cache %s deviates by %.3g relative", name, e)
+				}
+			}
+			// The same plan again on the same device (fresh session,
+			// fresh programs): bit-identical.
+			toks2, logits2, _ := run()
+			for i := range logits {
+				for j := range logits[i] {
+					if math.Float32bits(logits[i][j]) != math.Float32bits(logits2[i][j]) {
+						t.Fatalf("second run: step %d logit %d is %v, first run %v", i, j, logits2[i][j], logits[i][j])
+					}
+				}
+				if toks2[i] != toks[i] {
+					t.Fatalf("second run: token %d differs", i)
+				}
+			}
+		})
+	}
+}

@@ -69,7 +69,7 @@ type Engine struct {
 	// VulkanForward is the whole-forward engine under --backend vulkan
 	// (its counters), nil otherwise.
 	VulkanForward *vulkan.Forward
-	close  func()
+	close         func()
 }
 
 // Close releases the backend and its device.

@@ -217,8 +217,11 @@ func (f *Forward) readBack(b *buffer, dst []float32) error {
 
 // cacheFor returns the device buffer holding host and host's element
 // offset in it: an existing one that contains it, or a new one (taking
-// over, with their device contents, the smaller ones it contains).
+// over, with their device contents, the smaller ones it contains). A new
+// one spans host's capacity: a batch binds sequence slots as slices of one
+// storage, so the first slot's binding already covers the later ones.
 func (f *Forward) cacheFor(host []float32) (*buffer, int, error) {
+	host = host[:cap(host)]
 	p := uintptr(unsafe.Pointer(&host[0]))
 	end := p + 4*uintptr(len(host))
 	var inside []*devCache
@@ -390,6 +393,10 @@ type ForwardProgram struct {
 	idx     *buffer            // host-visible: the step's index inputs
 	caches  map[string][]float32
 	cacheIn map[string]ir.ValueID
+	cacheAt map[string]int // where in idx each cache's element offset lies
+	offs    map[string]int // the current offsets
+	zeroAt  int            // an idx slot that holds 0
+	rebound bool           // a cache was bound since the last Run
 	named   map[string]int
 	logits  []float32
 	outName string
@@ -428,7 +435,7 @@ func (f *Forward) Compile(g *ir.Graph, bind map[string]int) (*ForwardProgram, er
 	}
 	p := &ForwardProgram{f: f, g: g, bind: bind, dims: make([][]int, len(g.Nodes)),
 		i32: map[string][]int32{}, i32Off: map[string]int{}, caches: map[string][]float32{},
-		cacheIn: map[string]ir.ValueID{}, named: map[string]int{}}
+		cacheIn: map[string]ir.ValueID{}, cacheAt: map[string]int{}, offs: map[string]int{}, named: map[string]int{}}
 	off := 0
 	for i, n := range g.Nodes {
 		d := make([]int, len(n.Type.Shape))
@@ -459,6 +466,8 @@ func (f *Forward) Compile(g *ir.Graph, bind map[string]int) (*ForwardProgram, er
 			off += size
 		case n.Type.DType == ir.F32 && len(d) == 3:
 			p.cacheIn[name] = n.ID
+			p.cacheAt[name] = off
+			off++
 		default:
 			return nil, fmt.Errorf("vulkan forward: compile %s: input %q of type %v is neither an index vector nor a cache", g.Name, name, n.Type)
 		}
@@ -488,9 +497,11 @@ func (f *Forward) Compile(g *ir.Graph, bind map[string]int) (*ForwardProgram, er
 		p.logits = make([]float32, size)
 		p.named[o.Name] = size
 	}
+	p.zeroAt = off
+	off++
 	c := f.d.c
 	var err error
-	if p.idx, err = c.newBuffer(4*int64(max(off, 1)), memHost); err != nil {
+	if p.idx, err = c.newBuffer(4*int64(off), memHost); err != nil {
 		return nil, fmt.Errorf("vulkan forward: compile %s: %w", g.Name, err)
 	}
 	f.mu.Lock()
@@ -535,6 +546,7 @@ func (p *ForwardProgram) BindFloat32(name string, buf []float32) error {
 		return fmt.Errorf("graph %s: input %q holds %d values, got a buffer of %d", p.g.Name, name, p.named[name], len(buf))
 	}
 	p.caches[name] = buf
+	p.rebound = true
 	return nil
 }
 
@@ -590,6 +602,11 @@ func (p *ForwardProgram) Run() error {
 			copy(m[4*p.i32Off[name]:], unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), 4*len(b)))
 		}
 	}
+	words := unsafe.Slice((*int32)(unsafe.Pointer(&m[0])), len(m)/4)
+	for name, at := range p.cacheAt {
+		words[at] = int32(p.offs[name])
+	}
+	words[p.zeroAt] = 0
 	if err := f.d.c.submit(p.cb); err != nil {
 		return fmt.Errorf("vulkan forward: run %s: %w", p.g.Name, err)
 	}
@@ -608,36 +625,39 @@ func (p *ForwardProgram) Run() error {
 }
 
 // ensureRecorded records the step when there is none or a cache it binds
-// has moved to another device buffer.
+// now lives in another device buffer; a cache bound at another offset of
+// the same buffer (another sequence's slot) only moves its offset, which
+// the shaders read from idx.
 func (p *ForwardProgram) ensureRecorded() error {
 	f := p.f
-	if p.cb != nil && p.gen == f.gen {
+	if p.cb != nil && !p.rebound && p.gen == f.gen {
 		return nil
 	}
 	cur := map[string]*buffer{}
 	for name, host := range p.caches {
-		b, _, err := f.cacheFor(host)
+		b, off, err := f.cacheFor(host)
 		if err != nil {
 			return fmt.Errorf("cache %s: %w", name, err)
 		}
 		cur[name] = b
+		p.offs[name] = off
 	}
+	p.rebound, p.gen = false, f.gen
 	if p.cb != nil {
 		same := true
 		for name, b := range cur {
 			same = same && p.bound[name] == b
 		}
 		if same {
-			p.gen = f.gen
 			return nil
 		}
 		p.free()
 	}
+	p.bound = cur
 	if err := p.record(); err != nil {
 		p.free()
 		return err
 	}
-	p.bound, p.gen = cur, f.gen
 	f.stats.Recordings++
 	return nil
 }
@@ -664,6 +684,7 @@ func (p *ForwardProgram) free() {
 type val struct {
 	buf                     *buffer
 	off, stride, rows, cols int
+	at                      int // a cache: where in idx its offset lies
 }
 
 func (v val) contiguous() bool { return v.off == 0 && v.stride == v.cols }
@@ -842,9 +863,13 @@ func (r *recorder) headOp(x val, heads, hd int, flags uint32, eps float64, w, co
 	if hd > maxHeadDim || hd%2 != 0 {
 		return fmt.Errorf("head_dim %d: want an even size up to %d", hd, maxHeadDim)
 	}
+	at := r.p.zeroAt
+	if flags&4 != 0 {
+		at = out.at
+	}
 	return r.op(fwdRope, [5]*buffer{x.buf, w, cos, sin, out.buf},
 		[]uint32{uint32(heads), uint32(hd), uint32(x.off), uint32(x.stride), flags, u32(eps),
-			uint32(out.off), uint32(out.stride), uint32(T), posOff, seqOff}, x.rows*heads, 1)
+			uint32(out.off), uint32(out.stride), uint32(T), posOff, seqOff, uint32(at)}, x.rows*heads, 1)
 }
 
 func (p *ForwardProgram) record() error {
@@ -937,11 +962,7 @@ func (r *recorder) node(n *ir.Node) error {
 	case ir.OpInput:
 		name, _ := n.Attrs.Str("name")
 		if _, ok := p.cacheIn[name]; ok {
-			b, off, err := p.f.cacheFor(p.caches[name])
-			if err != nil {
-				return err
-			}
-			r.cache[n.ID] = val{buf: b, off: off, rows: d[0] * d[1], cols: d[2], stride: d[2]}
+			r.cache[n.ID] = val{buf: p.bound[name], rows: d[0] * d[1], cols: d[2], stride: d[2], at: p.cacheAt[name]}
 		}
 		return nil
 	case ir.OpEmbed:
@@ -1200,7 +1221,7 @@ func (r *recorder) node(n *ir.Node) error {
 		}
 		return setOut(out, r.op(fwdAttention, [5]*buffer{q.buf, kc.buf, vc.buf, out.buf},
 			[]uint32{uint32(heads), uint32(kvh), uint32(hd), uint32(q.off), uint32(q.stride), uint32(T), uint32(kc.cols),
-				uint32(p.limit), u32(scale), 0, uint32(out.stride), pos, seq, uint32(kc.off), uint32(vc.off)}, q.rows*heads, 1))
+				uint32(p.limit), u32(scale), 0, uint32(out.stride), pos, seq, uint32(kc.at), uint32(vc.at)}, q.rows*heads, 1))
 	case ir.OpSiLU, ir.OpMul, ir.OpAdd, ir.OpSwiGLU:
 		a, err := v(0)
 		if err != nil {

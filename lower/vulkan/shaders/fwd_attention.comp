@@ -5,7 +5,8 @@
 // (row, head); the scores live in shared memory (MAXT positions).
 // u: 0 heads, 1 kv heads, 2 hd, 3 q off, 4 q stride, 5 T, 6 W (cache row
 // width), 7 limit, 8 scale bits, 9 out off, 10 out stride, 11 pos offset
-// in idx, 12 seq offset in idx, 13 k cache off, 14 v cache off.
+// in idx, 12 seq offset in idx, 13 and 14 where in idx the k and v
+// caches' offsets lie (the caller's binding moves them per step).
 // b1 q, b2 k cache, b3 v cache, b4 out.
 #extension GL_GOOGLE_include_directive : require
 #include "fwd.glsl"
@@ -27,7 +28,7 @@ void main() {
 	float scale = pf(8);
 	float mx = -3.402823466e38;
 	for (uint t = lane; t < n; t += 64u) {
-		uint kb = pc.u[13] + cb + t * pc.u[6];
+		uint kb = uint(idx[pc.u[13]]) + cb + t * pc.u[6];
 		float s = 0.0;
 		for (uint j = 0; j < hd; j++) s += qv[j] * b2[kb + j];
 		s *= scale;
@@ -46,7 +47,7 @@ void main() {
 	uint ob = pc.u[9] + r * pc.u[10] + h * hd;
 	for (uint j = lane; j < hd; j += 64u) {
 		float o = 0.0;
-		uint vb = pc.u[14] + cb + j;
+		uint vb = uint(idx[pc.u[14]]) + cb + j;
 		for (uint t = 0; t < n; t++) o += sc[t] * b3[vb + t * pc.u[6]];
 		b4[ob + j] = o * inv;
 	}

@@ -6,7 +6,9 @@
 // with both flags off the V append. A workgroup per (row, head).
 // u: 0 heads, 1 hd, 2 x off, 3 x stride, 4 flags (1 norm, 2 rope,
 // 4 cache), 5 eps bits, 6 out off, 7 out stride (cache: row width W),
-// 8 T (cache capacity), 9 pos offset in idx, 10 seq offset in idx.
+// 8 T (cache capacity), 9 pos offset in idx, 10 seq offset in idx,
+// 11 where in idx the cache's offset lies (the caller's binding moves it
+// per step, so it is read, not recorded).
 // b1 x, b2 norm weight, b3 cos, b4 sin, b5 out.
 #extension GL_GOOGLE_include_directive : require
 #include "fwd.glsl"
@@ -32,7 +34,7 @@ void main() {
 	uint ob;
 	if ((flags & 4u) != 0u) {
 		int seq = idx[pc.u[10] + r];
-		ob = pc.u[6] + (uint(seq) * pc.u[8] + uint(pos)) * pc.u[7] + h * hd;
+		ob = pc.u[6] + uint(idx[pc.u[11]]) + (uint(seq) * pc.u[8] + uint(pos)) * pc.u[7] + h * hd;
 	} else {
 		ob = pc.u[6] + r * pc.u[7] + h * hd;
 	}

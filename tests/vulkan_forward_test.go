@@ -51,7 +51,7 @@ func openVulkanForward(t testing.TB, w *models.Weights) *vulkan.Forward {
 // TestVulkanForwardParity: a session on the whole-forward Vulkan engine
 // of a mask-none qwen3-tiny module gives the cpu backend's greedy tokens
 // over 64 steps, with logits within vulkanForwardTolerance and the device
-// caches matching the cpu's, for f32 and bf16 weights and the unfused
+// caches matching the cpu's, for f32, bf16, q8_0 and q4_0 weights and the unfused
 // pipeline; each decode step is one submit and, once its kv bucket is
 // recorded, records nothing; a second run of the same plan on the same
 // device is bit-identical.
@@ -65,6 +65,8 @@ func TestVulkanForwardParity(t *testing.T) {
 		{"f32/fused", passes.WeightsF32, nil},
 		{"bf16/fused", passes.WeightsBF16, nil},
 		{"f32/unfused", passes.WeightsF32, passes.Unfused()},
+		{"q8_0/fused", passes.WeightsQ8_0, nil},
+		{"q4_0/fused", passes.WeightsQ4_0, nil},
 	}
 	cfg := tinyConfig(t)
 	w, err := models.SynthesizeAs(cfg, 21, "bf16")

@@ -30,6 +30,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"gelo/device/wire"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/models/rope"
@@ -43,10 +44,11 @@ const (
 	fwdRope
 	fwdAttention
 	fwdEW
+	fwdQuant
 	numFwd
 )
 
-var fwdNames = [numFwd]string{"embed", "rmsnorm", "rope", "attention", "ew"}
+var fwdNames = [numFwd]string{"embed", "rmsnorm", "rope", "attention", "ew", "quant"}
 
 const (
 	fwdBindings = 6  // shaders/fwd.glsl: idx + five operands
@@ -304,8 +306,12 @@ func (f *Forward) matWeight(g *ir.Graph, n *ir.Node, rows, cols int) (*weight, e
 	case ir.F32:
 	case ir.BF16:
 		format = fmtBF16
+	case ir.Q8_0:
+		format = fmtQ8
+	case ir.Q4_0:
+		format = fmtQ4
 	default:
-		return nil, fmt.Errorf("weight dtype %v is not wired into the whole-forward engine (f32 and bf16 are)", n.Type.DType)
+		return nil, fmt.Errorf("weight dtype %v is not wired into the whole-forward engine (f32, bf16, q8_0 and q4_0 are)", n.Type.DType)
 	}
 	key := formatNames[format] + ":" + strings.Join(names, "|")
 	d := f.d
@@ -326,9 +332,19 @@ func (f *Forward) matWeight(g *ir.Graph, n *ir.Node, rows, cols int) (*weight, e
 	if len(data) != rows*cols {
 		return nil, fmt.Errorf("weights %v hold %d values, graph wants [%d, %d]", names, len(data), rows, cols)
 	}
-	if format == fmtF32 {
+	switch format {
+	case fmtF32:
 		err = d.Upload(key, data, rows, cols)
-	} else {
+	case fmtQ8, fmtQ4:
+		wf := wire.Q8_0
+		if format == fmtQ4 {
+			wf = wire.Q4_0
+		}
+		var qm *wire.Matrix
+		if qm, err = wire.Quantize(wf, data, rows, cols); err == nil {
+			err = d.UploadQ(key, qm)
+		}
+	default:
 		h := make([]uint16, len(data))
 		for i, v := range data {
 			h[i] = safetensors.F32ToBF16(v)
@@ -689,6 +705,13 @@ type val struct {
 
 func (v val) contiguous() bool { return v.off == 0 && v.stride == v.cols }
 
+// qval is q8_0 activation rows on the device: int8 quants four a word and
+// a scale a block.
+type qval struct {
+	q, d       *buffer
+	rows, cols int
+}
+
 // recorder lowers one graph into one command buffer.
 type recorder struct {
 	p      *ForwardProgram
@@ -697,6 +720,7 @@ type recorder struct {
 	pairs  map[ir.ValueID][2]val
 	cache  map[ir.ValueID]val    // cache values: buf, off; rows = S*T, cols = W
 	cpairs map[ir.ValueID][2]val // norm_rope_append_kv's (k, v) caches
+	qvals  map[ir.ValueID]qval   // q8_0 activation rows
 	mbufs  map[int]*buffer       // matmul row counts, one tiny buffer each
 	n      int
 }
@@ -753,11 +777,18 @@ func (r *recorder) ew(op int, a, b, out val) error {
 
 // matmul records y = x W^T on the resident weight's parts with the
 // crossing shaders.
-func (r *recorder) matmul(x val, w *weight) (val, error) {
+func (r *recorder) matmul(x val, xq *qval, w *weight) (val, error) {
+	quant := w.format == fmtQ8 || w.format == fmtQ4
+	if quant != (xq != nil) {
+		return val{}, fmt.Errorf("a %s weight multiplies %s activations", formatNames[w.format], map[bool]string{true: "q8_0", false: "f32"}[quant])
+	}
+	if xq != nil {
+		x = val{rows: xq.rows, cols: xq.cols, stride: xq.cols}
+	}
 	if x.cols != w.cols {
 		return val{}, fmt.Errorf("activation of %d cols for a [%d, %d] weight", x.cols, w.rows, w.cols)
 	}
-	if !x.contiguous() {
+	if xq == nil && !x.contiguous() {
 		cx, err := r.fresh(x.rows, x.cols)
 		if err != nil {
 			return val{}, err
@@ -785,7 +816,11 @@ func (r *recorder) matmul(x val, w *weight) (val, error) {
 	}
 	kind := d.kind(w.format, m)
 	for _, pt := range w.parts {
-		s, err := r.set(d.dsl, []*buffer{mb, pt.buf, x.buf, r.p.f.dummy, y.buf})
+		bs := []*buffer{mb, pt.buf, x.buf, r.p.f.dummy, y.buf}
+		if xq != nil {
+			bs[2], bs[3] = xq.q, xq.d
+		}
+		s, err := r.set(d.dsl, bs)
 		if err != nil {
 			return val{}, err
 		}
@@ -810,6 +845,33 @@ func (r *recorder) matmul(x val, w *weight) (val, error) {
 	}
 	c.barrier(r.cb)
 	return y, nil
+}
+
+// quantize records the q8_0 activation rows of x as value id.
+func (r *recorder) quantize(id ir.ValueID, x val) error {
+	if x.cols%wire.QK != 0 {
+		return fmt.Errorf("q8_0 rows of %d columns (want a multiple of %d)", x.cols, wire.QK)
+	}
+	c := r.p.f.d.c
+	q, err := c.newBuffer(int64(x.rows*x.cols), memDevice)
+	if err != nil {
+		return err
+	}
+	r.p.bufs = append(r.p.bufs, q)
+	dd, err := c.newBuffer(4*int64(x.rows*x.cols/wire.QK), memDevice)
+	if err != nil {
+		return err
+	}
+	r.p.bufs = append(r.p.bufs, dd)
+	blocks := x.rows * x.cols / wire.QK
+	groups := (blocks + 63) / 64
+	gx := min(groups, c.info.MaxGroupCount[0])
+	if err := r.op(fwdQuant, [5]*buffer{x.buf, q, dd},
+		[]uint32{uint32(blocks), uint32(x.cols / wire.QK), uint32(x.off), uint32(x.stride)}, gx, (groups+gx-1)/gx); err != nil {
+		return err
+	}
+	r.qvals[id] = qval{q: q, d: dd, rows: x.rows, cols: x.cols}
+	return nil
 }
 
 // idxOf returns the idx offset of an index operand, which must be a
@@ -891,7 +953,7 @@ func (p *ForwardProgram) record() error {
 		return err
 	}
 	r := &recorder{p: p, cb: p.cb, vals: make([]val, len(g.Nodes)), pairs: map[ir.ValueID][2]val{},
-		cache: map[ir.ValueID]val{}, cpairs: map[ir.ValueID][2]val{}, mbufs: map[int]*buffer{}}
+		cache: map[ir.ValueID]val{}, cpairs: map[ir.ValueID][2]val{}, qvals: map[ir.ValueID]qval{}, mbufs: map[int]*buffer{}}
 	for _, n := range g.Nodes {
 		if err := r.node(n); err != nil {
 			return fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
@@ -1049,8 +1111,12 @@ func (r *recorder) node(n *ir.Node) error {
 		}
 		return fmt.Errorf("take %d of %v, which is not a pair", i, in[0])
 	case ir.OpMatMul, ir.OpLMHead:
-		x, err := v(0)
-		if err != nil {
+		var x val
+		var xq *qval
+		var err error
+		if q, ok := r.qvals[in[0]]; ok {
+			xq = &q
+		} else if x, err = v(0); err != nil {
 			return err
 		}
 		wn := p.g.Node(in[1])
@@ -1058,7 +1124,7 @@ func (r *recorder) node(n *ir.Node) error {
 		if err != nil {
 			return err
 		}
-		y, err := r.matmul(x, w)
+		y, err := r.matmul(x, xq, w)
 		if err != nil {
 			return err
 		}
@@ -1266,6 +1332,20 @@ func (r *recorder) node(n *ir.Node) error {
 		r.vals[n.ID] = x
 		return nil
 	case ir.OpToDevice, ir.OpToTEE, ir.OpProbe:
+		if q, ok := n.Attrs.Str("quant"); ok && q != "" {
+			if n.Op != ir.OpToDevice || q != "q8_0" {
+				return fmt.Errorf("quant %q: only q8_0 crossings to the device are supported", q)
+			}
+			x, err := v(0)
+			if err != nil {
+				return err
+			}
+			return r.quantize(n.ID, x)
+		}
+		if q, ok := r.qvals[in[0]]; ok {
+			r.qvals[n.ID] = q
+			return nil
+		}
 		// Mask none, one engine: crossings and probes are the identity.
 		if cv, ok := r.cache[in[0]]; ok {
 			r.cache[n.ID] = cv

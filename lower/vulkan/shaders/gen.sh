@@ -13,7 +13,7 @@ for kind in matvec rows tiled; do
 	done
 done
 # The whole-forward engine's op shaders (fwd.glsl), one module each.
-for op in embed rmsnorm rope attention ew; do
+for op in embed rmsnorm rope attention ew quant; do
 	glslangValidator -V --target-env vulkan1.1 -o "$out/fwd_$op.spv" "fwd_$op.comp" >"$out/.log" || { cat "$out/.log"; exit 1; }
 done
 rm -f "$out/.log"

@@ -14,7 +14,8 @@ package vulkan
 // The embedding gather is a shader over the resident table. Prefill is
 // one multi-row program per prompt length (the runtime compiles one per
 // length): every op takes all n rows. Weights are resident once per
-// Forward (f32, or bf16 where the plan says so) and shared by its
+// Forward in the plan's format (f32, bf16, q8_0 or q4_0; a quantizing
+// crossing is a shader making the q8_0 activation rows) and shared by its
 // programs; so are the KV caches: BindFloat32 maps the caller's storage to
 // a device buffer (one per storage, shared by the session's prefill and
 // decode programs) and the step updates it in place on the device. The

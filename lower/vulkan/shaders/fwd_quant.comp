@@ -3,9 +3,8 @@
 // quantizer (device/wire quantizeActBlock): per block of 32, amax from
 // the bit patterns (a NaN or infinity zeroes the block, scale NaN),
 // d = amax / 127, id = 1 / d (0 for d = 0; an overflowing id zeroes the
-// block), q = round-half-away-from-zero(x * id). The divisions are
-// refined with an FMA step, since Vulkan does not require a correctly
-// rounded divide. An invocation per block.
+// block), q = round-half-away-from-zero(x * id), the divides correctly
+// rounded (div). An invocation per block.
 // u: 0 blocks, 1 blocks per row, 2 x off, 3 x stride.
 // b1 x (f32), b2 quants (four int8 a word), b3 scales.
 #extension GL_KHR_shader_subgroup_basic : require
@@ -16,13 +15,48 @@ layout(std430, set = 0, binding = 2) writeonly buffer Q { uint xq[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer D { float xd[]; };
 layout(push_constant) uniform Push { uint u[32]; } pc;
 
-// div returns a / b rounded as an exact divide would be (one Newton step
-// on the reciprocal's quotient; exact for the values it sees here).
+// div returns a / b (both positive and finite, b not 0) correctly
+// rounded to nearest even, as the Go quantizer's float32 divide: Vulkan
+// does not require a correctly rounded divide (nor a fused fma), so the
+// quotient of the 24-bit significands is a bitwise long division.
 float div(float a, float b) {
-	precise float r = 1.0 / b;
-	precise float q = a * r;
-	precise float e = fma(-q, b, a);
-	return fma(e, r, q);
+	uint ab = floatBitsToUint(a), bb = floatBitsToUint(b);
+	if (ab == 0u) return 0.0;
+	int ea = int((ab >> 23) & 0xffu), eb = int((bb >> 23) & 0xffu);
+	uint ma = ab & 0x7fffffu, mb = bb & 0x7fffffu;
+	// Subnormals are normalized: 24-bit significands, exponents below 1.
+	if (ea == 0) {
+		int sh = 23 - findMSB(ma);
+		ma <<= uint(sh);
+		ea = 1 - sh;
+	} else {
+		ma |= 0x800000u;
+	}
+	if (eb == 0) {
+		int sh = 23 - findMSB(mb);
+		mb <<= uint(sh);
+		eb = 1 - sh;
+	} else {
+		mb |= 0x800000u;
+	}
+	// q = floor(ma * 2^26 / mb) in [2^25, 2^27): the integer digit
+	// (ma / mb is in (1/2, 2)), then 26 fraction bits; r the remainder.
+	uint q = ma >= mb ? 1u : 0u, r = ma - q * mb;
+	for (int i = 0; i < 26; i++) {
+		r <<= 1;
+		q <<= 1;
+		if (r >= mb) {
+			r -= mb;
+			q |= 1u;
+		}
+	}
+	int drop = findMSB(q) - 23;
+	uint keep = q >> uint(drop);
+	uint rest = q & ((1u << uint(drop)) - 1u);
+	uint half_ = 1u << uint(drop - 1);
+	bool sticky = r != 0u;
+	if (rest > half_ || (rest == half_ && (sticky || (keep & 1u) != 0u))) keep++;
+	return ldexp(float(keep), ea - eb - 26 + drop);
 }
 
 void main() {

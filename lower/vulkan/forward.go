@@ -55,6 +55,7 @@ const (
 	fwdBindings = 6  // shaders/fwd.glsl: idx + five operands
 	fwdPush     = 32 // words of push constants
 	maxAttnT    = 4096
+	poolSets    = 256 // descriptor sets a pool holds (one a dispatch)
 	maxHeadDim  = 512
 )
 
@@ -163,6 +164,7 @@ func (f *Forward) Close() {
 	c := f.d.c
 	for p := range f.progs {
 		p.free()
+		c.freeBuffer(p.idx)
 	}
 	f.progs = nil
 	for _, b := range f.small {
@@ -423,7 +425,8 @@ type ForwardProgram struct {
 
 	// The recording and what it holds.
 	cb         cmdBuffer
-	pool       descPool
+	pools      []descPool // descriptor pools, poolSets sets each
+	poolUsed   int        // sets taken from the last one
 	bufs       []*buffer
 	dispatches int
 	gen        int
@@ -686,10 +689,10 @@ func (p *ForwardProgram) free() {
 		c.freeCmd(p.cb)
 		p.cb = nil
 	}
-	if p.pool != 0 {
-		c.destroyPool(p.pool)
-		p.pool = 0
+	for _, pl := range p.pools {
+		c.destroyPool(pl)
 	}
+	p.pools, p.poolUsed = nil, 0
 	for _, b := range p.bufs {
 		c.freeBuffer(b)
 	}
@@ -747,7 +750,16 @@ func (r *recorder) set(dsl setLayout, bs []*buffer) (descSet, error) {
 		}
 		bind[i] = binding{b, 0, b.size()}
 	}
-	return f.d.c.set(r.p.pool, dsl, bind)
+	p := r.p
+	if len(p.pools) == 0 || p.poolUsed == poolSets {
+		pl, err := f.d.c.pool(poolSets, poolSets*fwdBindings)
+		if err != nil {
+			return 0, err
+		}
+		p.pools, p.poolUsed = append(p.pools, pl), 0
+	}
+	p.poolUsed++
+	return f.d.c.set(p.pools[len(p.pools)-1], dsl, bind)
 }
 
 // op records one fwd shader dispatch and a barrier after it.
@@ -938,18 +950,7 @@ func (r *recorder) headOp(x val, heads, hd int, flags uint32, eps float64, w, co
 func (p *ForwardProgram) record() error {
 	f, g := p.f, p.g
 	c := f.d.c
-	// Descriptor sets: at most one per dispatch; count generously.
-	sets := 0
-	for _, n := range g.Nodes {
-		sets += 2
-		if n.Op == ir.OpMatMul || n.Op == ir.OpLMHead {
-			sets += 64
-		}
-	}
 	var err error
-	if p.pool, err = c.pool(sets, sets*fwdBindings); err != nil {
-		return err
-	}
 	if p.cb, err = c.begin(); err != nil {
 		return err
 	}

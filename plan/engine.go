@@ -27,10 +27,12 @@ var ErrEngine = errors.New("bad engine choice")
 // EngineOptions choose what runs a compiled module. They do not change
 // the compiled program, so they are not part of Options or the plan.
 type EngineOptions struct {
-	// Backend is cpu (TEE kernels in Go, the device per Device) or gomlx
+	// Backend is cpu (TEE kernels in Go, the device per Device), gomlx
 	// (an unprotected module as one gomlx graph per phase; a protected one
 	// keeps its TEE side on the cpu kernels and sends the device side to
-	// gomlx, per GomlxBackend).
+	// gomlx, per GomlxBackend) or vulkan (an unprotected module only: the
+	// whole step as one recorded Vulkan command buffer; Device vulkan:N
+	// picks the physical device).
 	Backend string
 	// GomlxBackend is gomlx's engine: go, xla:cpu or xla:cuda.
 	GomlxBackend string
@@ -71,7 +73,10 @@ type Engine struct {
 	// Vulkan is the device under --device vulkan (its counters and
 	// validation errors), nil otherwise.
 	Vulkan *vulkan.Device
-	close  func()
+	// VulkanForward is the whole-forward engine under --backend vulkan
+	// (its counters), nil otherwise.
+	VulkanForward *vulkan.Forward
+	close         func()
 }
 
 // Close releases the backend and its device.
@@ -116,8 +121,28 @@ func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*
 			return &Engine{Runtime: runtime.Adapt(fw.Name(), fw.Compile), close: func() { fw.Close() }}, nil
 		}
 		eo.Device = "gomlx:" + eo.GomlxBackend
+	case "vulkan":
+		if m.Meta["mask"] != passes.MaskNone {
+			return nil, fmt.Errorf("%w: --backend vulkan runs unprotected plans only (--security none), not --security %s; a protected plan runs its device side with --device vulkan", ErrEngine, m.Meta["security"])
+		}
+		vo, err := vulkanOptions(eo.Device)
+		if err != nil {
+			return nil, err
+		}
+		if !eo.Spy {
+			fw, err := vulkan.NewForward(vo, w)
+			if err != nil {
+				return nil, fmt.Errorf("--backend vulkan: %w", err)
+			}
+			return &Engine{Runtime: runtime.Adapt(fw.Name(), fw.Compile), VulkanForward: fw, close: fw.Close}, nil
+		}
+		// The recorder watches a device boundary: the cpu backend with the
+		// matmuls on the Vulkan device.
+		if !strings.HasPrefix(eo.Device, "vulkan") {
+			eo.Device = "vulkan"
+		}
 	default:
-		return nil, fmt.Errorf("%w: --backend %q: want cpu or gomlx", ErrEngine, eo.Backend)
+		return nil, fmt.Errorf("%w: --backend %q: want cpu, gomlx or vulkan", ErrEngine, eo.Backend)
 	}
 	be, spy, vk, done, err := newCPU(eo, w, key)
 	if err != nil {
@@ -152,13 +177,9 @@ func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *dev
 		}
 		opt.Device, closeDev = d, func() { d.Close() }
 	case eo.Device == "vulkan" || strings.HasPrefix(eo.Device, "vulkan:"):
-		vo := vulkan.Options{DeviceIndex: -1, Validation: os.Getenv("GELO_VULKAN_VALIDATION") == "1"}
-		if idx, ok := strings.CutPrefix(eo.Device, "vulkan:"); ok {
-			n, err := strconv.Atoi(idx)
-			if err != nil || n < 0 {
-				return nil, nil, nil, nil, fmt.Errorf("%w: --device %q: want vulkan or vulkan:N, N a device index", ErrEngine, eo.Device)
-			}
-			vo.DeviceIndex = n
+		vo, err := vulkanOptions(eo.Device)
+		if err != nil {
+			return nil, nil, nil, nil, err
 		}
 		d, err := vulkan.New(vo)
 		if err != nil {
@@ -178,6 +199,21 @@ func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *dev
 	}
 	be := cpu.New(w, opt)
 	return be, spy, vk, func() { be.Close(); closeDev() }, nil
+}
+
+// vulkanOptions reads the device choice of --device vulkan or vulkan:N
+// (and of --backend vulkan, where --device local means the default
+// device); GELO_VULKAN_VALIDATION=1 turns the validation layer on.
+func vulkanOptions(dev string) (vulkan.Options, error) {
+	vo := vulkan.Options{DeviceIndex: -1, Validation: os.Getenv("GELO_VULKAN_VALIDATION") == "1"}
+	if idx, ok := strings.CutPrefix(dev, "vulkan:"); ok {
+		n, err := strconv.Atoi(idx)
+		if err != nil || n < 0 {
+			return vo, fmt.Errorf("%w: --device %q: want vulkan or vulkan:N, N a device index", ErrEngine, dev)
+		}
+		vo.DeviceIndex = n
+	}
+	return vo, nil
 }
 
 // NewSession builds a session over a fresh engine; close releases both.

@@ -16,9 +16,12 @@ import (
 // benchDevice runs the compiled plan on the local device and on --device
 // in one run and compares what a crossing costs: TTFT, TPOT, crossings,
 // submits and dispatches per token, bytes crossing per token, and (on
-// Vulkan) the fixed cost of one replayed crossing.
+// Vulkan) the fixed cost of one replayed crossing. Under --backend vulkan
+// it compares the cpu backend with the whole-forward Vulkan engine
+// instead: the same columns, the step one submit.
 func (e *benchEnv) benchDevice(prefill int, stderr io.Writer) error {
-	if e.mf.device == "" || e.mf.device == "local" {
+	whole := e.mf.backendName == "vulkan"
+	if !whole && (e.mf.device == "" || e.mf.device == "local") {
 		return fmt.Errorf("%w: --suite device compares the local device with --device: name one (vulkan)", errUsage)
 	}
 	m, err := e.mf.compile(e.l.Source, e.l.Config, stderr)
@@ -33,9 +36,16 @@ func (e *benchEnv) benchDevice(prefill int, stderr io.Writer) error {
 		m.Meta["security"], orDefault(m.Meta["weights"], "f32"), prefill, e.steps)
 	fmt.Fprintf(e.out, "%-10s %10s %10s %9s %9s %11s %11s %12s %12s\n", "device", "TTFT", "TPOT", "cross/tok", "submit/tok", "dispatch/tok", "record/tok", "to dev/tok", "to TEE/tok")
 	var tpots []time.Duration
-	for _, dev := range []string{"local", e.mf.device} {
+	runs := []string{"local", e.mf.device}
+	if whole {
+		runs = []string{"cpu", "vulkan"}
+	}
+	for _, dev := range runs {
 		eo := e.mf.engineOptions()
 		eo.Device, eo.Traffic = dev, new(cpu.Traffic)
+		if whole {
+			eo.Backend, eo.Device = dev, e.mf.device
+		}
 		eng, err := plan.NewEngine(eo, e.l.Weights, e.key, m)
 		if err != nil {
 			return fmt.Errorf("--device %s: %w", dev, err)
@@ -47,13 +57,18 @@ func (e *benchEnv) benchDevice(prefill int, stderr io.Writer) error {
 		}
 		tpots = append(tpots, r.tpot)
 		sub, dis, rec := "-", "-", "-"
-		if eng.Vulkan != nil {
+		if eng.Vulkan != nil || eng.VulkanForward != nil {
 			sub = fmt.Sprintf("%.1f", r.submits)
 			dis = fmt.Sprintf("%.1f", r.dispatches)
 			rec = fmt.Sprintf("%.1f", r.recordings)
 		}
 		fmt.Fprintf(e.out, "%-10s %10s %10s %9.1f %9s %11s %11s %12s %12s\n", dev, r.ttft.Round(time.Microsecond), r.tpot.Round(time.Microsecond),
 			r.crossings, sub, dis, rec, human(r.toDev), human(r.toTEE))
+		if fw := eng.VulkanForward; fw != nil {
+			i := fw.Info()
+			fmt.Fprintf(e.out, "vulkan     whole forward on %s (%s, Vulkan %s, subgroup %d): each step one recorded command buffer, replayed\n",
+				i.Name, i.Type, i.API(), i.SubgroupSize)
+		}
 		if eng.Vulkan != nil {
 			probe, err := crossingCost(eng)
 			if err != nil {
@@ -103,6 +118,10 @@ func (e *benchEnv) deviceRun(eng *plan.Engine, tr *cpu.Traffic, m *ir.Module, pr
 	if eng.Vulkan != nil {
 		before = eng.Vulkan.Stats()
 	}
+	var fbefore vulkan.ForwardStats
+	if eng.VulkanForward != nil {
+		fbefore = eng.VulkanForward.Stats()
+	}
 	p0, d0, t0b := tr.Payloads.Load(), tr.ToDevice.Load(), tr.ToTEE.Load()
 	times := make([]time.Duration, e.steps)
 	for i := range times {
@@ -123,6 +142,12 @@ func (e *benchEnv) deviceRun(eng *plan.Engine, tr *cpu.Traffic, m *ir.Module, pr
 		r.submits = float64(after.Submits-before.Submits) / n
 		r.dispatches = float64(after.Dispatches-before.Dispatches) / n
 		r.recordings = float64(after.Recordings-before.Recordings) / n
+	}
+	if eng.VulkanForward != nil {
+		after := eng.VulkanForward.Stats()
+		r.submits = float64(after.Submits-fbefore.Submits) / n
+		r.dispatches = float64(after.Dispatches-fbefore.Dispatches) / n
+		r.recordings = float64(after.Recordings-fbefore.Recordings) / n
 	}
 	return r, nil
 }

@@ -59,7 +59,7 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&mf.maxContext, "max-context", 1024, "KV-cache capacity in tokens")
 	fs.IntVar(&mf.workers, "workers", 0, "kernel worker goroutines (0: GOMAXPROCS); results do not depend on it")
 	fs.StringVar(&mf.maxMemory, "max-memory", "", "refuse a run whose estimated memory exceeds this (e.g. 8G; default: the available memory)")
-	fs.StringVar(&mf.backendName, "backend", "cpu", "cpu (TEE kernels in Go, device per --device) or gomlx (mask none: the whole forward as one gomlx graph; protected: the device side on gomlx)")
+	fs.StringVar(&mf.backendName, "backend", "cpu", "cpu (TEE kernels in Go, device per --device), gomlx (mask none: the whole forward as one gomlx graph; protected: the device side on gomlx) or vulkan (--security none only: the whole step as one recorded Vulkan command buffer; --device vulkan:N picks the device)")
 	fs.StringVar(&mf.gomlxBackend, "gomlx-backend", "go", "gomlx engine for --backend gomlx: go (pure Go), xla:cpu or xla:cuda (needs -tags xla and a PJRT plugin)")
 	fs.StringVar(&mf.device, "device", "local", "the untrusted side: local (the cpu kernels), gomlx:go (gomlx's pure-Go backend), gomlx:xla:cpu or gomlx:xla:cuda (XLA through PJRT; needs -tags xla and a plugin), vulkan or vulkan:N (Vulkan compute; needs cgo and a driver, lavapipe on a CPU-only machine)")
 }

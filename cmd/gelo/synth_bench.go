@@ -114,11 +114,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	prefillList := fs.String("prefill", "128", "comma-separated prompt lengths for TTFT")
 	decodeSteps := fs.Int("decode", 16, "decode steps measured for TPOT (B = 1)")
 	reps := fs.Int("reps", 1, "prefill repetitions per length (the median is reported)")
-	suite := fs.String("suite", "masks", "comma-separated suites: masks (TTFT/TPOT per family, per-bucket split), fusion, weights, replay, batch, security (the levels' frontier), verify (integrity probes' cost), serve (a loopback load run of gelo serve at 1, 8 and 32 clients, --prefill tokens in, --decode out), device (local against --device: TTFT, TPOT, submits, dispatches and bytes per token, the cost of one crossing), or all")
+	suite := fs.String("suite", "masks", "comma-separated suites: masks (TTFT/TPOT per family, per-bucket split), fusion, weights, replay, batch, security (the levels' frontier), verify (integrity probes' cost), serve (a loopback load run of gelo serve at 1, 8 and 32 clients, --prefill tokens in, --decode out), device (local against --device, or with --backend vulkan the cpu backend against the whole-forward Vulkan engine, its default suite: TTFT, TPOT, submits, dispatches and bytes per token, the cost of one crossing), or all")
 	measure := fs.Bool("measure", true, "security suite: also measure TTFT, TPOT and batched tok/s per level (slow on wide models)")
 	batch := fs.Int("batch", 8, "B of the batch suite")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
+	}
+	suiteSet := false
+	fs.Visit(func(f *flag.Flag) { suiteSet = suiteSet || f.Name == "suite" })
+	if !suiteSet && mf.backendName == "vulkan" {
+		*suite = "device" // the whole-forward engine against the cpu backend
 	}
 	suites := splitList(*suite)
 	if len(suites) == 1 && suites[0] == "all" {

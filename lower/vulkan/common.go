@@ -170,3 +170,13 @@ func resultName(r int32) string {
 	}
 	return fmt.Sprintf("VkResult(%d)", r)
 }
+
+// ForwardStats count what the whole-forward engine did.
+type ForwardStats struct {
+	// Recordings counts step command buffers recorded: one per program
+	// (a graph and its bindings), at its first Run.
+	Recordings int64
+	// Runs counts steps, Submits the queue submissions (one a step) and
+	// Dispatches the dispatches they replayed.
+	Runs, Submits, Dispatches int64
+}

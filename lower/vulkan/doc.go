@@ -8,6 +8,10 @@
 // host-visible buffer the shaders read, so a recording never holds a
 // per-step value.
 //
+// Forward (forward.go) is the unprotected whole forward on the same
+// device: every op of a step a shader, the step one recorded command
+// buffer replayed per token.
+//
 // libvulkan is opened at run time (vk_impl.h, over the vendored
 // definitions in vk_min.h): building needs neither Vulkan headers nor a
 // driver, and a build without cgo gets a stub whose New reports

@@ -7,6 +7,8 @@ import (
 
 	"gelo/device"
 	"gelo/device/wire"
+	"gelo/ir"
+	"gelo/models"
 )
 
 var _ device.Device = (*Device)(nil)
@@ -34,3 +36,26 @@ func (*Device) Close() {}
 func (*Device) Info() Info                      { return Info{} }
 func (*Device) Stats() Stats                    { return Stats{} }
 func (*Device) ValidationErrors() (int, string) { return 0, "" }
+
+// Forward is the stub of a build without cgo: NewForward always fails.
+type Forward struct{}
+
+// ForwardProgram is the stub's program type.
+type ForwardProgram struct{}
+
+// NewForward reports that this build has no Vulkan.
+func NewForward(Options, *models.Weights) (*Forward, error) { return nil, errNoCgo }
+
+func (*Forward) Name() string                                               { return "vulkan-forward" }
+func (*Forward) Compile(*ir.Graph, map[string]int) (*ForwardProgram, error) { return nil, errNoCgo }
+func (*Forward) Close()                                                     {}
+func (*Forward) Info() Info                                                 { return Info{} }
+func (*Forward) Stats() ForwardStats                                        { return ForwardStats{} }
+func (*Forward) SyncCaches() error                                          { return errNoCgo }
+func (*Forward) ValidationErrors() (int, string)                            { return 0, "" }
+
+func (*ForwardProgram) Float32(string) ([]float32, error)   { return nil, errNoCgo }
+func (*ForwardProgram) Int32(string) ([]int32, error)       { return nil, errNoCgo }
+func (*ForwardProgram) Elems(string) (int, error)           { return 0, errNoCgo }
+func (*ForwardProgram) BindFloat32(string, []float32) error { return errNoCgo }
+func (*ForwardProgram) Run() error                          { return errNoCgo }

@@ -248,3 +248,24 @@ func (x *ctx) submit(cb cmdBuffer) error {
 	}
 	return nil
 }
+
+// dispatchPush records a dispatch with len(push) words of push constants.
+func (x *ctx) dispatchPush(cb cmdBuffer, p pipeline, pl pipeLayout, s descSet, push []uint32, gx, gy, gz int) {
+	C.gv_cmd_dispatch(x.c, cb, p, pl, s, unsafe.Pointer(&push[0]), C.uint32_t(4*len(push)), C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz))
+}
+
+// copyNow copies n bytes between buffers in a one-off command buffer and
+// waits for it.
+func (x *ctx) copyNow(src *buffer, soff int64, dst *buffer, doff int64, n int64) error {
+	cb, err := x.begin()
+	if err != nil {
+		return err
+	}
+	defer x.freeCmd(cb)
+	C.gv_cmd_copy(x.c, cb, src.b.buf, C.VkDeviceSize(soff), dst.b.buf, C.VkDeviceSize(doff), C.VkDeviceSize(n))
+	x.barrier(cb)
+	if err := x.end(cb); err != nil {
+		return err
+	}
+	return x.submit(cb)
+}

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Compiles the GLSL matmul shaders to SPIR-V, one per (kind, format):
+# Compiles the GLSL matmul shaders to SPIR-V, one per (kind, format), and
+# the whole-forward op shaders:
 # go generate runs it into this directory; the regeneration test runs it
 # into a temporary one and compares. Usage: gen.sh OUTDIR
 set -eu
@@ -10,6 +11,10 @@ for kind in matvec rows tiled; do
 		[ "$kind" = matvec ] && [ "${f%%:*}" -gt 1 ] && continue
 		glslangValidator -V --target-env vulkan1.1 -DFMT="${f%%:*}" -o "$out/${kind}_${f#*:}.spv" "$kind.comp" >"$out/.log" || { cat "$out/.log"; exit 1; }
 	done
+done
+# The whole-forward engine's op shaders (fwd.glsl), one module each.
+for op in embed rmsnorm rope attention ew quant; do
+	glslangValidator -V --target-env vulkan1.1 -o "$out/fwd_$op.spv" "fwd_$op.comp" >"$out/.log" || { cat "$out/.log"; exit 1; }
 done
 rm -f "$out/.log"
 glslangValidator --version | head -1 > "$out/GLSLANG_VERSION"

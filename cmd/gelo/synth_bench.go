@@ -183,7 +183,14 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  bandwidth probe %-10s %d worker(s): best %5.1f GB/s, median %5.1f GB/s (%d passes)\n",
 			passes.HumanBytes(int64(x.Bytes)), x.Workers, x.Best, x.Median, x.Passes)
 	}
-	fmt.Fprintf(stdout, "engine     --backend %s (gomlx engine %s), --device %s; with --backend gomlx an unprotected plan runs as one gomlx graph and has no per-bucket split\n", mf.backendName, mf.gomlxBackend, mf.device)
+	switch mf.backendName {
+	case "gomlx":
+		fmt.Fprintf(stdout, "engine     --backend gomlx (gomlx engine %s), --device %s; an unprotected plan runs as one gomlx graph and has no per-bucket split\n", mf.gomlxBackend, mf.device)
+	case "vulkan":
+		fmt.Fprintf(stdout, "engine     --backend vulkan, --device %s; an unprotected plan runs as one Vulkan command buffer per step and has no per-bucket split\n", mf.device)
+	default:
+		fmt.Fprintf(stdout, "engine     --backend %s, --device %s\n", mf.backendName, mf.device)
+	}
 	format := cmp.Or(mf.weights, passes.WeightsF32)
 	bytesPerTok := weightBytes(cfg, format)
 	bound := bw * 1e9 / float64(bytesPerTok)

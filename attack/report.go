@@ -176,7 +176,7 @@ func Markdown(reports []*Report, gates []Gate, verdicts []Verdict) string {
 	}
 	b.WriteString("\n")
 	for _, k := range rows {
-		fmt.Fprintf(&b, "| %s | %s |", k[0], k[1])
+		fmt.Fprintf(&b, "| %s | %s |", k[0], strings.ReplaceAll(k[1], "|", `\|`)) // a bare | would split the cell
 		for _, r := range reports {
 			f, ok := r.Get(k[0], k[1])
 			if !ok {

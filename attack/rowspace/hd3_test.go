@@ -202,3 +202,58 @@ func TestHD3WhitenBlind(t *testing.T) {
 		t.Error("unmask without a fit was accepted")
 	}
 }
+
+// TestHDKRounds: the fit generalised to K rounds is HD3Fit's at K = 3 and
+// unmasks the whitened stack from the data-free guess (must succeed);
+// from K = 4 on the same search finds no mask, even under the true H
+// (must fail: more rounds defeat this attack, which proves nothing about
+// them).
+func TestHDKRounds(t *testing.T) {
+	rng := NewRand(16)
+	const V, d, s, n = 256, 64, 128, 4
+	D := dict(V, d, 0, rng)
+	X0, err := WhitenedStack(secret(D, tokens(n, V, rng)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	X := padRows(X0, s)
+	g, err := WhitenGuess(n, d, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, K := range []int{3, 4, 6} {
+		diags := make([][]float64, K)
+		for j := range diags {
+			diags[j] = RandomSigns(s, rng)
+		}
+		U, err := HDKApply(diags, X)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := HD3Options{Restarts: 8, Seed: 5}
+		ft, err := HDKFit(U, X, K, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb, err := HDKFit(U, g, K, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on, err := HDKApply(fb.Diags, X)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on.Sub(on, U)
+		blind := mat.Norm(on, 2) / mat.Norm(U, 2)
+		t.Logf("K=%d: true-H fit %.3g; the data-free fit's mask on the true X %.3g", K, ft.Residual, blind)
+		if K == 3 && (ft.Residual > 1e-9 || blind > 1e-9) {
+			t.Errorf("K=3: the fit missed the mask (%.3g, %.3g)", ft.Residual, blind)
+		}
+		if K > 3 && (ft.Residual < 0.5 || blind < 0.5) {
+			t.Errorf("K=%d: the fit found the mask (%.3g, %.3g): more rounds no longer defeat it", K, ft.Residual, blind)
+		}
+	}
+	if _, err := HDKFit(X, X, 0, HD3Options{}); err == nil {
+		t.Error("K = 0 accepted")
+	}
+}

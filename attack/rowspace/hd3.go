@@ -101,10 +101,11 @@ type HD3Options struct {
 }
 
 // HD3MaxFit bounds HD3Fit's size: a sweep is about 10 s log2(s) d
-// multiply-adds, so a fit of 32 starts x 50 sweeps at s = 1024, d = 512
-// is about 1e11 (minutes on one core); the harness's crossings at width
-// 64 are s = 128 (a fraction of a second).
-const HD3MaxFit = 1024
+// multiply-adds. The harness's crossings at width 64 are s = 128 (a
+// fraction of a second a fit); at the 0.6B width (s = 2048, d = 1024) a
+// fit that finds the mask at its first start took 4-5 s on this machine,
+// and one that runs all 32 starts x 50 sweeps would take hours.
+const HD3MaxFit = 4096
 
 // HD3FitResult is the best fit found.
 type HD3FitResult struct {
@@ -127,8 +128,8 @@ func HD3Fit(U, X *mat.Dense, opts HD3Options) (*HD3FitResult, error) {
 	if s != sx || d != dx {
 		return nil, fmt.Errorf("rowspace: U is %dx%d, X is %dx%d", s, d, sx, dx)
 	}
-	if s > 1024 || s&(s-1) != 0 {
-		return nil, fmt.Errorf("rowspace: HD3Fit needs a power-of-two size <= 64, got %d", s)
+	if s > HD3MaxFit || s&(s-1) != 0 {
+		return nil, fmt.Errorf("rowspace: HD3Fit needs a power-of-two size <= %d, got %d", HD3MaxFit, s)
 	}
 	if opts.Restarts <= 0 {
 		opts.Restarts = 32

@@ -15,8 +15,10 @@ import (
 //
 //	(D_K H ... D_{j+1} H)^T U = D_j (H D_{j-1} H ... D_1 H X)
 //
-// is a row-wise sign choice. It measures whether more rounds defeat the
-// structure attack, not whether they are secure.
+// is a row-wise sign choice. On a whitened stack (s = 128, d = 64) the
+// data-free fit found the mask from about 95 % of random starts at
+// K = 3, 1.5 % at K = 4 (3 of 200) and none of 300 at K = 5: more rounds
+// buy the device a longer search, not a proof.
 
 // HDKApply returns D_K H ... D_1 H X for diags = [D_1, ..., D_K].
 func HDKApply(diags [][]float64, X *mat.Dense) (*mat.Dense, error) {
@@ -106,4 +108,22 @@ func HDKFit(U, X *mat.Dense, K int, opts HD3Options) (*HDKFitResult, error) {
 		}
 	}
 	return best, nil
+}
+
+// HDKUnmask returns A^T U = H D_1 H D_2 ... H D_K U for the fitted
+// diagonals: the stack itself when the fit is the mask.
+func HDKUnmask(f *HDKFitResult, U *mat.Dense) (*mat.Dense, error) {
+	if f == nil || len(f.Diags) == 0 {
+		return nil, errors.New("rowspace: no fit to unmask with")
+	}
+	y := mat.DenseCopyOf(U)
+	for j := len(f.Diags) - 1; j >= 0; j-- {
+		if err := signRows(y, f.Diags[j]); err != nil {
+			return nil, err
+		}
+		if err := WHT(y); err != nil {
+			return nil, err
+		}
+	}
+	return y, nil
 }

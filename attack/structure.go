@@ -31,11 +31,12 @@ const (
 	wrongHyp        = 7
 )
 
-// structureFit is the search every structure fit uses: eight starts (the
-// true mask is found at the first or second), stopping at a float32
-// payload's exact fit.
+// structureFit is the search every structure fit uses, the same for
+// every hypothesis: four starts (on whiten's stacks about 95 % of starts
+// find the mask, so four miss it about once in 1e5), stopping at a float32
+// payload's exact fit. Four, not more, to keep the CI gate's time.
 func structureFit(seed uint64) rowspace.HD3Options {
-	return rowspace.HD3Options{Restarts: 8, Seed: seed, Stop: 1e-4}
+	return rowspace.HD3Options{Restarts: 4, Seed: seed, Stop: 1e-4}
 }
 
 // knownStack reports whether the run's level makes X a function of H:

@@ -49,6 +49,9 @@ func knownStack(run Run) (ok bool, why string) {
 	if l, found := levels.LookupLevel(hdr["gelo.flag.security"]); found && l.Whiten {
 		return true, ""
 	}
+	if hdr["gelo.flag.mask"] == levels.MaskHaar {
+		return false, "Haar mask" // no structure to fit (exact, whitened, is the Haar reference)
+	}
 	return false, "shield unknown"
 }
 

@@ -144,6 +144,9 @@ type Figure struct {
 	Chance float64 `json:"chance"`
 	N      int     `json:"n"`
 	Note   string  `json:"note,omitempty"`
+	// NA, when set, says why the attack does not apply to the condition
+	// (Value and Chance are NaN): the table reads "n/a, NA".
+	NA string `json:"na,omitempty"`
 }
 
 // Report is every figure of one run.
@@ -163,6 +166,9 @@ func (r *Report) Get(attack, metric string) (Figure, bool) {
 	}
 	return Figure{}, false
 }
+
+// stripNote says what shield stripping keeps.
+const stripNote = "the top r - n singular directions of the payload dropped (n, the data rows, given), span membership on the rest"
 
 // decodeBatch is how many decode passes share one dictionary product.
 const decodeBatch = 16
@@ -279,7 +285,7 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 	// Span membership at decode: the fed token is the nearest dictionary row.
 	say("span-decode")
 	if len(decode) > 0 {
-		var top1, top5 float64
+		var top1, top5, strip1 float64
 		var full int
 		dopt := sopt
 		dopt.Head = 5 // top-1 and top-5 are all this figure reads
@@ -311,6 +317,13 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 			if rowspace.TopK(res.Ranking, tok, 5) {
 				top5++
 			}
+			st, err := sp.Strip(T, max(0, res.Rank-1))
+			if err != nil {
+				return nil, fmt.Errorf("%s: strip decode pass %d: %w", run.Condition, p.truth.Pass, err)
+			}
+			if rowspace.TopK(st.Ranking, tok, 1) {
+				strip1++
+			}
 		}
 		n := float64(len(decode))
 		note := ""
@@ -319,13 +332,14 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		}
 		add(Figure{Attack: "span", Metric: "decode top-1", Value: top1 / n, Chance: 1 / float64(V), N: len(decode), Note: note})
 		add(Figure{Attack: "span", Metric: "decode top-5", Value: top5 / n, Chance: 5 / float64(V), N: len(decode)})
+		add(Figure{Attack: "strip-shield", Metric: "decode top-1", Value: strip1 / n, Chance: 1 / float64(V), N: len(decode), Note: stripNote})
 	}
 
 	// Span membership at prefill: the bag of prompt tokens, plain and
 	// centring-aware; and the Gram spike on the same payloads.
 	say("span-prefill")
 	if len(prefill) > 0 {
-		var rPlain, rCentred, rSpike, chance float64
+		var rPlain, rCentred, rSpike, rStrip, chance float64
 		for _, p := range prefill {
 			bag := distinct(p.truth.Tokens)
 			chance += float64(len(bag)) / float64(V)
@@ -346,6 +360,11 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 				}
 			}
 			rCentred += best
+			st, err := sp.Strip(T, max(0, res.Rank-len(p.truth.Tokens)))
+			if err != nil {
+				return nil, fmt.Errorf("%s: strip prefill pass %d: %w", run.Condition, p.truth.Pass, err)
+			}
+			rStrip += rowspace.SetRecall(st.Ranking, bag)
 			y, err := nnOf(p, sp)
 			if err != nil {
 				return nil, err
@@ -361,6 +380,7 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		add(Figure{Attack: "span-centred", Metric: "prefill bag recall", Value: rCentred / n, Chance: chance / n, N: len(prefill),
 			Note: "the better of the plain and the centring-aware ranking"})
 		add(Figure{Attack: "gram-spike", Metric: "prefill bag recall", Value: rSpike / n, Chance: chance / n, N: len(prefill)})
+		add(Figure{Attack: "strip-shield", Metric: "prefill bag recall", Value: rStrip / n, Chance: chance / n, N: len(prefill), Note: stripNote})
 	}
 
 	// Shared-mask correlation (U_a^T U_b = X_a^T X_b under one mask) is not
@@ -560,6 +580,15 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 	if f, ok, err := jointSOBI(D, decode, icaPasses, comps, opt.Seed); err != nil {
 		return nil, fmt.Errorf("%s: joint-sobi: %w", run.Condition, err)
 	} else if ok {
+		add(f)
+	}
+
+	say("hd3-structure")
+	fs, err := hd3Structure(T, run, prefill, decode, opt.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("%s: hd3 structure: %w", run.Condition, err)
+	}
+	for _, f := range fs {
 		add(f)
 	}
 

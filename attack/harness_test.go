@@ -38,6 +38,12 @@ func synthetic(t *testing.T, D *mat.Dense, prompts [][]int32, decode int, protec
 	t.Helper()
 	rng := rowspace.NewRand(seed)
 	rec := &record.Recording{Header: map[string]string{}}
+	switch protect {
+	case "whitened": // the exact level's protection
+		rec.Header["gelo.flag.mask"], rec.Header["gelo.flag.security"] = "haar", "exact"
+	case "whiten-hd3": // the whiten level's: the TEE's stack under HD3
+		rec.Header["gelo.flag.mask"], rec.Header["gelo.flag.security"] = "hd3", "whiten"
+	}
 	var truth []record.PassTruth
 	pass := 0
 	emit := func(p int, phase string, toks []int32) {
@@ -50,6 +56,17 @@ func synthetic(t *testing.T, D *mat.Dense, prompts [][]int32, decode int, protec
 			}
 			s, _ := X.Dims()
 			U = rowspace.Mix(rowspace.Haar(s, rng), X)
+		}
+		if protect == "whiten-hd3" {
+			n, d := H.Dims()
+			X, err := whitenedStack(D, toks, pow2(n+d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := X.Dims()
+			if U, err = rowspace.HD3Apply(rowspace.RandomSigns(s, rng), rowspace.RandomSigns(s, rng), rowspace.RandomSigns(s, rng), X); err != nil {
+				t.Fatal(err)
+			}
 		}
 		r, c := U.Dims()
 		data := make([]float32, 0, r*c)
@@ -108,7 +125,8 @@ func TestEvaluateSucceedsAndFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, am := range [][2]string{{"span", "decode top-1"}, {"span", "prefill bag recall"}, {"nn", "token recall"}, {"ima", "top-1"}} {
+	for _, am := range [][2]string{{"span", "decode top-1"}, {"span", "prefill bag recall"}, {"nn", "token recall"}, {"ima", "top-1"},
+		{"strip-shield", "decode top-1"}, {"strip-shield", "prefill bag recall"}} {
 		f, ok := plain.Get(am[0], am[1])
 		if !ok || f.Value < 0.95 {
 			t.Errorf("plain: %s %s = %v, want >= 95 %%", am[0], am[1], f.Value)
@@ -130,12 +148,63 @@ func TestEvaluateSucceedsAndFails(t *testing.T) {
 	if len(verdicts) != 1 || !verdicts[0].Secure {
 		t.Errorf("the exact-hiding reference is judged insecure: %+v", verdicts)
 	}
+	// The structure attack applies to the whitened stack (X is a function
+	// of H) and stays at chance under Haar; without a mask it is n/a.
+	for _, am := range [][2]string{{"hd3-structure", "true H ranked first"}, {"hd3-unmask", "decode top-1"}, {"hd3-unmask", "prefill bag recall"}} {
+		if f, ok := hidden.Get(am[0], am[1]); !ok || f.NA != "" {
+			t.Errorf("whitened: %s %s not run (%+v)", am[0], am[1], f)
+		}
+		if f, ok := plain.Get(am[0], am[1]); !ok || f.NA != "no mask" {
+			t.Errorf("plain: %s %s = %+v, want n/a (no mask)", am[0], am[1], f)
+		}
+	}
 	md := Markdown([]*Report{plain, hidden}, gates, verdicts)
 	if !strings.Contains(md, "| span | decode top-1 |") || !strings.Contains(md, "every attack at chance") {
 		t.Errorf("markdown:\n%s", md)
 	}
 	if _, err := JSON([]*Report{plain, hidden}, gates, verdicts); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEvaluateWhitenHD3: the whiten level's protection (the TEE's
+// whitened stack under HD3) falls to the HD3 structure attack: the true H
+// fits, wrong hypotheses do not, and the mask fitted with no hypothesis
+// reads every row (the must-succeed case; exact above is the must-fail).
+func TestEvaluateWhitenHD3(t *testing.T) {
+	const V, d = 512, 48
+	D := rowspace.Gaussian(V, d, rowspace.NewRand(17))
+	rng := rowspace.NewRand(18)
+	var prompts [][]int32
+	for range 3 {
+		p := make([]int32, 8)
+		for i := range p {
+			p[i] = int32(rng.IntN(V))
+		}
+		prompts = append(prompts, p)
+	}
+	T, err := dict.New(D, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer T.Close()
+	rep, err := Evaluate(T, synthetic(t, D, prompts, 2, "whiten-hd3", 3), Options{ICAPasses: 1, ICAComponents: 8, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, am := range [][3]string{{"hd3-structure", "true H ranked first", "1"}, {"hd3-unmask", "decode top-1", "1"},
+		{"hd3-unmask", "prefill bag recall", "1"}} {
+		f, ok := rep.Get(am[0], am[1])
+		t.Logf("whiten-hd3: %s %s %.3f (chance %.3f) n=%d", am[0], am[1], f.Value, f.Chance, f.N)
+		if !ok || f.Value < 1 {
+			t.Errorf("%s %s = %v, want 100 %%", am[0], am[1], f.Value)
+		}
+	}
+	if f, _ := rep.Get("hd3-structure", "fit residual, true H"); !(f.Value < 1e-5 && f.Chance > 0.5) {
+		t.Errorf("true-H residual %.3g against a Haar mask's %.3f", f.Value, f.Chance)
+	}
+	if _, vs := Judge([]*Report{rep}); vs[0].Secure {
+		t.Error("the whiten protection is judged secure")
 	}
 }
 

@@ -31,6 +31,8 @@ var recovery = [][2]string{
 	{"span-centred", "prefill bag recall"}, {"gram-spike", "prefill bag recall"},
 	{"nn", "token recall"}, {"ima", "top-1"}, {"isa", "top-1"},
 	{"sequential", "prompt top-1"},
+	{"strip-shield", "decode top-1"}, {"strip-shield", "prefill bag recall"},
+	{"hd3-structure", "true H ranked first"}, {"hd3-unmask", "decode top-1"}, {"hd3-unmask", "prefill bag recall"},
 }
 
 // Verdict is a condition's result against the gates.
@@ -75,6 +77,10 @@ func Judge(reports []*Report) ([]Gate, []Verdict) {
 				v.Broken = append(v.Broken, Gate{Name: am[0] + " " + am[1],
 					Required: fmt.Sprintf("<= chance %s + 2 points", pct(f.Chance)), Measured: f.Value})
 			}
+		}
+		if f, ok := r.Get("hd3-structure", "fit residual, true H"); ok && f.Value < f.Chance/4 {
+			v.Broken = append(v.Broken, Gate{Name: "hd3-structure fit residual, true H",
+				Required: fmt.Sprintf(">= a Haar mask's %.3f / 4", f.Chance), Measured: f.Value})
 		}
 		if f, ok := r.Get("gram-error", "distance"); ok && f.Value < 0.5 {
 			v.Broken = append(v.Broken, Gate{Name: "gram-error distance", Required: ">= 0.5", Measured: f.Value})
@@ -130,6 +136,12 @@ func pct(x float64) string {
 }
 
 func value(metric string, x float64) string {
+	if strings.Contains(metric, "residual") {
+		if math.IsNaN(x) {
+			return "-"
+		}
+		return fmt.Sprintf("%.3g", x)
+	}
 	if strings.Contains(metric, "cos") || strings.Contains(metric, "distance") {
 		if math.IsNaN(x) {
 			return "-"
@@ -164,11 +176,15 @@ func Markdown(reports []*Report, gates []Gate, verdicts []Verdict) string {
 	}
 	b.WriteString("\n")
 	for _, k := range rows {
-		fmt.Fprintf(&b, "| %s | %s |", k[0], k[1])
+		fmt.Fprintf(&b, "| %s | %s |", k[0], strings.ReplaceAll(k[1], "|", `\|`)) // a bare | would split the cell
 		for _, r := range reports {
 			f, ok := r.Get(k[0], k[1])
 			if !ok {
 				b.WriteString(" n/a |")
+				continue
+			}
+			if f.NA != "" {
+				fmt.Fprintf(&b, " n/a, %s |", f.NA)
 				continue
 			}
 			fmt.Fprintf(&b, " %s (%s) |", value(f.Metric, f.Value), value(f.Metric, f.Chance))
@@ -219,6 +235,7 @@ func JSON(reports []*Report, gates []Gate, verdicts []Verdict) ([]byte, error) {
 		Chance *float64 `json:"chance"`
 		N      int      `json:"n"`
 		Note   string   `json:"note,omitempty"`
+		NA     string   `json:"na,omitempty"`
 	}
 	type rep struct {
 		Condition string `json:"condition"`
@@ -236,7 +253,7 @@ func JSON(reports []*Report, gates []Gate, verdicts []Verdict) ([]byte, error) {
 	for _, r := range reports {
 		out := rep{Condition: r.Condition, Label: r.Label, Insecure: r.Insecure}
 		for _, f := range r.Figures {
-			out.Figures = append(out.Figures, fig{f.Attack, f.Metric, num(f.Value), num(f.Chance), f.N, f.Note})
+			out.Figures = append(out.Figures, fig{f.Attack, f.Metric, num(f.Value), num(f.Chance), f.N, f.Note, f.NA})
 		}
 		rs = append(rs, out)
 	}

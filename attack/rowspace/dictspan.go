@@ -2,6 +2,7 @@ package rowspace
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 
@@ -321,4 +322,43 @@ func GramSpikeOf(U *mat.Dense, T *prepared.Dict, y []float32, opts SpikeOptions)
 		t[v] = acc / nv
 	}
 	return spikeOf(t, d, opts), nil
+}
+
+// Strip is StripShield on the same payload, reusing the projection: the
+// basis rows are the right singular vectors by decreasing singular value,
+// so dropping the top `drop` directions drops the first `drop` rows of
+// Q D^T from each row's squared projection. The best candidates are
+// re-scored exactly against the kept rows.
+func (s *DictSpan) Strip(T *prepared.Dict, drop int) (*Result, error) {
+	r, d := s.Q.Dims()
+	if drop < 0 || drop >= r {
+		return nil, fmt.Errorf("rowspace: strip: cannot drop %d of %d directions", drop, r)
+	}
+	rest := s.Q.Slice(drop, r, 0, d).(*mat.Dense)
+	if s.p == nil {
+		dist, err := distances(rest, T.D)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Ranking: rankHead(dist, s.opts.TieSeed, s.opts.Head), Dist: dist, Rank: r - drop, Full: r-drop >= d}, nil
+	}
+	dist := make([]float64, T.V)
+	ss := make([]float64, T.V)
+	for j := drop; j < r; j++ {
+		for v, p := range s.p[j*T.V : (j+1)*T.V] {
+			ss[v] += float64(p) * float64(p)
+		}
+	}
+	for v := range dist {
+		dist[v] = fromProj(ss[v], T.Norm2(v))
+	}
+	pr := make([]float64, r-drop)
+	for _, v := range smallest(dist, refine) {
+		x := T.D.RawRowView(v)
+		for j := range pr {
+			pr[j] = dot(rest.RawRowView(j), x)
+		}
+		dist[v] = fromProj(dot(pr, pr), T.Norm2(v))
+	}
+	return &Result{Ranking: rankHead(dist, s.opts.TieSeed, s.opts.Head), Dist: dist, Rank: r - drop, Full: r-drop >= d}, nil
 }

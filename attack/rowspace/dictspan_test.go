@@ -107,3 +107,37 @@ func TestRankHeadIsTheHead(t *testing.T) {
 		t.Fatal("k = 0 is not the full ranking")
 	}
 }
+
+// DictSpan.Strip (from the projection) ranks like StripShield.
+func TestDictStripMatches(t *testing.T) {
+	rng := NewRand(22)
+	D := dict(testV, testD, 1.5, rng)
+	T, err := prepared.New(D, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer T.Close()
+	const n = 8
+	ids := tokens(n, testV, rng)
+	U := masked(secret(D, ids), 8, 4, rng)
+	sp, err := SpanDict(U, T, Options{TieSeed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, drop := range []int{0, 4, 8} {
+		want, err := StripShield(U, D, drop, Options{TieSeed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sp.Strip(T, drop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameSet(want.Ranking[:n], got.Ranking[:n]) || got.Rank != want.Rank {
+			t.Errorf("drop %d: rankings differ:\n%v\n%v", drop, want.Ranking[:n], got.Ranking[:n])
+		}
+	}
+	if _, err := sp.Strip(T, sp.Result.Rank); err == nil {
+		t.Error("dropping the whole rank was accepted")
+	}
+}

@@ -95,7 +95,17 @@ type HD3Options struct {
 	Restarts int    // random starts (default 32)
 	Iters    int    // sweeps per start (default 50)
 	Seed     uint64 // of the random starts
+	// Stop ends the search at a residual at or below it (default 1e-9;
+	// a float32 payload's exact fit leaves about 1e-7).
+	Stop float64
 }
+
+// HD3MaxFit bounds HD3Fit's size: a sweep is about 10 s log2(s) d
+// multiply-adds. The harness's crossings at width 64 are s = 128 (a
+// fraction of a second a fit); at the 0.6B width (s = 2048, d = 1024) a
+// fit that finds the mask at its first start took 4-5 s on this machine,
+// and one that runs all 32 starts x 50 sweeps would take hours.
+const HD3MaxFit = 4096
 
 // HD3FitResult is the best fit found.
 type HD3FitResult struct {
@@ -108,8 +118,7 @@ type HD3FitResult struct {
 
 // HD3Fit searches sign diagonals with U = D3 H D2 H D1 H X by alternating
 // minimisation from random starts, keeping the best residual. s = rows of
-// U = rows of X must be a power of two, at most 64 (a structure probe,
-// not a production attack).
+// U = rows of X must be a power of two, at most HD3MaxFit.
 func HD3Fit(U, X *mat.Dense, opts HD3Options) (*HD3FitResult, error) {
 	if U == nil || X == nil {
 		return nil, errors.New("rowspace: nil input")
@@ -119,14 +128,17 @@ func HD3Fit(U, X *mat.Dense, opts HD3Options) (*HD3FitResult, error) {
 	if s != sx || d != dx {
 		return nil, fmt.Errorf("rowspace: U is %dx%d, X is %dx%d", s, d, sx, dx)
 	}
-	if s > 64 || s&(s-1) != 0 {
-		return nil, fmt.Errorf("rowspace: HD3Fit needs a power-of-two size <= 64, got %d", s)
+	if s > HD3MaxFit || s&(s-1) != 0 {
+		return nil, fmt.Errorf("rowspace: HD3Fit needs a power-of-two size <= %d, got %d", HD3MaxFit, s)
 	}
 	if opts.Restarts <= 0 {
 		opts.Restarts = 32
 	}
 	if opts.Iters <= 0 {
 		opts.Iters = 50
+	}
+	if opts.Stop <= 0 {
+		opts.Stop = 1e-9
 	}
 	rng := NewRand(opts.Seed)
 	nu := mat.Norm(U, 2)
@@ -170,11 +182,46 @@ func HD3Fit(U, X *mat.Dense, opts HD3Options) (*HD3FitResult, error) {
 			}
 			prev = res
 		}
-		if best.Residual < 1e-9 {
+		if best.Residual <= opts.Stop {
 			break
 		}
 	}
 	return best, nil
+}
+
+// HD3Unmask returns A^T U = H D1 H D2 H D3 U for the fitted signs: the
+// stack X itself when the fit is the mask.
+func HD3Unmask(f *HD3FitResult, U *mat.Dense) (*mat.Dense, error) {
+	if f == nil || f.D1 == nil {
+		return nil, errors.New("rowspace: no fit to unmask with")
+	}
+	y := mat.DenseCopyOf(U)
+	for _, dg := range [][]float64{f.D3, f.D2, f.D1} {
+		if err := signRows(y, dg); err != nil {
+			return nil, err
+		}
+		if err := WHT(y); err != nil {
+			return nil, err
+		}
+	}
+	return y, nil
+}
+
+// WhitenGuess is the hypothesis an attacker of a whitened stack needs no
+// data for: X = [H'; S; 0] with S = (I - H'^T H')^(1/2), and H' = H/alpha
+// small (alpha a power of two above |H|_2, so |H'|_2 <= 3/4 and S is the
+// identity up to a correction of rank n), so X is close to [0_n; I_d; 0].
+// Fitted against it, the alternating minimisation finds the mask itself
+// (hd3_test.go), and A^T U reads the data rows.
+func WhitenGuess(n, d, s int) (*mat.Dense, error) {
+	if n < 1 || d < 1 || s < n+d {
+		return nil, fmt.Errorf("rowspace: whiten guess n = %d, d = %d, s = %d: want s >= n + d", n, d, s)
+	}
+	g := mat.NewDense(s, d, nil)
+	for i := 0; i < d; i++ {
+		g.Set(n+i, i, 1)
+	}
+	return g, nil
 }
 
 func corrSigns(dst []float64, a, b *mat.Dense) {

@@ -193,6 +193,12 @@ func TestStripShield(t *testing.T) {
 	if a != 1 {
 		t.Fatalf("plain recall %.3f with room in the space", a)
 	}
+	// Must succeed: 8 shield rows at 4x the data's norm are the top 8
+	// directions, and the data lies in the rest.
+	if b != 1 {
+		t.Fatalf("stripping the 8 shield directions recovers %.3f, want every row", b)
+	}
+	// Must fail: under the whitened shield every direction has energy 1.
 	if f > 0.25 {
 		t.Fatalf("stripping recovered %.3f under a whitened shield", f)
 	}

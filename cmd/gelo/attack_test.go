@@ -154,9 +154,10 @@ func TestAttackSequential(t *testing.T) {
 // TestAttackLevels is the harness's gate on the full-span levels: on the
 // built-in tiny model (2 layers, width 64, vocabulary 512; the 0.6B widths
 // make full-span payloads of 2048-4096 rows, too large for CI), with every
-// linear op offloaded so prefill and decode both cross, exact and whiten
-// are at chance on every attack while the controls pass, and span
-// (labelled insecure: joint SOBI) is broken, as its label says.
+// linear op offloaded so prefill and decode both cross, exact is at
+// chance on every attack while the controls pass, and span (labelled
+// insecure: joint SOBI) and whiten (labelled insecure: the HD3 structure
+// attack) are broken, as their labels say (checkGates).
 func TestAttackLevels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -167,9 +168,12 @@ func TestAttackLevels(t *testing.T) {
 	t.Logf("\n%s", stdout)
 	r.checkGates(t)
 	for _, v := range r.Verdicts {
-		if (v.Condition == "exact" || v.Condition == "whiten") && !v.Secure {
-			t.Errorf("%s: an attack beats chance (see the report above)", v.Condition)
+		if secure := v.Condition == "exact"; v.Secure != secure {
+			t.Errorf("%s: secure %v, want %v (see the report above)", v.Condition, v.Secure, secure)
 		}
+	}
+	if v := r.value(t, "whiten", "hd3-unmask", "decode top-1"); v < 0.99 {
+		t.Errorf("whiten: the HD3 structure attack reads %.1f %% of decoded tokens; the break (100 %%) is not reproduced", 100*v)
 	}
 }
 

@@ -30,8 +30,8 @@ func TestSecurityFlagErrors(t *testing.T) {
 	dir := t.TempDir()
 	weak, ev := sealed(t, dir, "weak", "--security", "gelo-8x4")
 	usageCase(t, 2, []string{`--min-security "max"`}, "verify", weak, "--evidence", ev, "--nonce", testNonce, "--allow-simulated", "--min-security", "max")
-	usageCase(t, 1, []string{"has security gelo-8x4, below --min-security whiten"},
-		"verify", weak, "--evidence", ev, "--nonce", testNonce, "--allow-simulated", "--min-security", "whiten")
+	usageCase(t, 1, []string{"has security gelo-8x4, below --min-security exact"},
+		"verify", weak, "--evidence", ev, "--nonce", testNonce, "--allow-simulated", "--min-security", "exact")
 	strong, sev := sealed(t, dir, "strong")
 	out, _ := must(t, "verify", strong, "--evidence", sev, "--nonce", testNonce, "--allow-simulated", "--min-security", "exact")
 	for _, w := range []string{"security:       exact", "min-security:   exact met"} {

@@ -8,7 +8,9 @@
 #
 # Environment: LLAMA_DIR (a llama.cpp checkout; built here if it has no
 # build/bin/llama-bench), WORK (scratch, default /tmp/gelo-llamacpp),
-# THREADS (default: nproc).
+# THREADS (default: nproc), TOKENIZER (a tokenizer.json or its directory,
+# written into the GGUF files: llama.cpp refuses a file without one;
+# default ../shared/tokenizers/qwen3 beside the checkout).
 set -euo pipefail
 model=${1:-qwen3-0.6b}
 formats=${2:-"f32 bf16 q8_0 q4_0"}
@@ -16,6 +18,7 @@ rounds=${3:-3}
 work=${WORK:-/tmp/gelo-llamacpp}
 threads=${THREADS:-$(nproc)}
 root=$(cd "$(dirname "$0")/../.." && pwd)
+tok=${TOKENIZER:-$root/../shared/tokenizers/qwen3}
 mkdir -p "$work"
 
 llama=${LLAMA_DIR:-$work/llama.cpp}
@@ -33,7 +36,7 @@ fi
 
 (cd "$root" && go build -o "$work/gelo" ./cmd/gelo)
 for f in $formats; do
-  [ -f "$work/$model-$f.gguf" ] || "$work/gelo" export --model "$model" --gguf "$work/$model-$f.gguf" --type "$f"
+  [ -f "$work/$model-$f.gguf" ] || "$work/gelo" export --model "$model" --gguf "$work/$model-$f.gguf" --type "$f" --tokenizer "$tok"
 done
 
 # Interleaved rounds: every format on both engines per round; take the

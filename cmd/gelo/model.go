@@ -37,6 +37,7 @@ type modelFlags struct {
 	verifyPool   int
 	traffic      *cpu.Traffic  // what crossed, for the last line of generate (shared by copies)
 	ownWeights   bool          // one engine owns the loaded weights: f32 copies of converted ones are dropped
+	maskKnob     string        // a mask family set by a verb (bench's --masks): an expert knob as if --mask were given
 	protectFS    *flag.FlagSet // to tell the knobs given from their defaults
 	mask         string
 	cadence      string
@@ -114,6 +115,10 @@ func (mf *modelFlags) options() (plan.Options, error) {
 				securitySet = true
 			}
 		})
+	}
+	if mf.maskKnob != "" {
+		mf.mask = mf.maskKnob
+		knobs = append(knobs, "--masks "+mf.maskKnob)
 	}
 	if len(knobs) == 0 || mf.security != passes.LevelCustom {
 		if len(knobs) > 0 && securitySet {

@@ -242,8 +242,16 @@ func benchMasks(mf modelFlags, l *models.Model, key []byte, cfg *models.Config, 
 		devGFp float64     // device GFLOP/s in the longest prefill
 	}
 	var results []result
+	security := mf.security
 	for _, fam := range families {
-		mf.mask = fam
+		// A level name runs that level; a mask family runs the expert
+		// knobs with that mask (before, every entry silently compiled the
+		// --security level, so the columns compared one plan with itself).
+		if _, ok := passes.LookupLevel(fam); ok {
+			mf.security, mf.maskKnob = fam, ""
+		} else {
+			mf.security, mf.maskKnob = security, fam
+		}
 		o, err := mf.options()
 		if err != nil {
 			return err

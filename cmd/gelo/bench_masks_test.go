@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBenchMasksCompilesEachEntry: every --masks entry of the masks suite
+// is its own plan (a level name that level, a family the expert knobs with
+// it). Before, each entry compiled the --security level, so none and exact
+// were one plan measured twice. The decode split's device row tells them
+// apart: none sends every matmul to the device, exact keeps them all in the
+// TEE at B = 1, hd3 (custom knobs) masks what crosses.
+func TestBenchMasksCompilesEachEntry(t *testing.T) {
+	out, errs, code := gelo(t, "bench", "--suite", "masks", "--masks", "none,exact,hd3", "--prefill", "8", "--decode", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	_, split, ok := strings.Cut(out, "per-bucket split, decode step")
+	if !ok {
+		t.Fatalf("no decode split in:\n%s", out)
+	}
+	var device, mask string
+	for _, line := range strings.Split(split, "\n") {
+		switch {
+		case device == "" && strings.HasPrefix(line, "device matmul"):
+			device = line
+		case mask == "" && strings.HasPrefix(line, "mask apply+unapply"):
+			mask = line
+		}
+	}
+	f := strings.Fields(strings.TrimPrefix(device, "device matmul"))
+	if len(f) != 6 {
+		t.Fatalf("device row %q", device)
+	}
+	if f[0] == "0s" || f[2] != "0s" || f[4] == "0s" {
+		t.Errorf("device matmul time none %s, exact %s, hd3 %s: want none and hd3 > 0, exact 0", f[0], f[2], f[4])
+	}
+	m := strings.Fields(strings.TrimPrefix(mask, "mask apply+unapply"))
+	if len(m) != 6 || m[0] != "0s" || m[4] == "0s" {
+		t.Errorf("mask row %q: want none 0 and hd3 > 0", mask)
+	}
+}

@@ -1,12 +1,12 @@
 package tests
 
 import (
-	"errors"
 	"math"
 	"os"
 	"testing"
 
 	"gelo/lower/vulkan"
+	"gelo/lower/vulkan/vulkantest"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
@@ -23,29 +23,12 @@ import (
 // RoPE, GQA mapping, mask or cache slot (order 1e-2 or more).
 const vulkanForwardTolerance = 1e-4
 
-// openVulkanForward opens the engine with the validation layer on, skips
-// without a driver (fails under GELO_REQUIRE_VULKAN=1) and fails on any
-// validation error at cleanup.
+// openVulkanForward opens the engine under vulkantest's policy (skip
+// without a driver, fail under GELO_REQUIRE_VULKAN=1, fail on validation
+// errors).
 func openVulkanForward(t testing.TB, w *models.Weights) *vulkan.Forward {
 	t.Helper()
-	fw, err := vulkan.NewForward(vulkan.Options{DeviceIndex: -1, Validation: true}, w)
-	if errors.Is(err, vulkan.ErrUnavailable) {
-		if os.Getenv("GELO_REQUIRE_VULKAN") == "1" {
-			t.Fatalf("GELO_REQUIRE_VULKAN=1 and no Vulkan driver: %v", err)
-		}
-		t.Skipf("no Vulkan driver (install mesa-vulkan-drivers for lavapipe): %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		n, msg := fw.ValidationErrors()
-		fw.Close()
-		if n > 0 {
-			t.Errorf("%d Vulkan validation errors, latest:\n%s", n, msg)
-		}
-	})
-	return fw
+	return vulkantest.OpenForward(t, w)
 }
 
 // TestVulkanForwardWide: the parity of TestVulkanForwardParity on the

@@ -10,13 +10,34 @@ import (
 	"testing"
 
 	"gelo/lower/vulkan"
+	"gelo/models"
 )
+
+// validated is what the policy watches: a device or an engine on one.
+type validated interface {
+	ValidationErrors() (int, string)
+	Close()
+}
 
 // Open returns a device for the test (validation on, where the layer is
 // installed) and fails the test on any validation error at cleanup.
 func Open(t testing.TB) *vulkan.Device {
 	t.Helper()
 	d, err := vulkan.New(vulkan.Options{DeviceIndex: -1, Validation: true})
+	return require(t, d, err)
+}
+
+// OpenForward returns the whole-forward engine over w, under the same
+// policy as Open.
+func OpenForward(t testing.TB, w *models.Weights) *vulkan.Forward {
+	t.Helper()
+	fw, err := vulkan.NewForward(vulkan.Options{DeviceIndex: -1, Validation: true}, w)
+	return require(t, fw, err)
+}
+
+// require applies the policy to what an open returned.
+func require[T validated](t testing.TB, v T, err error) T {
+	t.Helper()
 	if errors.Is(err, vulkan.ErrUnavailable) {
 		if os.Getenv("GELO_REQUIRE_VULKAN") == "1" {
 			t.Fatalf("GELO_REQUIRE_VULKAN=1 and no Vulkan driver: %v", err)
@@ -27,11 +48,11 @@ func Open(t testing.TB) *vulkan.Device {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		n, msg := d.ValidationErrors()
-		d.Close()
+		n, msg := v.ValidationErrors()
+		v.Close()
 		if n > 0 {
 			t.Errorf("%d Vulkan validation errors, latest:\n%s", n, msg)
 		}
 	})
-	return d
+	return v
 }

@@ -41,3 +41,12 @@ func TestBenchMasksCompilesEachEntry(t *testing.T) {
 		t.Errorf("mask row %q: want none 0 and hd3 > 0", mask)
 	}
 }
+
+// TestBenchMasksRefusesUnknownEntry: an entry that is neither a level nor
+// a mask family is a usage error naming it (before the fix it was ignored).
+func TestBenchMasksRefusesUnknownEntry(t *testing.T) {
+	_, errs, code := gelo(t, "bench", "--suite", "masks", "--masks", "none,bogus", "--prefill", "4", "--decode", "1")
+	if code != 2 || !strings.Contains(errs, `"bogus"`) {
+		t.Fatalf("exit %d, stderr %q: want a usage error naming bogus", code, errs)
+	}
+}

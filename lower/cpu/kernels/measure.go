@@ -52,21 +52,9 @@ func ProbeBandwidth(c *Ctx, sizes []int, passes int) []BandwidthSample {
 			buf[i] = 1
 		}
 		for readers := 1; readers <= w; readers++ {
-			j := &c.meas
-			j.buf, j.per, j.tasks, j.flops, j.sums = buf, n/readers/64*64, readers, false, make([]float32, w)
-			times := make([]float64, 0, passes)
-			for pass := 0; pass <= passes; pass++ {
-				t0 := time.Now()
-				c.run(j, w)
-				if pass > 0 {
-					times = append(times, time.Since(t0).Seconds())
-				}
-			}
-			bytes := float64(j.per * readers * 4)
-			j.buf, j.sums = nil, nil
-			slices.Sort(times)
-			out = append(out, BandwidthSample{Bytes: int(bytes), Workers: readers, Passes: passes,
-				Best: bytes / times[0] / 1e9, Median: bytes / times[len(times)/2] / 1e9})
+			bytes, times := c.readPasses(buf, readers, passes)
+			out = append(out, BandwidthSample{Bytes: bytes, Workers: readers, Passes: passes,
+				Best: float64(bytes) / times[0] / 1e9, Median: float64(bytes) / times[len(times)/2] / 1e9})
 		}
 		buf = nil
 	}
@@ -98,19 +86,28 @@ func MeasureReadBandwidth(c *Ctx, bytes int) float64 {
 	for i := range buf {
 		buf[i] = 1
 	}
+	bytes, times := c.readPasses(buf, w, 8)
+	return float64(bytes) / times[len(times)/2] / 1e9
+}
+
+// readPasses has readers of c's workers sum disjoint parts of buf, passes
+// timed passes after one warm-up, and returns the bytes one pass reads and
+// the pass times in seconds, sorted.
+func (c *Ctx) readPasses(buf []float32, readers, passes int) (int, []float64) {
 	j := &c.meas
-	j.buf, j.per, j.tasks, j.flops, j.sums = buf, per, w, false, make([]float32, w)
-	var times []float64
-	for pass := 0; pass < 9; pass++ {
+	j.buf, j.per, j.tasks, j.flops, j.sums = buf, len(buf)/readers/64*64, readers, false, make([]float32, c.Workers())
+	times := make([]float64, 0, passes)
+	for pass := 0; pass <= passes; pass++ {
 		t0 := time.Now()
-		c.run(j, w)
+		c.run(j, c.Workers())
 		if pass > 0 {
 			times = append(times, time.Since(t0).Seconds())
 		}
 	}
+	bytes := j.per * readers * 4
 	j.buf, j.sums = nil, nil
 	slices.Sort(times)
-	return float64(per*w*4) / times[len(times)/2] / 1e9
+	return bytes, times
 }
 
 // MeasurePeakGFLOPS returns the float32 FMA peak of c's workers in GFLOP/s:

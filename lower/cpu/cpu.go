@@ -286,13 +286,9 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		}
 	}
 	for i, n := range g.Nodes {
-		dims := make([]int, len(n.Type.Shape))
-		for j, d := range n.Type.Shape {
-			v, err := d.Bind(bind)
-			if err != nil {
-				return nil, fmt.Errorf("compile %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
-			}
-			dims[j] = v
+		dims, err := bindShape(n.Type.Shape, bind)
+		if err != nil {
+			return nil, fmt.Errorf("compile %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
 		}
 		p.dims[i] = dims
 		p.store[i] = ir.Storage(g, n.ID)
@@ -919,13 +915,9 @@ func (b *Backend) Preload(m *ir.Module, release bool) error {
 			if n.Op != ir.OpWeight && n.Op != ir.OpConcatWeights {
 				continue
 			}
-			dims := make([]int, len(n.Type.Shape))
-			for j, d := range n.Type.Shape {
-				v, err := d.Bind(nil)
-				if err != nil {
-					return fmt.Errorf("preload %s: %v: %w", g.Name, n.ID, err)
-				}
-				dims[j] = v
+			dims, err := bindShape(n.Type.Shape, nil)
+			if err != nil {
+				return fmt.Errorf("preload %s: %v: %w", g.Name, n.ID, err)
 			}
 			p.dims[i] = dims
 		}
@@ -998,4 +990,17 @@ func stackPartsOnly(g *ir.Graph) []bool {
 		only[i] = only[i] && !other[i] && n.Op == ir.OpWeight
 	}
 	return only
+}
+
+// bindShape is a shape's sizes under the bindings of its symbolic dims.
+func bindShape(sh ir.Shape, bind map[string]int) ([]int, error) {
+	dims := make([]int, len(sh))
+	for j, d := range sh {
+		v, err := d.Bind(bind)
+		if err != nil {
+			return nil, err
+		}
+		dims[j] = v
+	}
+	return dims, nil
 }

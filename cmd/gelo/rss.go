@@ -12,21 +12,18 @@ import (
 
 // residentBytes is the process's resident set (VmRSS of
 // /proc/self/status) in bytes, or 0 where it cannot be read.
-func residentBytes() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	return statusKB(b, "VmRSS:")
-}
+func residentBytes() int64 { return selfStatusKB("VmRSS:") }
 
 // peakResidentBytes is the process's peak resident set (VmHWM), or 0.
-func peakResidentBytes() int64 {
+func peakResidentBytes() int64 { return selfStatusKB("VmHWM:") }
+
+// selfStatusKB is statusKB of /proc/self/status, 0 where it cannot be read.
+func selfStatusKB(key string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
-	return statusKB(b, "VmHWM:")
+	return statusKB(b, key)
 }
 
 // statusKB reads a "Key:   N kB" line of a /proc status file as bytes.

@@ -31,6 +31,7 @@ import (
 	"gelo/device"
 	"gelo/device/record"
 	"gelo/models"
+	levels "gelo/passes"
 )
 
 // Dictionary is the layer-0 dictionary: row v is exactly the row the
@@ -210,9 +211,43 @@ func passes(run Run) ([]payload, error) {
 				p.deep = dense(c)
 			}
 		}
-		out = append(out, p)
+		out = append(out, perSequence(run, p)...)
 	}
 	return out, nil
+}
+
+// perSequence splits a batched decode pass of a per-sequence plan (each
+// sequence's row stacked and masked on its own, the blocks one after
+// another: public in the plan) into one single-row pass per sequence,
+// as the device can: each block is attacked on its own. Other passes are
+// returned as they are.
+func perSequence(run Run, p payload) []payload {
+	b := len(p.truth.Tokens)
+	hdr := run.Rec.Header
+	if p.truth.Phase == "prefill" || b < 2 || hdr["gelo.flag.topology"] == levels.Shared ||
+		hdr["gelo.flag.mask"] == "" || hdr["gelo.flag.mask"] == levels.MaskNone {
+		return []payload{p}
+	}
+	block := func(u *mat.Dense, i int) *mat.Dense {
+		if u == nil {
+			return nil
+		}
+		r, c := u.Dims()
+		if r%b != 0 {
+			return nil
+		}
+		return mat.DenseCopyOf(u.Slice(i*r/b, (i+1)*r/b, 0, c))
+	}
+	if r, _ := p.u0.Dims(); r%b != 0 {
+		return []payload{p}
+	}
+	out := make([]payload, b)
+	for i := range b {
+		t := p.truth
+		t.Tokens = []int32{p.truth.Tokens[i]}
+		out[i] = payload{truth: t, u0: block(p.u0, i), deep: block(p.deep, i)}
+	}
+	return out
 }
 
 func distinct(ts []int32) []int {
@@ -249,11 +284,14 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		}
 	}
 	add := func(f Figure) { rep.Figures = append(rep.Figures, f) }
-	var prefill, decode []payload
+	var prefill, decode, batched []payload
 	for _, p := range ps {
-		if p.truth.Phase == "prefill" {
+		switch {
+		case p.truth.Phase == "prefill":
 			prefill = append(prefill, p)
-		} else {
+		case len(p.truth.Tokens) > 1: // batched decode: one row per sequence
+			batched = append(batched, p)
+		default:
 			decode = append(decode, p)
 		}
 	}
@@ -263,12 +301,15 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 	if opt.MaxDecode > 0 && len(decode) > opt.MaxDecode {
 		decode = decode[:opt.MaxDecode]
 	}
+	if opt.MaxDecode > 0 && len(batched) > opt.MaxDecode {
+		batched = batched[:opt.MaxDecode]
+	}
 	sopt := rowspace.Options{TieSeed: opt.Seed}
 	// NN reads the same products U D^T the spike does, and both come from
 	// the span test's projection (DictSpan.Products): one product of the
-	// dictionary per payload. nnTop keeps each pass's lists for the NN
+	// dictionary per payload. nnTop keeps each payload's lists for the NN
 	// figure.
-	nnTop := map[int][][]int{}
+	nnTop := map[*mat.Dense][][]int{} // by payload: a per-sequence pass is several
 	nnOf := func(p payload, sp *rowspace.DictSpan) ([]float32, error) {
 		y, err := sp.Products(T)
 		if err != nil {
@@ -278,7 +319,7 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
 		}
-		nnTop[p.truth.Pass] = top
+		nnTop[p.u0] = top
 		return y, nil
 	}
 
@@ -336,51 +377,17 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 	}
 
 	// Span membership at prefill: the bag of prompt tokens, plain and
-	// centring-aware; and the Gram spike on the same payloads.
+	// centring-aware; and the Gram spike on the same payloads. Batched
+	// decode passes (one row per sequence) are bags too: the same attacks.
 	say("span-prefill")
-	if len(prefill) > 0 {
-		var rPlain, rCentred, rSpike, rStrip, chance float64
-		for _, p := range prefill {
-			bag := distinct(p.truth.Tokens)
-			chance += float64(len(bag)) / float64(V)
-			popt := sopt
-			popt.Head = len(bag) // set recall reads the first len(bag)
-			sp, err := rowspace.SpanDict(p.u0, T, popt)
-			if err != nil {
-				return nil, fmt.Errorf("%s: span prefill pass %d: %w", run.Condition, p.truth.Pass, err)
-			}
-			res := sp.Result
-			plain := rowspace.SetRecall(res.Ranking, bag)
-			rPlain += plain
-			best := plain
-			if !res.Full && res.Rank > 1 {
-				cres, err := sp.Centred(T, rowspace.CentredOptions{Options: popt, Candidates: max(4, len(bag))})
-				if err == nil {
-					best = max(best, rowspace.SetRecall(cres.Ranking, bag))
-				}
-			}
-			rCentred += best
-			st, err := sp.Strip(T, max(0, res.Rank-len(p.truth.Tokens)))
-			if err != nil {
-				return nil, fmt.Errorf("%s: strip prefill pass %d: %w", run.Condition, p.truth.Pass, err)
-			}
-			rStrip += rowspace.SetRecall(st.Ranking, bag)
-			y, err := nnOf(p, sp)
-			if err != nil {
-				return nil, err
-			}
-			gs, err := rowspace.GramSpikeOf(p.u0, T, y, rowspace.SpikeOptions{TieSeed: opt.Seed, Head: len(bag)})
-			if err != nil {
-				return nil, fmt.Errorf("%s: gram spike pass %d: %w", run.Condition, p.truth.Pass, err)
-			}
-			rSpike += rowspace.SetRecall(gs.Ranking, bag)
+	if err := bagAttacks(T, run.Condition, "prefill", prefill, sopt, nnOf, add); err != nil {
+		return nil, err
+	}
+	if len(batched) > 0 {
+		say("span-batched")
+		if err := bagAttacks(T, run.Condition, "batched decode", batched, sopt, nnOf, add); err != nil {
+			return nil, err
 		}
-		n := float64(len(prefill))
-		add(Figure{Attack: "span", Metric: "prefill bag recall", Value: rPlain / n, Chance: chance / n, N: len(prefill)})
-		add(Figure{Attack: "span-centred", Metric: "prefill bag recall", Value: rCentred / n, Chance: chance / n, N: len(prefill),
-			Note: "the better of the plain and the centring-aware ranking"})
-		add(Figure{Attack: "gram-spike", Metric: "prefill bag recall", Value: rSpike / n, Chance: chance / n, N: len(prefill)})
-		add(Figure{Attack: "strip-shield", Metric: "prefill bag recall", Value: rStrip / n, Chance: chance / n, N: len(prefill), Note: stripNote})
 	}
 
 	// Shared-mask correlation (U_a^T U_b = X_a^T X_b under one mask) is not
@@ -394,8 +401,8 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 	{
 		var recall, chance float64
 		var n int
-		for _, p := range append(slices.Clone(prefill), decode...) {
-			top, ok := nnTop[p.truth.Pass]
+		for _, p := range slices.Concat(prefill, decode, batched) {
+			top, ok := nnTop[p.u0]
 			if !ok {
 				if top, err = invert.NNDict(p.u0, T, 1); err != nil {
 					return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
@@ -435,7 +442,7 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		say(which)
 		var X [][]float64
 		var toks []int
-		for _, p := range append(append(slices.Clone(prefill), decode...), known...) {
+		for _, p := range slices.Concat(prefill, decode, batched, known) {
 			u := p.u0
 			if which == "isa" {
 				u = p.deep
@@ -577,14 +584,14 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 	}
 
 	say("joint-sobi")
-	if f, ok, err := jointSOBI(D, decode, icaPasses, comps, opt.Seed); err != nil {
+	if f, ok, err := jointSOBI(D, slices.Concat(decode, batched), icaPasses, comps, opt.Seed); err != nil {
 		return nil, fmt.Errorf("%s: joint-sobi: %w", run.Condition, err)
 	} else if ok {
 		add(f)
 	}
 
 	say("hd3-structure")
-	fs, err := hd3Structure(T, run, prefill, decode, opt.Seed)
+	fs, err := hd3Structure(T, run, prefill, slices.Concat(decode, batched), opt.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("%s: hd3 structure: %w", run.Condition, err)
 	}
@@ -673,6 +680,62 @@ func jointSOBI(D *mat.Dense, decode []payload, prompts, comps int, seed uint64) 
 	}
 	return Figure{Attack: "joint-sobi", Metric: "p95 |cos|", Value: p95 / float64(n), Chance: base / float64(n), N: n,
 		Note: "decode passes of one prompt under one unmixing (JD across passes); chance: the same on null payloads"}, true, nil
+}
+
+// bagAttacks runs the bag attacks (span membership plain and
+// centring-aware, shield stripping, the Gram spike) on passes whose rows
+// are a set of tokens: prefill passes (a prompt) and batched decode passes
+// (one row per sequence). The figures' metric is "<what> bag recall".
+func bagAttacks(T *dict.Dict, cond, what string, ps []payload, sopt rowspace.Options,
+	nnOf func(payload, *rowspace.DictSpan) ([]float32, error), add func(Figure)) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	V, _ := T.D.Dims()
+	metric := what + " bag recall"
+	var rPlain, rCentred, rSpike, rStrip, chance float64
+	for _, p := range ps {
+		bag := distinct(p.truth.Tokens)
+		chance += float64(len(bag)) / float64(V)
+		popt := sopt
+		popt.Head = len(bag) // set recall reads the first len(bag)
+		sp, err := rowspace.SpanDict(p.u0, T, popt)
+		if err != nil {
+			return fmt.Errorf("%s: span %s pass %d: %w", cond, what, p.truth.Pass, err)
+		}
+		res := sp.Result
+		plain := rowspace.SetRecall(res.Ranking, bag)
+		rPlain += plain
+		best := plain
+		if !res.Full && res.Rank > 1 {
+			cres, err := sp.Centred(T, rowspace.CentredOptions{Options: popt, Candidates: max(4, len(bag))})
+			if err == nil {
+				best = max(best, rowspace.SetRecall(cres.Ranking, bag))
+			}
+		}
+		rCentred += best
+		st, err := sp.Strip(T, max(0, res.Rank-len(p.truth.Tokens)))
+		if err != nil {
+			return fmt.Errorf("%s: strip %s pass %d: %w", cond, what, p.truth.Pass, err)
+		}
+		rStrip += rowspace.SetRecall(st.Ranking, bag)
+		y, err := nnOf(p, sp)
+		if err != nil {
+			return err
+		}
+		gs, err := rowspace.GramSpikeOf(p.u0, T, y, rowspace.SpikeOptions{TieSeed: sopt.TieSeed, Head: len(bag)})
+		if err != nil {
+			return fmt.Errorf("%s: gram spike pass %d: %w", cond, p.truth.Pass, err)
+		}
+		rSpike += rowspace.SetRecall(gs.Ranking, bag)
+	}
+	n := float64(len(ps))
+	add(Figure{Attack: "span", Metric: metric, Value: rPlain / n, Chance: chance / n, N: len(ps)})
+	add(Figure{Attack: "span-centred", Metric: metric, Value: rCentred / n, Chance: chance / n, N: len(ps),
+		Note: "the better of the plain and the centring-aware ranking"})
+	add(Figure{Attack: "gram-spike", Metric: metric, Value: rSpike / n, Chance: chance / n, N: len(ps)})
+	add(Figure{Attack: "strip-shield", Metric: metric, Value: rStrip / n, Chance: chance / n, N: len(ps), Note: stripNote})
+	return nil
 }
 
 func rowsOf(D *mat.Dense, toks []int32) *mat.Dense {

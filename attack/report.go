@@ -29,6 +29,8 @@ const Margin = 0.02
 var recovery = [][2]string{
 	{"span", "decode top-1"}, {"span", "decode top-5"}, {"span", "prefill bag recall"},
 	{"span-centred", "prefill bag recall"}, {"gram-spike", "prefill bag recall"},
+	{"span", "batched decode bag recall"}, {"span-centred", "batched decode bag recall"},
+	{"gram-spike", "batched decode bag recall"}, {"strip-shield", "batched decode bag recall"},
 	{"nn", "token recall"}, {"ima", "top-1"}, {"isa", "top-1"},
 	{"sequential", "prompt top-1"},
 	{"strip-shield", "decode top-1"}, {"strip-shield", "prefill bag recall"},
@@ -57,6 +59,12 @@ func Judge(reports []*Report) ([]Gate, []Verdict) {
 				attack, metric string
 				min            float64
 			}{{"nn", "token recall", 0.95}, {"ima", "top-1", 0.95}, {"span", "decode top-1", 0.99}} {
+				if _, single := r.Get(g.attack, g.metric); !single && g.metric == "decode top-1" {
+					// A batched recording has bags at decode, not single rows.
+					if _, ok := r.Get(g.attack, "batched decode bag recall"); ok {
+						g.metric = "batched decode bag recall"
+					}
+				}
 				f, ok := r.Get(g.attack, g.metric)
 				v := math.NaN()
 				if ok {

@@ -187,7 +187,7 @@ func hd3Structure(T *dict.Dict, run Run, prefill, decode []payload, seed uint64)
 		if err != nil {
 			return nil, fmt.Errorf("pass %d: %w", p.truth.Pass, err)
 		}
-		if p.truth.Phase == "decode" {
+		if len(toks) == 1 { // a batched decode pass is a bag, as a prompt is
 			dN++
 			if len(top[0]) > 0 && top[0][0] == int(toks[0]) {
 				dHits++
@@ -222,7 +222,7 @@ func hd3Structure(T *dict.Dict, run Run, prefill, decode []payload, seed uint64)
 	}
 	if nPre > 0 {
 		out = append(out, Figure{Attack: "hd3-unmask", Metric: "prefill bag recall", Value: bagSum / float64(nPre), Chance: bagChance / float64(nPre), N: nPre,
-			Note: "no hypothesis, as decode top-1; per prompt token (N tokens)"})
+			Note: "no hypothesis, as decode top-1; per prompt token (N tokens); batched decode passes are bags too and counted here"})
 	}
 	return out, nil
 }

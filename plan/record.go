@@ -25,6 +25,13 @@ type RecordOptions struct {
 	Keep func(dir device.Direction, index int, weight string) bool
 	// Progress, if not nil, hears each prompt done (done of total).
 	Progress func(done, total int)
+	// Batch, when above 1, decodes the prompts Batch at a time
+	// (runtime.Batch): each is prefilled on its own, then every decode
+	// pass carries one row per sequence, the batched decode the shared
+	// topology offloads. A decode pass's truth then holds one token per
+	// sequence, in slot order, and its Prompt is the group's first. The
+	// last group may be smaller.
+	Batch int
 }
 
 // Record runs greedy generation for each prompt on a fresh session with
@@ -41,6 +48,9 @@ func Record(m *ir.Module, w *models.Weights, eo EngineOptions, key []byte, promp
 	}
 	defer eng.Close()
 	eng.Spy.Keep = ro.Keep
+	if ro.Batch > 1 {
+		return recordBatched(eng, m, prompts, ro)
+	}
 	s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: ro.MaxContext})
 	if err != nil {
 		return nil, nil, err
@@ -72,14 +82,78 @@ func Record(m *ir.Module, w *models.Weights, eo EngineOptions, key []byte, promp
 			ro.Progress(p+1, len(prompts))
 		}
 	}
+	return finishRecording(eng, ro, pass, len(prompts)), truth, nil
+}
+
+// finishRecording is the recording of what the engine's spy saw, with
+// the header and the pass and prompt counts.
+func finishRecording(eng *Engine, ro RecordOptions, passes, prompts int) *record.Recording {
 	hdr := map[string]string{}
 	for k, v := range ro.Header {
 		hdr[k] = v
 	}
-	hdr["gelo.passes"] = strconv.Itoa(pass)
-	hdr["gelo.prompts"] = strconv.Itoa(len(prompts))
-	rec := &record.Recording{Header: hdr, Crossings: append([]device.Crossing(nil), eng.Spy.Record()...)}
-	return rec, truth, nil
+	hdr["gelo.passes"] = strconv.Itoa(passes)
+	hdr["gelo.prompts"] = strconv.Itoa(prompts)
+	if ro.Batch > 1 {
+		hdr["gelo.batch"] = strconv.Itoa(ro.Batch)
+	}
+	return &record.Recording{Header: hdr, Crossings: append([]device.Crossing(nil), eng.Spy.Record()...)}
+}
+
+// recordBatched is Record over groups of ro.Batch prompts on one batch
+// of that many slots (one pass counter, so the mask stream never
+// repeats): each prompt prefilled into its slot, then MaxTokens - 1
+// decode passes of one row per sequence (a smaller last group steps the
+// first slots only), then every slot released (zeroised) for the next.
+func recordBatched(eng *Engine, m *ir.Module, prompts [][]int32, ro RecordOptions) (*record.Recording, []record.PassTruth, error) {
+	var truth []record.PassTruth
+	pass := 0
+	mark := func(t record.PassTruth) {
+		t.Pass = pass
+		truth = append(truth, t)
+		eng.Spy.Mark(pass, t.Phase)
+		pass++
+	}
+	bt, err := runtime.NewBatch(m, eng.Runtime, min(ro.Batch, len(prompts)), runtime.Options{MaxContext: ro.MaxContext})
+	if err != nil {
+		return nil, nil, err
+	}
+	for g := 0; g < len(prompts); g += ro.Batch {
+		group := prompts[g:min(len(prompts), g+ro.Batch)]
+		next := make([]int32, len(group))
+		for i, prompt := range group {
+			p := g + i
+			if len(prompt) == 0 || len(prompt)+ro.MaxTokens > ro.MaxContext {
+				return nil, nil, fmt.Errorf("record: prompt %d: %d tokens + %d new do not fit the context of %d", p, len(prompt), ro.MaxTokens, ro.MaxContext)
+			}
+			mark(record.PassTruth{Prompt: p, Phase: models.PhasePrefill, Pos: bt.Pos(i), Tokens: append([]int32(nil), prompt...)})
+			logits, err := bt.Prefill(i, prompt)
+			if err != nil {
+				return nil, nil, fmt.Errorf("record: prompt %d: %w", p, err)
+			}
+			next[i] = int32(runtime.Argmax(logits))
+		}
+		for range ro.MaxTokens - 1 {
+			mark(record.PassTruth{Prompt: g, Phase: models.PhaseDecode, Pos: bt.Pos(0), Tokens: append([]int32(nil), next...)})
+			logits, err := bt.DecodePrefix(next)
+			if err != nil {
+				return nil, nil, fmt.Errorf("record: prompts %d-%d: %w", g, g+len(group)-1, err)
+			}
+			vocab := len(logits) / len(next)
+			for i := range next {
+				next[i] = int32(runtime.Argmax(logits[i*vocab : (i+1)*vocab]))
+			}
+		}
+		for i := range bt.Size() {
+			if err := bt.Release(i); err != nil {
+				return nil, nil, err
+			}
+		}
+		if ro.Progress != nil {
+			ro.Progress(g+len(group), len(prompts))
+		}
+	}
+	return finishRecording(eng, ro, pass, len(prompts)), truth, nil
 }
 
 // RecordHeader is the header a recording of m from model carries: the

@@ -144,3 +144,65 @@ func TestRecordHoldsNoPlaintext(t *testing.T) {
 	}
 	t.Logf("%d row pairs checked; the largest |cos| with a plaintext or dictionary row is %.3f", checked, worst)
 }
+
+// TestRecordBatched: a batched recording (two groups of two prompts on one
+// batch of two slots, the last group smaller) generates each prompt's own
+// greedy tokens, as one prompt at a time does; each decode pass carries
+// one row per sequence of its group, its truth one token per sequence; a
+// slot's next prompt starts from a zeroised cache (the tokens agree); and
+// passes are numbered once across groups (the mask stream never repeats,
+// or the backend would refuse).
+func TestRecordBatched(t *testing.T) {
+	prompts := [][]int32{{5, 17, 300, 42, 9}, {401, 402, 7}, {8, 9, 10, 11, 12, 13, 14}}
+	key := []byte("gelo record test key 0123456789ab")
+	for _, level := range []string{passes.LevelNone, passes.LevelExact} {
+		m, w := compiledTiny(t, level, "", 0, true)
+		run := func(batch int) (*record.Recording, []record.PassTruth) {
+			r, truth, err := plan.Record(m, w, plan.EngineOptions{}, key, prompts,
+				plan.RecordOptions{MaxTokens: 4, MaxContext: 32, Batch: batch})
+			if err != nil {
+				t.Fatalf("%s, batch %d: %v", level, batch, err)
+			}
+			return r, truth
+		}
+		_, single := run(1)
+		rec, batched := run(2)
+		// Each prompt's generated tokens: the decode passes' fed tokens.
+		gen := func(truth []record.PassTruth) map[int][]int32 {
+			out := map[int][]int32{}
+			for _, p := range truth {
+				if p.Phase != models.PhaseDecode {
+					continue
+				}
+				for i, tok := range p.Tokens {
+					out[p.Prompt+i] = append(out[p.Prompt+i], tok)
+				}
+			}
+			return out
+		}
+		want, got := gen(single), gen(batched)
+		for p := range prompts {
+			if !slices.Equal(want[p], got[p]) || len(want[p]) != 3 {
+				t.Errorf("%s: prompt %d: batched generation fed %v, one at a time %v", level, p, got[p], want[p])
+			}
+		}
+		// 3 prefills + 3 decodes of group {0, 1} + 3 decodes of group {2}.
+		if len(batched) != 9 {
+			t.Fatalf("%s: %d passes, want 9", level, len(batched))
+		}
+		rows := map[int]int{}
+		for _, c := range rec.Crossings {
+			if c.Dir == device.ToDevice && c.Index == 0 {
+				rows[c.Pass] = c.Rows
+			}
+		}
+		for _, p := range batched {
+			if p.Phase == models.PhaseDecode && level == passes.LevelNone && rows[p.Pass] != len(p.Tokens) {
+				t.Errorf("none: decode pass %d carries %d rows for %d sequences", p.Pass, rows[p.Pass], len(p.Tokens))
+			}
+		}
+		if rec.Header["gelo.batch"] != "2" {
+			t.Errorf("%s: header batch %q, want 2", level, rec.Header["gelo.batch"])
+		}
+	}
+}

@@ -76,6 +76,14 @@ func conditionNames() []string {
 	return ns
 }
 
+// batchNote says how the prompts were decoded, for the report's header.
+func batchNote(b int) string {
+	if b <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("decoded %d at a time (each decode pass one row per sequence); ", b)
+}
+
 // runAttack records every condition on the corpus and attacks each
 // recording with public knowledge only, then prints the table, the
 // control gates and the verdicts.
@@ -90,6 +98,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		" (span and exact stack s >= n + d rows on every crossing: at the 0.6B widths 2048-8192 rows a payload, so they are not in the default list; the CI judges them at the tiny model's widths)")
 	prompts := fs.Int("prompts", 0, "prompts of the corpus to use (0: all)")
 	maxTokens := fs.Int("max-tokens", 8, "new tokens per prompt (greedy); each decode step is a pass to attack")
+	batch := fs.Int("batch", 1, "decode the prompts this many at a time: each decode pass carries one row per sequence (the batched decode a full-span level offloads under the shared topology), attacked as a bag of tokens")
 	seqPrompts := fs.Int("seq-prompts", 2, "prompts the sequential vocabulary attack walks (0: skip it)")
 	seqCands := fs.Int("seq-candidates", 0, "candidates per position for the sequential attack (0: the whole vocabulary)")
 	icaPasses := fs.Int("ica-passes", 8, "prefill passes FastICA, JADE and anchor-ICA run on")
@@ -109,6 +118,9 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: --conditions: %q is not one of %s", errUsage, n, strings.Join(conditionNames(), ", "))
 		}
 		chosen = append(chosen, conditions[i])
+	}
+	if *batch <= 0 {
+		return fmt.Errorf("%w: --batch must be positive, got %d", errUsage, *batch)
 	}
 	if *maxTokens <= 0 || *prompts < 0 || *seqPrompts < 0 || *seqCands < 0 || *icaPasses < 0 || *knownPrompts < 0 || *knownLen <= 0 {
 		return fmt.Errorf("%w: --max-tokens must be positive and the counts not negative", errUsage)
@@ -206,7 +218,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		}
 		bar := newProgress(stderr, c.name+" record")
 		rec, truth, err := plan.Record(m, model.Weights, mf.engineOptions(), key, fitted,
-			plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: maxCtx, Header: hdr, Keep: keep,
+			plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: maxCtx, Header: hdr, Keep: keep, Batch: *batch,
 				Progress: func(done, total int) {
 					bar.update(int64(done), int64(total))
 					if !bar.on && done%16 == 0 && done < total { // a log, not a terminal: a line now and then
@@ -242,9 +254,10 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	aopt.Progress("all", "done")
 	gates, verdicts := attack.Judge(reports)
 	md := fmt.Sprintf("# gelo attack report\n\nModel %s (%d layers, hidden %d, vocabulary %d), %d prompts x %d new tokens; "+
+		"%s"+
 		"synthetic random weights decorrelate the residual stream faster than trained ones, so the deep-layer attacks (isa, "+
 		"sequential) are weaker here than on real weights; the row-space attacks do not depend on it.\n\n%s",
-		model.Spec, cfg.NumHiddenLayers, cfg.HiddenSize, cfg.VocabSize, len(fitted), *maxTokens, attack.Markdown(reports, gates, verdicts))
+		model.Spec, cfg.NumHiddenLayers, cfg.HiddenSize, cfg.VocabSize, len(fitted), *maxTokens, batchNote(*batch), attack.Markdown(reports, gates, verdicts))
 	js, err := attack.JSON(reports, gates, verdicts)
 	if err != nil {
 		return err

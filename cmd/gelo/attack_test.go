@@ -201,6 +201,8 @@ func TestRecordAttackRefusals(t *testing.T) {
 		{[]string{"attack"}, 2, "--out is required"},
 		{[]string{"attack", "--out", dir, "--conditions", "C9"}, 2, `"C9" is not one of`},
 		{[]string{"attack", "--out", dir, "--max-tokens", "0"}, 2, "--max-tokens must be positive"},
+		{[]string{"attack", "--out", dir, "--batch", "0"}, 2, "--batch must be positive"},
+		{[]string{"record", "--out", filepath.Join(dir, "r"), "--batch", "-1"}, 2, "--batch must be positive"},
 		{[]string{"attack", "--out", dir, "--corpus", badCorpus}, 1, `kind "poetry"`},
 		{[]string{"attack", "--out", dir, "--corpus", filepath.Join(dir, "missing.jsonl")}, 1, "corpus:"},
 	} {
@@ -208,5 +210,38 @@ func TestRecordAttackRefusals(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("gelo %v: exit %d, %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
+	}
+}
+
+// TestAttackBatched is the harness on batched decode (4 prompts a batch,
+// every decode pass one row per sequence): the controls pass on the
+// batched bags, exact stays at chance on them, whiten still falls to the
+// structure attack, and gelo-8x4's per-sequence blocks are attacked one by
+// one, as the device can (the plan says where each sequence's rows are),
+// so its decoded tokens are read again. span is left out: its label rests
+// on joint SOBI across single-row decode passes, which a batched recording
+// does not have (at these sizes it reads at chance on batched passes).
+func TestAttackBatched(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	out := t.TempDir()
+	stdout, r := runAttackCLI(t, out, "--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--known-len", "32",
+		"--seq-prompts", "0", "--batch", "4", "--conditions", "C0,C3,whiten,exact")
+	t.Logf("\n%s", stdout)
+	r.checkGates(t)
+	for _, v := range r.Verdicts {
+		if secure := v.Condition == "exact"; v.Secure != secure {
+			t.Errorf("%s: secure %v, want %v (see the report above)", v.Condition, v.Secure, secure)
+		}
+	}
+	if v := r.value(t, "C0", "span", "batched decode bag recall"); v < 0.99 {
+		t.Errorf("C0: span reads %.1f %% of batched decode bags, want all (the attack is broken)", 100*v)
+	}
+	if v := r.value(t, "C3", "span", "decode top-1"); v < 0.99 {
+		t.Errorf("C3: span on per-sequence blocks reads %.1f %% of decoded tokens; the break (100 %%) is not reproduced", 100*v)
+	}
+	if v := r.value(t, "exact", "span", "batched decode bag recall"); v > 0.1 {
+		t.Errorf("exact: span reads %.1f %% of batched decode bags", 100*v)
 	}
 }

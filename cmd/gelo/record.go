@@ -24,6 +24,7 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 	corpusPath := fs.String("corpus", "", "a prompt corpus (JSON Lines: kind, text, ids), such as attack/testdata/corpus.jsonl")
 	tok := fs.String("tokenizer", "", "tokenizer.json or its directory, for --prompt and a corpus without ids")
 	maxTokens := fs.Int("max-tokens", 8, "new tokens per prompt (greedy)")
+	batch := fs.Int("batch", 1, "decode the prompts this many at a time (one row per sequence in each decode pass)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gelo record --out FILE.safetensors [--prompt-ids 1,2;3 | --prompt TEXT | --corpus FILE] [compile flags]")
 		fs.PrintDefaults()
@@ -42,6 +43,9 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 	}
 	if *maxTokens <= 0 {
 		return fmt.Errorf("%w: --max-tokens must be positive, got %d", errUsage, *maxTokens)
+	}
+	if *batch <= 0 {
+		return fmt.Errorf("%w: --batch must be positive, got %d", errUsage, *batch)
 	}
 	o, err := mf.options()
 	if err != nil {
@@ -113,7 +117,7 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 	}
 	eo := mf.engineOptions()
 	rec, truth, err := plan.Record(m, model.Weights, eo, key, prompts,
-		plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: max(mf.maxContext, longest+*maxTokens+1), Header: hdr})
+		plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: max(mf.maxContext, longest+*maxTokens+1), Header: hdr, Batch: *batch})
 	if err != nil {
 		return err
 	}

@@ -74,6 +74,30 @@ func frontier(cfg *models.Config, l passes.Level, rows int, prefill bool, perSeq
 	return r
 }
 
+// whitenFloor is the least TEE share any whitened level can reach (the
+// Gram of a crossing must be whitened, X^T X = I, or U^T U = X^T X shows
+// the data's Gram whatever the mixing): per linear op, the TEE pays at
+// least the symmetric Gram of the crossing's smaller side,
+// min(n,d)^2 max(n,d) / 2 multiply-adds, or the matmul itself when that
+// is cheaper, with mixing, unmixing, shield rows and the device all free.
+// For an op with n >= 2 d_out (or d >= 2 d_out) the Gram alone costs as
+// much as the matmul, so no whitening scheme can offload it profitably.
+func whitenFloor(cfg *models.Config, rows int, prefill bool) float64 {
+	var tee, local float64
+	for _, sh := range linearShapes(cfg) {
+		n := rows
+		if sh.lmHead && prefill {
+			n = 1
+		}
+		lo, hi := float64(min(n, sh.d)), float64(max(n, sh.d))
+		l := float64(n) * float64(sh.d) * float64(sh.dOut)
+		k := float64(sh.perPass)
+		tee += k * min(lo*lo*hi/2, l)
+		local += k * l
+	}
+	return tee / local
+}
+
 // benchSecurity prints the security frontier: for each level at prefill
 // n, batched decode B and B = 1, the cost model's TEE share, device work
 // and bytes per token (on the full model), then the measured TTFT, TPOT
@@ -95,6 +119,8 @@ func (e *benchEnv) benchSecurity(n, b int, measure bool) error {
 				passes.HumanBytes(int64(r.bytesPerTok)), r.offloaded, r.total)
 		}
 	}
+	fmt.Fprintf(e.out, "floor of any whitened level (the Gram of each crossing alone; mixing, shields and device free): TEE share >= %.1f%% at prefill n=%d, %.1f%% at decode B=%d\n",
+		100*whitenFloor(cfg, n, true), n, 100*whitenFloor(cfg, b, false), b)
 	if !measure {
 		return nil
 	}

@@ -403,3 +403,27 @@ func (m *Module) Graph(name string) *Graph {
 	}
 	return nil
 }
+
+// WeightName names a weight operand: its own name, or the stacked names
+// joined by "|" for concat_weights (the name a device call and a
+// recording's crossing carry).
+func WeightName(g *Graph, v ValueID) (string, bool) {
+	n := g.Node(v)
+	switch {
+	case n == nil:
+		return "", false
+	case n.Op == OpWeight:
+		return n.Attrs.Str("name")
+	case n.Op == OpConcatWeights:
+		var names []string
+		for _, in := range n.Inputs {
+			name, ok := WeightName(g, in)
+			if !ok {
+				return "", false
+			}
+			names = append(names, name)
+		}
+		return strings.Join(names, "|"), true
+	}
+	return "", false
+}

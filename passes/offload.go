@@ -123,6 +123,13 @@ func Offload(o ProtectOptions) Pass {
 					if err != nil {
 						return fmt.Errorf("graph %s: %s: %w", g.Name, describe(g, n.ID), err)
 					}
+					if len(o.OffloadOnly) > 0 {
+						if name, _ := ir.WeightName(g, n.Inputs[1]); !hasAnyPrefix(name, o.OffloadOnly) {
+							n.Place = ir.TEE
+							local = append(local, fmt.Sprintf("%v %s: not asked for (offload only %s)", n.ID, n.Op, strings.Join(o.OffloadOnly, ", ")))
+						}
+						continue
+					}
 					if !c.Offload && !o.OffloadAll {
 						n.Place = ir.TEE
 						local = append(local, fmt.Sprintf("%v %s", n.ID, c.Reason()))
@@ -138,8 +145,20 @@ func Offload(o ProtectOptions) Pass {
 			if o.OffloadAll {
 				m.Meta["offload_plan"] = "all"
 			}
+			if len(o.OffloadOnly) > 0 {
+				m.Meta["offload_plan"] = "only " + strings.Join(o.OffloadOnly, ",")
+			}
 			return nil
 		}}
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // costNode prices a linear node at its rows (planning figures for n, B).

@@ -57,6 +57,13 @@ type ProtectOptions struct {
 	// or not (the attack harness and the level's tests need crossings to
 	// look at; the exact level never pays).
 	OffloadAll bool
+	// OffloadOnly, when set under a full-span level, offloads exactly the
+	// linear ops whose weight name (ir.WeightName) starts with one of
+	// these prefixes, paying or not, and keeps every other one in the TEE:
+	// the attack harness records the crossings it attacks without paying
+	// for the others' protection (at the 0.6B widths a full-span crossing
+	// is 2048-4096 rows). No flag of compile sets it.
+	OffloadOnly []string
 	// Weights is the device weight format: f32 (default), bf16, q8_0 or q4_0.
 	// It is a compile option like the protection, so it travels with it.
 	Weights string

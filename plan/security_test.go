@@ -285,3 +285,32 @@ func TestReleaseSource(t *testing.T) {
 		}
 	}
 }
+
+// TestOffloadOnly: the harness's OffloadOnly offloads exactly the linear
+// ops it names under a full-span level (the exact level never pays, so
+// without it nothing would cross) and keeps every other one in the TEE,
+// in every graph, and the plan's meta says so.
+func TestOffloadOnly(t *testing.T) {
+	src, cfg := tiny(t)
+	o := plan.Level(passes.LevelExact)
+	o.OffloadOnly = []string{"model.layers.0.self_attn.q_proj", "model.layers.1.mlp.down_proj"}
+	m, err := plan.Compile(src, cfg, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range m.Graphs {
+		var got []string
+		for _, n := range g.Nodes {
+			if ir.IsLinear(n.Op) && n.Place == ir.Device {
+				name, _ := ir.WeightName(g, n.Inputs[1])
+				got = append(got, name)
+			}
+		}
+		if len(got) != 2 || !strings.HasPrefix(got[0], o.OffloadOnly[0]) || !strings.HasPrefix(got[1], o.OffloadOnly[1]) {
+			t.Errorf("graph %s: device linear ops %q, want the two named", g.Name, got)
+		}
+	}
+	if !strings.HasPrefix(m.Meta["offload_plan"], "only ") {
+		t.Errorf("meta offload_plan %q", m.Meta["offload_plan"])
+	}
+}

@@ -98,6 +98,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		" (span and exact stack s >= n + d rows on every crossing: at the 0.6B widths 2048-8192 rows a payload, so they are not in the default list; the CI judges them at the tiny model's widths)")
 	prompts := fs.Int("prompts", 0, "prompts of the corpus to use (0: all)")
 	maxTokens := fs.Int("max-tokens", 8, "new tokens per prompt (greedy); each decode step is a pass to attack")
+	levelOffload := fs.String("level-offload", "all", "what a full-span level offloads in its recording: all (every linear op, as the CI runs it) or attacked (only the two crossings the attacks read, layer 0's QKV and the deep one; every other op stays in the TEE: at the 0.6B widths each full-span crossing is 2048-4096 rows)")
 	batch := fs.Int("batch", 1, "decode the prompts this many at a time: each decode pass carries one row per sequence (the batched decode a full-span level offloads under the shared topology), attacked as a bag of tokens")
 	seqPrompts := fs.Int("seq-prompts", 2, "prompts the sequential vocabulary attack walks (0: skip it)")
 	seqCands := fs.Int("seq-candidates", 0, "candidates per position for the sequential attack (0: the whole vocabulary)")
@@ -121,6 +122,9 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	}
 	if *batch <= 0 {
 		return fmt.Errorf("%w: --batch must be positive, got %d", errUsage, *batch)
+	}
+	if *levelOffload != "all" && *levelOffload != "attacked" {
+		return fmt.Errorf("%w: --level-offload %q: want all or attacked", errUsage, *levelOffload)
 	}
 	if *maxTokens <= 0 || *prompts < 0 || *seqPrompts < 0 || *seqCands < 0 || *icaPasses < 0 || *knownPrompts < 0 || *knownLen <= 0 {
 		return fmt.Errorf("%w: --max-tokens must be positive and the counts not negative", errUsage)
@@ -207,6 +211,10 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	var reports []*attack.Report
 	for _, c := range chosen {
 		o := c.opt()
+		if lv, ok := passes.LookupLevel(o.Security); ok && lv.FullSpan && *levelOffload == "attacked" {
+			o.OffloadAll, o.OffloadOnly = false, []string{"model.layers.0.self_attn.q_proj", deep}
+			c.label = strings.Replace(c.label, "every linear op offloaded", "only the attacked crossings offloaded (layer 0's QKV and "+deep+"'s; the rest in the TEE)", 1)
+		}
 		aopt.Progress(c.name, "record")
 		m, err := plan.Compile(model.Source, cfg, o, nil)
 		if err != nil {

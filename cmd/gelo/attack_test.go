@@ -202,6 +202,7 @@ func TestRecordAttackRefusals(t *testing.T) {
 		{[]string{"attack", "--out", dir, "--conditions", "C9"}, 2, `"C9" is not one of`},
 		{[]string{"attack", "--out", dir, "--max-tokens", "0"}, 2, "--max-tokens must be positive"},
 		{[]string{"attack", "--out", dir, "--batch", "0"}, 2, "--batch must be positive"},
+		{[]string{"attack", "--out", dir, "--level-offload", "some"}, 2, `--level-offload "some"`},
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--batch", "-1"}, 2, "--batch must be positive"},
 		{[]string{"attack", "--out", dir, "--corpus", badCorpus}, 1, `kind "poetry"`},
 		{[]string{"attack", "--out", dir, "--corpus", filepath.Join(dir, "missing.jsonl")}, 1, "corpus:"},
@@ -243,5 +244,35 @@ func TestAttackBatched(t *testing.T) {
 	}
 	if v := r.value(t, "exact", "span", "batched decode bag recall"); v > 0.1 {
 		t.Errorf("exact: span reads %.1f %% of batched decode bags", 100*v)
+	}
+}
+
+// TestAttackLevelOffloadAttacked: a full-span level recorded with only
+// the two attacked crossings offloaded (--level-offload attacked, how the
+// 0.6B-width run affords exact) is judged as with every op offloaded:
+// the same verdicts, and the layer-0 figures digit for digit (each
+// crossing has its own mixing, so the others' placement changes nothing
+// the attacks read).
+func TestAttackLevelOffloadAttacked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	args := []string{"--prompts", "4", "--max-tokens", "3", "--ica-passes", "2", "--known-prompts", "4", "--known-len", "32",
+		"--seq-prompts", "0", "--conditions", "C0,whiten,exact"}
+	_, all := runAttackCLI(t, t.TempDir(), append(args, "--level-offload", "all")...)
+	_, some := runAttackCLI(t, t.TempDir(), append(args, "--level-offload", "attacked")...)
+	some.checkGates(t)
+	for _, cond := range []string{"whiten", "exact"} {
+		for _, am := range [][2]string{{"span", "decode top-1"}, {"span", "prefill bag recall"}, {"gram-spike", "prefill bag recall"},
+			{"nn", "token recall"}, {"gram-error", "distance"}, {"hd3-unmask", "prefill bag recall"}} {
+			if a, b := all.value(t, cond, am[0], am[1]), some.value(t, cond, am[0], am[1]); a != b {
+				t.Errorf("%s %s %s: %g with every op offloaded, %g with the attacked ones only", cond, am[0], am[1], a, b)
+			}
+		}
+	}
+	for i, v := range some.Verdicts {
+		if v.Secure != all.Verdicts[i].Secure {
+			t.Errorf("%s: secure %v with the attacked crossings only, %v with every op", v.Condition, v.Secure, all.Verdicts[i].Secure)
+		}
 	}
 }

@@ -7,7 +7,6 @@ package cpu
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -579,28 +578,8 @@ func (p *Program) maskOf(sl *slot, group int) (mask.Mask, error) {
 // cache (ir.Storage, resolved at compile).
 func (p *Program) storage(v ir.ValueID) ir.ValueID { return p.store[v] }
 
-// WeightName names a weight operand: its own name, or the stacked names
-// joined by "|" for concat_weights.
-func WeightName(g *ir.Graph, v ir.ValueID) (string, bool) {
-	n := g.Node(v)
-	switch {
-	case n == nil:
-		return "", false
-	case n.Op == ir.OpWeight:
-		return n.Attrs.Str("name")
-	case n.Op == ir.OpConcatWeights:
-		var names []string
-		for _, in := range n.Inputs {
-			name, ok := WeightName(g, in)
-			if !ok {
-				return "", false
-			}
-			names = append(names, name)
-		}
-		return strings.Join(names, "|"), true
-	}
-	return "", false
-}
+// WeightName names a weight operand (ir.WeightName).
+func WeightName(g *ir.Graph, v ir.ValueID) (string, bool) { return ir.WeightName(g, v) }
 
 // quantized returns (building once per backend) the block-quantized
 // form of a weight or of stacked weights.

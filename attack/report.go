@@ -35,6 +35,7 @@ var recovery = [][2]string{
 	{"sequential", "prompt top-1"},
 	{"strip-shield", "decode top-1"}, {"strip-shield", "prefill bag recall"},
 	{"hd3-structure", "true H ranked first"}, {"hd3-unmask", "decode top-1"}, {"hd3-unmask", "prefill bag recall"},
+	{"hd3-unmask", "deep crossings unmasked"},
 }
 
 // Verdict is a condition's result against the gates.
@@ -86,9 +87,11 @@ func Judge(reports []*Report) ([]Gate, []Verdict) {
 					Required: fmt.Sprintf("<= chance %s + 2 points", pct(f.Chance)), Measured: f.Value})
 			}
 		}
-		if f, ok := r.Get("hd3-structure", "fit residual, true H"); ok && f.Value < f.Chance/4 {
-			v.Broken = append(v.Broken, Gate{Name: "hd3-structure fit residual, true H",
-				Required: fmt.Sprintf(">= a Haar mask's %.3f / 4", f.Chance), Measured: f.Value})
+		for _, am := range [][2]string{{"hd3-structure", "fit residual, true H"}, {"hd3-unmask", "deep fit residual, no hypothesis"}} {
+			if f, ok := r.Get(am[0], am[1]); ok && f.Value < f.Chance/4 {
+				v.Broken = append(v.Broken, Gate{Name: am[0] + " " + am[1],
+					Required: fmt.Sprintf(">= a Haar mask's %.3f / 4", f.Chance), Measured: f.Value})
+			}
 		}
 		if f, ok := r.Get("gram-error", "distance"); ok && f.Value < 0.5 {
 			v.Broken = append(v.Broken, Gate{Name: "gram-error distance", Required: ">= 0.5", Measured: f.Value})

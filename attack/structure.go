@@ -84,6 +84,52 @@ func whitenedStack(D *mat.Dense, toks []int32, s int) (*mat.Dense, error) {
 	return x, nil
 }
 
+// refinedGuess is the data-free attack's second step: the mask fitted to
+// the guess [0; I; 0] unmasks an estimate of the stack, which is projected
+// on what a whitened stack must look like (S symmetric, the padding rows
+// zero; the n data rows kept as read) and returned as the hypothesis to
+// fit again. With the mask found, the refit reaches float rounding (the
+// first fit cannot: the guess differs from X by the data rows and S - I);
+// with a wrong mask the projection is no stack the payload is an image of.
+func refinedGuess(u, g *mat.Dense, n, d int, opts rowspace.HD3Options) (*mat.Dense, error) {
+	f, err := rowspace.HD3Fit(u, g, opts)
+	if err != nil {
+		return nil, err
+	}
+	est, err := rowspace.HD3Unmask(f, u)
+	if err != nil {
+		return nil, err
+	}
+	s, _ := est.Dims()
+	for i := 0; i < d; i++ {
+		for j := i + 1; j < d; j++ {
+			m := (est.At(n+i, j) + est.At(n+j, i)) / 2
+			est.Set(n+i, j, m)
+			est.Set(n+j, i, m)
+		}
+	}
+	for i := n + d; i < s; i++ {
+		for j := 0; j < d; j++ {
+			est.Set(i, j, 0)
+		}
+	}
+	return est, nil
+}
+
+// dataFree is the residual of the two-step data-free fit: the mask fitted
+// to the guess, then refitted to its refined estimate (refinedGuess).
+func dataFree(u, g *mat.Dense, n, d int, opts rowspace.HD3Options) (float64, error) {
+	x2, err := refinedGuess(u, g, n, d, opts)
+	if err != nil {
+		return 0, err
+	}
+	f, err := rowspace.HD3Fit(u, x2, opts)
+	if err != nil {
+		return 0, err
+	}
+	return f.Residual, nil
+}
+
 func pow2(s int) int { return 1 << bits.Len(uint(s-1)) }
 
 // padded returns U with zero rows up to s'.
@@ -108,6 +154,7 @@ func hd3Structure(T *dict.Dict, run Run, prefill, decode []payload, seed uint64)
 	names := [][2]string{
 		{"hd3-structure", "fit residual, true H"}, {"hd3-structure", "fit residual, best wrong H"},
 		{"hd3-structure", "true H ranked first"}, {"hd3-unmask", "decode top-1"}, {"hd3-unmask", "prefill bag recall"},
+		{"hd3-unmask", "deep fit residual, no hypothesis"}, {"hd3-unmask", "deep crossings unmasked"},
 	}
 	if ok, why := knownStack(run); !ok {
 		var out []Figure
@@ -147,7 +194,7 @@ func hd3Structure(T *dict.Dict, run Run, prefill, decode []payload, seed uint64)
 		}
 		return out, nil
 	}
-	var resTrue, resWrong, resHaar float64
+	var resTrue, resWrong, resHaar, deepRes, deepHaar, deepN, deepHit, deepHaarHit float64
 	var first, dHits, dN, bagSum, bagChance float64
 	var nPre int
 	for i, p := range picked {
@@ -196,6 +243,31 @@ func hd3Structure(T *dict.Dict, run Run, prefill, decode []payload, seed uint64)
 		if err != nil {
 			return nil, fmt.Errorf("pass %d: %w", p.truth.Pass, err)
 		}
+		if p.deep != nil {
+			// The deep crossing needs no hypothesis either: its stack is
+			// [H'_deep; S; 0] as well, whatever the deep rows are.
+			if sd, _ := p.deep.Dims(); sd == s {
+				// Chance: the same two fits on the payload re-mixed by a Haar
+				// matrix, the same stack under a mask with no structure.
+				du := padded(p.deep, s2)
+				obs, err := dataFree(du, g, len(toks), d, opts)
+				if err != nil {
+					return nil, fmt.Errorf("pass %d: deep: %w", p.truth.Pass, err)
+				}
+				ref, err := dataFree(rowspace.Mix(rowspace.Haar(s2, rowspace.NewRand(opts.Seed^0x4a1)), du), g, len(toks), d, opts)
+				if err != nil {
+					return nil, fmt.Errorf("pass %d: deep: %w", p.truth.Pass, err)
+				}
+				v := rowspace.HD3Verdict{Observed: obs, Haar: ref}
+				deepRes, deepHaar, deepN = deepRes+v.Observed, deepHaar+v.Haar, deepN+1
+				if v.Observed <= opts.Stop {
+					deepHit++
+				}
+				if v.Haar <= opts.Stop {
+					deepHaarHit++
+				}
+			}
+		}
 		est, err := rowspace.HD3Unmask(f, u)
 		if err != nil {
 			return nil, fmt.Errorf("pass %d: %w", p.truth.Pass, err)
@@ -232,6 +304,12 @@ func hd3Structure(T *dict.Dict, run Run, prefill, decode []payload, seed uint64)
 			Note: fmt.Sprintf("the best of %d hypotheses that differ from the truth in one token", wrongHyp)},
 		{Attack: "hd3-structure", Metric: "true H ranked first", Value: first / n, Chance: 1 / float64(wrongHyp+1), N: len(picked),
 			Note: fmt.Sprintf("the truth fits better than all %d wrong hypotheses", wrongHyp)},
+	}
+	if deepN > 0 {
+		out = append(out, Figure{Attack: "hd3-unmask", Metric: "deep fit residual, no hypothesis", Value: deepRes / deepN, Chance: deepHaar / deepN, N: int(deepN),
+			Note: fmt.Sprintf("the mask of the deep crossing (%s) fitted to [0; I; 0]: at float rounding A^T U is the plaintext deep rows; chance: the same fit under a Haar mask", run.DeepWeight)},
+			Figure{Attack: "hd3-unmask", Metric: "deep crossings unmasked", Value: deepHit / deepN, Chance: deepHaarHit / deepN, N: int(deepN),
+				Note: fmt.Sprintf("fits that reach a float32 payload's exact residual (%g): the device holds those passes' plaintext deep rows; chance: the same under a Haar mask", structureFit(seed).Stop)})
 	}
 	if dN > 0 {
 		out = append(out, Figure{Attack: "hd3-unmask", Metric: "decode top-1", Value: dHits / dN, Chance: 1 / float64(V), N: int(dN),

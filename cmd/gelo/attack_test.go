@@ -175,6 +175,14 @@ func TestAttackLevels(t *testing.T) {
 	if v := r.value(t, "whiten", "hd3-unmask", "decode top-1"); v < 0.99 {
 		t.Errorf("whiten: the HD3 structure attack reads %.1f %% of decoded tokens; the break (100 %%) is not reproduced", 100*v)
 	}
+	// The deep crossing falls the same way, with no hypothesis about its
+	// rows; under exact's Haar mask the same fit finds nothing.
+	if v := r.value(t, "whiten", "hd3-unmask", "deep crossings unmasked"); v < 0.99 {
+		t.Errorf("whiten: %.1f %% of deep crossings unmasked by the data-free fit, want all", 100*v)
+	}
+	if v := r.value(t, "exact", "hd3-unmask", "deep crossings unmasked"); v != 0 {
+		t.Errorf("exact: %.1f %% of deep crossings unmasked under a Haar mask", 100*v)
+	}
 }
 
 // TestRecordAttackRefusals: bad flags and bad inputs of record and attack

@@ -484,8 +484,14 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 	// rows (the dictionary rows of the prompt's tokens).
 	say("gram-error")
 	if len(prefill) > 0 {
-		var sum float64
+		// Its chance: the same distance for a payload that carries nothing,
+		// a uniformly random orthonormal stack of the payload's shape (what
+		// exact sends, in law, when s >= d: an ideal mask), against the same
+		// H. Against near-orthogonal plaintext rows (wide random
+		// embeddings) that is below 0.5.
+		var sum, null float64
 		var n int
+		rng := rand.New(rand.NewPCG(opt.Seed, 0x6772616d))
 		for _, p := range prefill {
 			if len(p.truth.Tokens) < 2 {
 				continue
@@ -495,12 +501,16 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 			if err != nil || math.IsNaN(ge) {
 				continue
 			}
-			sum += ge
+			g0, err := rowspace.GramError(orthonormalLike(p.u0, rng), H)
+			if err != nil || math.IsNaN(g0) {
+				continue
+			}
+			sum, null = sum+ge, null+g0
 			n++
 		}
 		if n > 0 {
-			add(Figure{Attack: "gram-error", Metric: "distance", Value: sum / float64(n), Chance: math.NaN(), N: n,
-				Note: "0 = the row Gram is readable; the gate asks >= 0.5"})
+			add(Figure{Attack: "gram-error", Metric: "distance", Value: sum / float64(n), Chance: null / float64(n), N: n,
+				Note: "0 = the row Gram is readable; chance: rows that carry nothing; the gate asks >= 0.5 or no lower than chance - 0.05"})
 		}
 	}
 	icaPasses := opt.ICAPasses
@@ -736,6 +746,42 @@ func bagAttacks(T *dict.Dict, cond, what string, ps []payload, sopt rowspace.Opt
 	add(Figure{Attack: "gram-spike", Metric: metric, Value: rSpike / n, Chance: chance / n, N: len(ps)})
 	add(Figure{Attack: "strip-shield", Metric: metric, Value: rStrip / n, Chance: chance / n, N: len(ps), Note: stripNote})
 	return nil
+}
+
+// orthonormalLike is a uniformly random matrix of u's shape with
+// orthonormal columns (s >= d) or rows (s < d): Gaussian, then the Q of
+// its QR with the signs fixed by R's diagonal.
+func orthonormalLike(u *mat.Dense, rng *rand.Rand) *mat.Dense {
+	s, d := u.Dims()
+	r, c := s, d
+	if s < d {
+		r, c = d, s
+	}
+	z := mat.NewDense(r, c, nil)
+	for i := range r {
+		for j := range c {
+			z.Set(i, j, rng.NormFloat64())
+		}
+	}
+	var qr mat.QR
+	qr.Factorize(z)
+	var q, rr mat.Dense
+	qr.QTo(&q)
+	qr.RTo(&rr)
+	out := mat.NewDense(r, c, nil)
+	for j := range c {
+		sg := 1.0
+		if rr.At(j, j) < 0 {
+			sg = -1
+		}
+		for i := range r {
+			out.Set(i, j, sg*q.At(i, j))
+		}
+	}
+	if s < d {
+		return mat.DenseCopyOf(out.T())
+	}
+	return out
 }
 
 func rowsOf(D *mat.Dense, toks []int32) *mat.Dense {

@@ -111,7 +111,7 @@ func BenchmarkAttentionDecode(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		l := i % layers
-		if err := c.Attention(out, q, kcs[l], vcs[l], 1, heads, kvHeads, hd, T, seq, pos, 0.088); err != nil {
+		if err := c.Attention(out, q, KVOf(kcs[l]), KVOf(vcs[l]), 1, heads, kvHeads, hd, T, seq, pos, 0.088); err != nil {
 			b.Fatal(err)
 		}
 	}

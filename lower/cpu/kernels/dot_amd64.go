@@ -13,6 +13,9 @@ var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 // EVEX-encoded 128/256-bit forms on X16-X31/Y16-Y31, hence VL.
 var useAVX512 = useAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
 
+// useF16C selects the F16C widening of f16 KV caches (VCVTPH2PS).
+var useF16C = useAsm && cpu.X86.HasF16C
+
 // haveAsm reports whether assembly kernels exist for this build at all.
 const haveAsm = true
 
@@ -208,3 +211,6 @@ func gemm6x8BF16(x []float32, ldx int, w []uint16, ldw, k, ntiles int, y []float
 	}
 	gemm6x8BF16AVX512(&x[0], ldx, &w[0], ldw, k, ntiles, &y[0], ldy)
 }
+
+//go:noescape
+func widenF16AVX2(dst *float32, src *uint16, n int)

@@ -1045,3 +1045,36 @@ gb18loop:
 gb18ret:
 	VZEROUPPER
 	RET
+
+// func widenF16AVX2(dst *float32, src *uint16, n int)
+//
+// dst[i] = the float32 value of the binary16 src[i], for i < n (n a
+// multiple of 8): VCVTPH2PS, exact.
+TEXT ·widenF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHLQ $1, CX            // bytes of src
+	XORQ DX, DX
+	MOVQ CX, BX
+	ANDQ $-32, BX          // bytes in pairs of 8-element groups
+	JZ   whone
+
+whpair:
+	VCVTPH2PS (SI)(DX*1), Y0
+	VCVTPH2PS 16(SI)(DX*1), Y1
+	VMOVUPS   Y0, (DI)(DX*2)
+	VMOVUPS   Y1, 32(DI)(DX*2)
+	ADDQ      $32, DX
+	CMPQ      DX, BX
+	JB        whpair
+
+whone:
+	CMPQ DX, CX
+	JAE  whret
+	VCVTPH2PS (SI)(DX*1), Y0
+	VMOVUPS   Y0, (DI)(DX*2)
+
+whret:
+	VZEROUPPER
+	RET

@@ -45,7 +45,9 @@ type attnJob struct {
 // Tasks are (row, block of query heads sharing whole KV heads); a task
 // takes its KV heads one at a time and walks that head's positions in
 // chunks of 64, so that the query heads of the group reuse each chunk from
-// cache (a 16-bit chunk is widened once into per-worker scratch).
+// cache. A 16-bit cache is widened in registers (F16C's VCVTPH2PS, or the
+// bf16 shift) when hd is a multiple of 8, else chunk by chunk into
+// per-worker scratch.
 //
 // out may alias q (same offset); it must not overlap the caches. The score
 // scratch lives in the Ctx (heads*maxT floats per worker) and is
@@ -134,8 +136,13 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 	G, hd, maxT := j.group, j.hd, j.maxT
 	T := int(j.pos[r]) + 1
 	sc := c.scores[worker]
-	var wide, tail []float32 // widening scratch of a 16-bit cache
-	if j.kc.Format != KVF32 {
+	f := j.kc.Format
+	// A 16-bit cache is read widened in registers by the assembly where it
+	// takes hd; otherwise each chunk is widened into scratch first. Both
+	// give the f32 kernels' bits on the widened values.
+	direct := f != KVF32 && kv16Asm(f, hd)
+	var wide, tail []float32
+	if f != KVF32 {
 		wide, tail = c.kvWide[worker][:attnChunk*hd], c.kvWide[worker][attnChunk*hd:]
 	}
 	// The KV heads used by heads [h0, h0+hb), one at a time: each is a
@@ -150,21 +157,31 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 		// products when T < 8.
 		for t0 := 0; t0 < T; t0 += attnChunk {
 			tc := min(attnChunk, T-t0)
-			K := j.kc.rows(base+t0*hd, tc, hd, wide)
 			nt := tc / 8
+			var K []float32
+			if !direct {
+				K = j.kc.rows(base+t0*hd, tc, hd, wide)
+			}
 			for i := i0; i < i1; i++ {
 				qi, si := j.q[(r*j.heads+i)*hd:], sc[i*maxT:]
 				if nt > 0 {
-					gemv1x8(qi, K, hd, hd, nt, si[t0:])
+					if direct {
+						gemv1x8H16(f, qi, j.kc.H16[base+t0*hd:], hd, hd, nt, si[t0:])
+					} else {
+						gemv1x8(qi, K, hd, hd, nt, si[t0:])
+					}
 				}
 				if tc == 8*nt {
 					continue
 				}
 				switch {
 				case T < 8:
+					Kt := j.kc.rows(base, T, hd, tail)
 					for t := 0; t < T; t++ {
-						si[t] = dot(qi, K[t*hd:], hd)
+						si[t] = dot(qi, Kt[t*hd:], hd)
 					}
+				case direct:
+					gemv1x8H16(f, qi, j.kc.H16[base+(T-8)*hd:], hd, hd, 1, si[T-8:])
 				case tc >= 8:
 					gemv1x8(qi, K[(tc-8)*hd:], hd, hd, 1, si[T-8:])
 				default: // the tile ending at T starts in the previous chunk
@@ -180,6 +197,12 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 		// ascending). Out is written only after this group's q was read.
 		for t0 := 0; t0 < T; t0 += attnChunk {
 			tc := min(attnChunk, T-t0)
+			if direct {
+				for i := i0; i < i1; i++ {
+					wsumH16(f, j.out[(r*j.heads+i)*hd:], sc[i*maxT+t0:], j.vc.H16[base+t0*hd:], hd, tc, hd, t0 > 0)
+				}
+				continue
+			}
 			V := j.vc.rows(base+t0*hd, tc, hd, wide)
 			for i := i0; i < i1; i++ {
 				wsum(j.out[(r*j.heads+i)*hd:], sc[i*maxT+t0:], V, hd, tc, hd, t0 > 0)

@@ -52,3 +52,13 @@ func gemm6x8BF16(x []float32, ldx int, w []uint16, ldw, k, ntiles int, y []float
 }
 
 func widenF16AVX2(dst *float32, src *uint16, n int) { panic("kernels: no assembly") }
+
+func kv16Asm(f KVFormat, hd int) bool { return false }
+
+func gemv1x8H16(f KVFormat, x []float32, w []uint16, ldw, k, ntiles int, y []float32) {
+	panic("kernels: gemv1x8H16 without assembly")
+}
+
+func wsumH16(f KVFormat, out, p []float32, v []uint16, ldv, t, d int, acc bool) {
+	panic("kernels: wsumH16 without assembly")
+}

@@ -14,6 +14,7 @@ type attnJob struct {
 	scale            float32
 	group            int // query heads per KV head
 	hb               int // query heads per task (divides heads)
+	rb               int // rows per task
 }
 
 // Attention computes causal grouped-query attention against the caches.
@@ -42,10 +43,11 @@ type attnJob struct {
 // the batch or on their order: decoding a row alone or inside a batch gives
 // the same bits. The layout only sets strides: the order above is the one
 // the earlier token-major layout ([S][maxT][kvHeads*hd]) gave, bit for bit.
-// Tasks are (row, block of query heads sharing whole KV heads); a task
-// takes its KV heads one at a time and walks that head's positions in
-// chunks of 64, so that the query heads of the group reuse each chunk from
-// cache. A 16-bit cache is widened in registers (F16C's VCVTPH2PS, or the
+// Tasks are (row, block of query heads sharing whole KV heads), or in a
+// prefill (16 rows or more) (block of 8 rows, one KV head's query heads);
+// a task takes its KV heads one at a time and walks that head's positions
+// in chunks of 64, so that the query heads of the group, and the rows of
+// the block, reuse each chunk from cache. A 16-bit cache is widened in registers (F16C's VCVTPH2PS, or the
 // bf16 shift) when hd is a multiple of 8, else chunk by chunk into
 // per-worker scratch.
 //
@@ -91,12 +93,17 @@ func (c *Ctx) Attention(out, q []float32, kc, vc KV, rows, heads, kvHeads, hd, m
 	j.rows, j.heads, j.kvH, j.hd, j.maxT = rows, heads, kvHeads, hd, maxT
 	j.seq, j.pos, j.scale = seq, pos, scale
 	j.group = heads / kvHeads
-	j.hb = attnHeadBlock(rows, heads, j.group, c.workers)
-	// Room for all heads, so that the buffers change only with maxT (or a
-	// model with more heads), not with the batch size.
+	j.rb, j.hb = 1, attnHeadBlock(rows, heads, j.group, c.workers)
+	if rows >= 2*attnRows {
+		// Prefill: blocks of rows per KV head, so that a chunk of the
+		// cache read for one row serves the block's other rows too.
+		j.rb, j.hb = attnRows, j.group
+	}
+	// Room for all heads (or a row block's), so that the buffers change
+	// only with maxT (or a model with more heads), not with the batch size.
 	for i, s := range c.scores {
-		if len(s) < heads*maxT {
-			c.scores[i] = make([]float32, heads*maxT)
+		if n := max(heads, j.rb*j.hb) * maxT; len(s) < n {
+			c.scores[i] = make([]float32, n)
 		}
 	}
 	if kc.Format != KVF32 {
@@ -106,7 +113,7 @@ func (c *Ctx) Attention(out, q []float32, kc, vc KV, rows, heads, kvHeads, hd, m
 			}
 		}
 	}
-	c.run(j, rows*(heads/j.hb))
+	c.run(j, (rows+j.rb-1)/j.rb*(heads/j.hb))
 	j.out, j.q, j.kc, j.vc, j.seq, j.pos = nil, nil, KV{}, KV{}, nil, nil
 	return nil
 }
@@ -132,10 +139,9 @@ func attnHeadBlock(rows, heads, group, workers int) int {
 
 func (j *attnJob) do(c *Ctx, task, worker int) {
 	nblk := j.heads / j.hb
-	r, h0 := task/nblk, (task%nblk)*j.hb
+	rb, h0 := task/nblk, (task%nblk)*j.hb
+	r0, r1 := rb*j.rb, min((rb+1)*j.rb, j.rows)
 	G, hd, maxT := j.group, j.hd, j.maxT
-	T := int(j.pos[r]) + 1
-	sc := c.scores[worker]
 	f := j.kc.Format
 	// A 16-bit cache is read widened in registers by the assembly where it
 	// takes hd; otherwise each chunk is widened into scratch first. Both
@@ -145,71 +151,96 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 	if f != KVF32 {
 		wide, tail = c.kvWide[worker][:attnChunk*hd], c.kvWide[worker][attnChunk*hd:]
 	}
+	// The scores of (row r, head i) of the task.
+	score := func(r, i int) []float32 { return c.scores[worker][((r-r0)*j.hb+i-h0)*maxT:] }
+	Tmax := 0
+	for r := r0; r < r1; r++ {
+		Tmax = max(Tmax, int(j.pos[r])+1)
+	}
 	// The KV heads used by heads [h0, h0+hb), one at a time: each is a
 	// contiguous [maxT][hd] run of the cache.
 	for g := h0 / G; g <= (h0+j.hb-1)/G; g++ {
 		i0, i1 := max(h0, g*G), min(h0+j.hb, (g+1)*G) // its query heads
-		base := KVOffset(int(j.seq[r]), g, 0, j.kvH, hd, maxT)
-		// Scores, chunk by chunk: every query head of the group goes
-		// through a chunk of K while it is in cache. Full tiles of 8
-		// positions; a last partial tile is the tile ending at T
-		// (recomputing a few scores bit-identically), or single dot
-		// products when T < 8.
-		for t0 := 0; t0 < T; t0 += attnChunk {
-			tc := min(attnChunk, T-t0)
-			nt := tc / 8
-			var K []float32
-			if !direct {
-				K = j.kc.rows(base+t0*hd, tc, hd, wide)
-			}
-			for i := i0; i < i1; i++ {
-				qi, si := j.q[(r*j.heads+i)*hd:], sc[i*maxT:]
-				if nt > 0 {
-					if direct {
-						gemv1x8H16(f, qi, j.kc.H16[base+t0*hd:], hd, hd, nt, si[t0:])
-					} else {
-						gemv1x8(qi, K, hd, hd, nt, si[t0:])
-					}
-				}
-				if tc == 8*nt {
+		// Scores, chunk by chunk: every query head of the group, for every
+		// row of the task, goes through a chunk of K while it is in cache.
+		// Full tiles of 8 positions; a last partial tile is the tile
+		// ending at T (recomputing a few scores bit-identically), or
+		// single dot products when T < 8.
+		for t0 := 0; t0 < Tmax; t0 += attnChunk {
+			for r := r0; r < r1; r++ {
+				T := int(j.pos[r]) + 1
+				if t0 >= T {
 					continue
 				}
-				switch {
-				case T < 8:
-					Kt := j.kc.rows(base, T, hd, tail)
-					for t := 0; t < T; t++ {
-						si[t] = dot(qi, Kt[t*hd:], hd)
+				base := KVOffset(int(j.seq[r]), g, 0, j.kvH, hd, maxT)
+				tc := min(attnChunk, T-t0)
+				nt := tc / 8
+				var K []float32
+				if !direct {
+					K = j.kc.rows(base+t0*hd, tc, hd, wide)
+				}
+				for i := i0; i < i1; i++ {
+					qi, si := j.q[(r*j.heads+i)*hd:], score(r, i)
+					if nt > 0 {
+						if direct {
+							gemv1x8H16(f, qi, j.kc.H16[base+t0*hd:], hd, hd, nt, si[t0:])
+						} else {
+							gemv1x8(qi, K, hd, hd, nt, si[t0:])
+						}
 					}
-				case direct:
-					gemv1x8H16(f, qi, j.kc.H16[base+(T-8)*hd:], hd, hd, 1, si[T-8:])
-				case tc >= 8:
-					gemv1x8(qi, K[(tc-8)*hd:], hd, hd, 1, si[T-8:])
-				default: // the tile ending at T starts in the previous chunk
-					gemv1x8(qi, j.kc.rows(base+(T-8)*hd, 8, hd, tail), hd, hd, 1, si[T-8:])
+					if tc == 8*nt {
+						continue
+					}
+					switch {
+					case T < 8:
+						Kt := j.kc.rows(base, T, hd, tail)
+						for t := 0; t < T; t++ {
+							si[t] = dot(qi, Kt[t*hd:], hd)
+						}
+					case direct:
+						gemv1x8H16(f, qi, j.kc.H16[base+(T-8)*hd:], hd, hd, 1, si[T-8:])
+					case tc >= 8:
+						gemv1x8(qi, K[(tc-8)*hd:], hd, hd, 1, si[T-8:])
+					default: // the tile ending at T starts in the previous chunk
+						gemv1x8(qi, j.kc.rows(base+(T-8)*hd, 8, hd, tail), hd, hd, 1, si[T-8:])
+					}
 				}
 			}
 		}
-		for i := i0; i < i1; i++ {
-			softmaxScaled(sc[i*maxT:i*maxT+T], j.scale)
+		for r := r0; r < r1; r++ {
+			for i := i0; i < i1; i++ {
+				softmaxScaled(score(r, i)[:j.pos[r]+1], j.scale)
+			}
 		}
 		// Weighted sums of V, continued chunk by chunk (the accumulators go
 		// through out unchanged, so the order per element stays t
 		// ascending). Out is written only after this group's q was read.
-		for t0 := 0; t0 < T; t0 += attnChunk {
-			tc := min(attnChunk, T-t0)
-			if direct {
-				for i := i0; i < i1; i++ {
-					wsumH16(f, j.out[(r*j.heads+i)*hd:], sc[i*maxT+t0:], j.vc.H16[base+t0*hd:], hd, tc, hd, t0 > 0)
+		for t0 := 0; t0 < Tmax; t0 += attnChunk {
+			for r := r0; r < r1; r++ {
+				T := int(j.pos[r]) + 1
+				if t0 >= T {
+					continue
 				}
-				continue
-			}
-			V := j.vc.rows(base+t0*hd, tc, hd, wide)
-			for i := i0; i < i1; i++ {
-				wsum(j.out[(r*j.heads+i)*hd:], sc[i*maxT+t0:], V, hd, tc, hd, t0 > 0)
+				base := KVOffset(int(j.seq[r]), g, 0, j.kvH, hd, maxT)
+				tc := min(attnChunk, T-t0)
+				if direct {
+					for i := i0; i < i1; i++ {
+						wsumH16(f, j.out[(r*j.heads+i)*hd:], score(r, i)[t0:], j.vc.H16[base+t0*hd:], hd, tc, hd, t0 > 0)
+					}
+					continue
+				}
+				V := j.vc.rows(base+t0*hd, tc, hd, wide)
+				for i := i0; i < i1; i++ {
+					wsum(j.out[(r*j.heads+i)*hd:], score(r, i)[t0:], V, hd, tc, hd, t0 > 0)
+				}
 			}
 		}
 	}
 }
+
+// attnRows is the row block of a prefill's attention tasks: a chunk of
+// one KV head (64 positions, 32 KiB in f32) is read once for 8 rows.
+const attnRows = 8
 
 // attnChunk is the number of cache rows a task's heads go through together
 // (a multiple of 8; 64 rows of one 128-wide KV head are 32 KiB).

@@ -176,3 +176,29 @@ func BenchmarkMachine(b *testing.B) {
 	b.ReportMetric(bw, "GB/s")
 	b.ReportMetric(peak, "peakGFLOP/s")
 }
+
+// BenchmarkAttentionPrefill: the last 256 rows of a 2048-token prefill
+// (positions 1792..2047, all causal) at the 0.6B shapes, per cache format:
+// the cache of one sequence (16 MiB in f32) is reread by every row.
+func BenchmarkAttentionPrefill(b *testing.B) {
+	const heads, kvHeads, hd, T, rows = 16, 8, 128, 2048, 256
+	for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
+		b.Run(f.String(), func(b *testing.B) {
+			c := NewCtx(0)
+			defer c.Close()
+			rng := rand.New(rand.NewPCG(5, 5))
+			kc, vc := benchKV(rng, T*kvHeads*hd, f), benchKV(rng, T*kvHeads*hd, f)
+			q, out := randSlice(rng, rows*heads*hd), make([]float32, rows*heads*hd)
+			seq, pos := make([]int32, rows), make([]int32, rows)
+			for r := range pos {
+				pos[r] = int32(T - rows + r)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := c.Attention(out, q, kc, vc, rows, heads, kvHeads, hd, T, seq, pos, 0.088); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -134,3 +134,52 @@ func TestWidenF16(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionPrefillBlocks: with 16 rows or more the tasks are blocks of
+// rows per KV head; every row is still bit-identical to that row alone,
+// and a 16-bit cache to the f32 cache of its widened values, whatever the
+// worker count.
+func TestAttentionPrefillBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 23))
+	for _, useA := range asmModes() {
+		setMode(t, useA)
+		for _, cf := range [][3]int{{8, 2, 16}, {6, 2, 20}, {16, 8, 128}} {
+			heads, kvHeads, hd := cf[0], cf[1], cf[2]
+			const S, maxT, rows = 2, 140, 37
+			n := S * maxT * kvHeads * hd
+			seq, pos := make([]int32, rows), make([]int32, rows)
+			for r := range seq {
+				seq[r], pos[r] = int32(r%3%S), int32(rng.IntN(maxT))
+			}
+			pos[3], pos[4] = 0, 139
+			q := randSlice(rng, rows*heads*hd)
+			for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
+				var kc, vc, kw, vw KV
+				if f == KVF32 {
+					kc, vc = KVOf(randSlice(rng, n)), KVOf(randSlice(rng, n))
+					kw, vw = kc, vc
+				} else {
+					k16, k32 := round16(randSlice(rng, n), f)
+					v16, v32 := round16(randSlice(rng, n), f)
+					kc, vc, kw, vw = KV16(k16, f), KV16(v16, f), KVOf(k32), KVOf(v32)
+				}
+				for _, nw := range []int{1, 2, 3} {
+					c := withCtx(t, nw)
+					got := make([]float32, len(q))
+					if err := c.Attention(got, q, kc, vc, rows, heads, kvHeads, hd, maxT, seq, pos, 0.1); err != nil {
+						t.Fatal(err)
+					}
+					one := make([]float32, heads*hd)
+					for r := 0; r < rows; r++ {
+						if err := c.Attention(one, q[r*heads*hd:], kw, vw, 1, heads, kvHeads, hd, maxT, seq[r:], pos[r:], 0.1); err != nil {
+							t.Fatal(err)
+						}
+						if i := bitsEqual(got[r*heads*hd:(r+1)*heads*hd], one); i >= 0 {
+							t.Fatalf("asm=%v %v %v workers=%d: row %d in the block differs from the f32 row alone at %d", useA, f, cf, nw, r, i)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -30,6 +30,25 @@ type TraceOptions struct {
 	// AllLogits makes prefill return logits for every row instead of only
 	// the last one (tests compare every position; generation needs one).
 	AllLogits bool
+	// KVDType is the element type of the KV caches: F32 (the zero value
+	// means F32), F16 or BF16. K and V are computed in f32 either way; a
+	// 16-bit cache stores them rounded and attention reads them widened.
+	KVDType ir.DType
+}
+
+// KVDTypes are the KV-cache element types a trace accepts.
+var KVDTypes = []ir.DType{ir.F32, ir.F16, ir.BF16}
+
+// kvDType is o's cache dtype, F32 for the zero value; an error names a
+// dtype no cache may have.
+func (o TraceOptions) kvDType() (ir.DType, error) {
+	switch o.KVDType {
+	case ir.InvalidDType, ir.F32:
+		return ir.F32, nil
+	case ir.F16, ir.BF16:
+		return o.KVDType, nil
+	}
+	return ir.InvalidDType, fmt.Errorf("KV cache dtype %v: want f32, f16 or bf16", o.KVDType)
 }
 
 // Trace emits the IR of both phases of cfg: prefill(n, T) over one
@@ -41,6 +60,14 @@ func Trace(cfg *Config, opt TraceOptions) (*ir.Module, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
+	kvdt, err := opt.kvDType()
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	if kvdt != ir.F32 && cfg.HeadDimension()%2 != 0 {
+		return nil, fmt.Errorf("trace: a %v KV cache packs two values a word, head_dim %d is odd", kvdt, cfg.HeadDimension())
+	}
+	opt.KVDType = kvdt
 	pre, err := traceGraph(cfg, PhasePrefill, opt)
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", PhasePrefill, err)
@@ -49,10 +76,11 @@ func Trace(cfg *Config, opt TraceOptions) (*ir.Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", PhaseDecode, err)
 	}
-	return &ir.Module{
-		Meta:   map[string]string{"model_type": cfg.ModelType, "format": "gelo-ir"},
-		Graphs: []*ir.Graph{pre, dec},
-	}, nil
+	meta := map[string]string{"model_type": cfg.ModelType, "format": "gelo-ir"}
+	if kvdt != ir.F32 { // f32 plans read as before
+		meta["kv_dtype"] = kvdt.String()
+	}
+	return &ir.Module{Meta: meta, Graphs: []*ir.Graph{pre, dec}}, nil
 }
 
 // tracer is a tiny builder that remembers the first error, so the trace
@@ -119,7 +147,7 @@ func traceGraph(cfg *Config, phase string, opt TraceOptions) (*ir.Graph, error) 
 	var outputs []ir.Output
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
 		p := LayerPrefix(l)
-		cacheT := ir.Type{DType: ir.F32, Shape: ir.Shape{seqs, ir.S("T"), ir.D(kv)}}
+		cacheT := ir.Type{DType: opt.KVDType, Shape: ir.Shape{seqs, ir.S("T"), ir.D(kv)}}
 		kc := t.declared(ir.OpInput, CacheName('k', l), cacheT)
 		vc := t.declared(ir.OpInput, CacheName('v', l), cacheT)
 

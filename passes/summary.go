@@ -23,6 +23,9 @@ type Summary struct {
 	// and their pool (0: unchecked); Products and Probed count the device
 	// matmuls and the probes that check them, over every graph.
 	Verify, VerifyPool, Products, Probed int
+	// KVDType is the KV cache's element type (IR meta kv_dtype; f32 when
+	// the IR says none).
+	KVDType string
 }
 
 // GraphSummary counts one graph's ops.
@@ -50,6 +53,10 @@ func Summarize(m *ir.Module) Summary {
 	s.Insecure = m.Meta["insecure"]
 	s.Verify, _ = strconv.Atoi(m.Meta["verify"])
 	s.VerifyPool, _ = strconv.Atoi(m.Meta["verify_pool"])
+	s.KVDType = m.Meta["kv_dtype"]
+	if s.KVDType == "" {
+		s.KVDType = ir.F32.String()
+	}
 	seen := map[string]bool{}
 	for _, g := range m.Graphs {
 		gs := GraphSummary{Name: g.Name, Nodes: len(g.Nodes), OpCounts: map[string]int{},
@@ -130,6 +137,7 @@ func (s Summary) String() string {
 		fmt.Fprintf(&b, "integrity: off (--verify 0): the %d device matmuls' results are not checked\n", s.Products)
 	}
 	fmt.Fprintf(&b, "weights: %d tensors, %s (%d bytes)\n", s.Weights, HumanBytes(s.ParamBytes), s.ParamBytes)
+	fmt.Fprintf(&b, "kv cache: %s\n", s.KVDType)
 	for _, g := range s.Graphs {
 		fmt.Fprintf(&b, "graph %s: %d nodes; placement tee=%d device=%d unplaced=%d\n", g.Name, g.Nodes,
 			g.PlaceCount[ir.TEE], g.PlaceCount[ir.Device], g.PlaceCount[ir.Unplaced])

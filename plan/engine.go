@@ -110,6 +110,11 @@ func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*
 	if err := Verify(m); err != nil {
 		return nil, fmt.Errorf("refusing to run the module: %w", err)
 	}
+	// The whole-forward engines keep an f32 cache; the cpu backend (with
+	// any --device: the device side never sees the cache) takes all three.
+	if kv := m.Meta["kv_dtype"]; kv != "" && eo.Backend != "" && eo.Backend != "cpu" {
+		return nil, fmt.Errorf("%w: --backend %s keeps an f32 KV cache; this plan was compiled with --kv-dtype %s (use --backend cpu, or compile with --kv-dtype f32)", ErrEngine, eo.Backend, kv)
+	}
 	switch eo.Backend {
 	case "", "cpu":
 	case "gomlx":

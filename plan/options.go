@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan/planfile"
@@ -101,7 +102,26 @@ func passesOf(o Options, meta map[string]string) planfile.Passes {
 		WeightFormat: weightFormatOf(meta),
 		Verify:       metaInt(meta, "verify"),
 		VerifyPool:   metaInt(meta, "verify_pool"),
+		KVDType:      meta["kv_dtype"],
 	}
+}
+
+// KVDTypeName is the KV cache dtype a plan records, f32 when it says none.
+func KVDTypeName(ps planfile.Passes) string {
+	if ps.KVDType != "" {
+		return ps.KVDType
+	}
+	return "f32"
+}
+
+// ParseKVDType reads the --kv-dtype flag: f32, f16 or bf16.
+func ParseKVDType(s string) (ir.DType, error) {
+	for _, d := range models.KVDTypes {
+		if s == d.String() {
+			return d, nil
+		}
+	}
+	return ir.InvalidDType, fmt.Errorf("--kv-dtype %q: want f32, f16 or bf16", s)
 }
 
 // metaInt reads an integer meta entry the passes wrote (0 when absent).
@@ -130,8 +150,8 @@ func fusionsOf(meta map[string]string) []string {
 
 // IdentityFlags are the settings that change numerics, as the model
 // identity binds them: the architecture switches the config implies and
-// the plan's backend, weight format and protection (masking is exact only
-// up to rounding). Every one of them is attested.
+// the plan's backend, weight format, KV cache dtype and protection
+// (masking is exact only up to rounding). Every one of them is attested.
 func IdentityFlags(cfg *models.Config, backend string, ps planfile.Passes) map[string]string {
 	return map[string]string{
 		"backend":             backend,
@@ -148,6 +168,7 @@ func IdentityFlags(cfg *models.Config, backend string, ps planfile.Passes) map[s
 		"center":              strconv.FormatBool(ps.Center),
 		"fusions":             strings.Join(ps.Fusions, ","),
 		"verify":              strconv.Itoa(ps.Verify) + "/" + strconv.Itoa(ps.VerifyPool),
+		"kv_dtype":            KVDTypeName(ps),
 	}
 }
 

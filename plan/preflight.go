@@ -33,6 +33,8 @@ type Run struct {
 	Config *models.Config
 	// Weights is the device weight format (f32, bf16, q8_0, q4_0).
 	Weights string
+	// KVDType is the KV cache's element type (f32, f16, bf16; "" is f32).
+	KVDType string
 	// Sequences is the batch size; 0 for a run that only loads the
 	// weights (compile to a plan file).
 	Sequences int
@@ -133,7 +135,11 @@ func need(r Run) (Need, error) {
 	}
 	b, t := r.Sequences, r.MaxContext
 	hd := c.HeadDimension()
-	if n.KV, err = models.Mul(c.NumHiddenLayers, 2, b, t, c.NumKeyValueHeads, hd, 4); err != nil {
+	kvBytes := 4
+	if r.KVDType == "f16" || r.KVDType == "bf16" {
+		kvBytes = 2
+	}
+	if n.KV, err = models.Mul(c.NumHiddenLayers, 2, b, t, c.NumKeyValueHeads, hd, kvBytes); err != nil {
 		return n, err
 	}
 	if n.History, err = models.Mul(b, t+1, 8); err != nil {

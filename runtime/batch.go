@@ -10,8 +10,9 @@ import (
 )
 
 // Batch keeps B sequences in flight: each is prefilled on its own into its
-// slot of the KV cache, laid out (B, max_cache, kv_dim) per layer, then all
-// decode together, one row each, at their own positions. The device sees
+// slot of the KV cache (B slots per layer, each one sequence's cache in the
+// backend's layout), then all decode together, one row each, at their own
+// positions. The device sees
 // one many-row matmul per linear instead of B matvecs; under the default
 // per-sequence topology every sequence still has its own mask and shield.
 //
@@ -27,7 +28,7 @@ type Batch struct {
 	b       int
 	single  bool // a Session's batch: errors read as the session's
 
-	caches  map[string][]float32 // [B, T, kv] per layer
+	caches  map[string][]float32 // per layer: B slots of one sequence's cache, as 32-bit words
 	prefill map[int]*step
 	decode  map[int]*step         // captured decode steps by kv bucket
 	decodeK map[int]map[int]*step // DecodePrefix's narrower steps: by width, then bucket
@@ -130,8 +131,8 @@ func (bt *Batch) bind(st *step, slot int) error {
 	if st.bound && st.slot == slot {
 		return nil
 	}
-	for _, name := range st.caches {
-		n, err := st.exe.Elems(name)
+	for i, name := range st.caches {
+		n, err := st.cacheWords(i)
 		if err != nil {
 			return fmt.Errorf("session: %w", err)
 		}
@@ -212,8 +213,8 @@ func (bt *Batch) Decode(tokens []int32) ([]float32, error) {
 }
 
 // DecodePrefix is Decode over the first len(tokens) slots only (1 to B):
-// the later slots neither step nor advance. The cache layout (B, T, kv)
-// keeps slots 0..k-1 contiguous, so a k-wide step is the same graph bound
+// the later slots neither step nor advance. The cache layout (B slots, each
+// contiguous) keeps slots 0..k-1 contiguous, so a k-wide step is the same graph bound
 // to a prefix of the storage, and a server's batch width can follow its
 // load instead of paying for B rows every step. Each width has its own
 // captured steps.
@@ -277,8 +278,8 @@ func (bt *Batch) bindPrefix(st *step, k int) error {
 	if k == bt.b {
 		return bt.bind(st, -1)
 	}
-	for _, name := range st.caches {
-		n, err := st.exe.Elems(name)
+	for i, name := range st.caches {
+		n, err := st.cacheWords(i)
 		if err != nil {
 			return fmt.Errorf("session: %w", err)
 		}

@@ -223,7 +223,14 @@ func TestFinishReasons(t *testing.T) {
 // the full-width Decode bit for bit (what a server's batch width relies
 // on), Release zeroises exactly its slot, and a released slot refilled
 // with a new prompt decodes as a fresh batch does.
+// Every KV cache dtype (a 16-bit cache packs two values a storage word).
 func TestBatchPrefixRelease(t *testing.T) {
+	for _, dt := range models.KVDTypes {
+		t.Run(dt.String(), func(t *testing.T) { batchPrefixRelease(t, dt) })
+	}
+}
+
+func batchPrefixRelease(t *testing.T, dt ir.DType) {
 	// Unprotected: a protected step's masks differ with the batch shape,
 	// and with them the rounding.
 	_, w := tinyModule(t)
@@ -231,7 +238,7 @@ func TestBatchPrefixRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := models.Trace(cfg, models.TraceOptions{})
+	m, err := models.Trace(cfg, models.TraceOptions{KVDType: dt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,12 +331,18 @@ func TestBatchPrefixRelease(t *testing.T) {
 
 // TestBatchParkChunked: a prompt prefilled in chunks, parked while the
 // batch decodes between them, gives the logits of its whole prefill (the
-// scratch row a decode step writes into a parked slot is overwritten by
-// the next chunk), and a parked slot does not advance.
+// the next chunk), and a parked slot does not advance; for every KV cache
+// dtype.
 func TestBatchParkChunked(t *testing.T) {
+	for _, dt := range models.KVDTypes {
+		t.Run(dt.String(), func(t *testing.T) { batchParkChunked(t, dt) })
+	}
+}
+
+func batchParkChunked(t *testing.T, dt ir.DType) {
 	_, w := tinyModule(t)
 	cfg, _ := models.Variant("qwen3-tiny")
-	m, err := models.Trace(cfg, models.TraceOptions{})
+	m, err := models.Trace(cfg, models.TraceOptions{KVDType: dt})
 	if err != nil {
 		t.Fatal(err)
 	}

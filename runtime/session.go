@@ -67,6 +67,7 @@ type step struct {
 	ids, pos, seq, pass []int32
 	logits              []float32
 	caches              []string // names of its KV cache inputs
+	cacheBytes          []int    // bytes of one element of each (4, or 2 for f16/bf16)
 	bound               bool     // its caches are bound, to slot
 	slot                int      // (a sequence, or -1 for all B)
 }
@@ -91,12 +92,27 @@ func compileStep(be Backend, g *ir.Graph, bind map[string]int) (*step, error) {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	for _, n := range g.Nodes {
-		if n.Op == "input" && n.Type.DType == ir.F32 && n.Type.Rank() == 3 {
+		if n.Op == "input" && n.Type.DType.Info().Float && n.Type.Rank() == 3 {
 			name, _ := n.Attrs.Str("name")
 			st.caches = append(st.caches, name)
+			st.cacheBytes = append(st.cacheBytes, n.Type.DType.Bytes(1))
 		}
 	}
 	return st, nil
+}
+
+// cacheWords is the storage of cache i of st in 32-bit words: a 16-bit
+// cache (f16, bf16) packs two elements a word. The runtime only
+// allocates, binds and zeroises cache storage; the backend reads it.
+func (st *step) cacheWords(i int) (int, error) {
+	n, err := st.exe.Elems(st.caches[i])
+	if err != nil {
+		return 0, err
+	}
+	if b := n * st.cacheBytes[i]; b%4 == 0 {
+		return b / 4, nil
+	}
+	return 0, fmt.Errorf("cache %s: %d values of %d bytes do not fill whole 32-bit words", st.caches[i], n, st.cacheBytes[i])
 }
 
 // Pos is the number of tokens in the cache.
@@ -109,7 +125,9 @@ func (s *Session) MaxContext() int { return s.bt.maxT }
 func (s *Session) Vocab() int { return s.bt.vocab }
 
 // Cache returns the storage of a named KV cache (k.L or v.L) for tests
-// and the leak harness; it stays in the TEE and must not be modified.
+// and the leak harness, in the backend's layout (the cpu backend's is
+// head-major, kernels.KV; a 16-bit cache holds two elements a word); it
+// stays in the TEE and must not be modified.
 func (s *Session) Cache(name string) ([]float32, bool) {
 	c, ok := s.bt.caches[name]
 	return c, ok

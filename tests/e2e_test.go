@@ -8,6 +8,7 @@ import (
 
 	"gelo/ir"
 	"gelo/lower/cpu"
+	"gelo/lower/cpu/kernels"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
@@ -48,6 +49,30 @@ func newSessionOpts(t testing.TB, m *ir.Module, w *models.Weights, key []byte, o
 		t.Fatal(err)
 	}
 	return s
+}
+
+// cacheRows returns the first n positions of sequence 0 of a cpu session's
+// f32 cache (head-major, kernels.KV) as token rows [n][kvHeads*hd], the
+// layout the other backends keep and the payload rows compare with.
+func cacheRows(cache []float32, n, kvHeads, hd, maxT int) [][]float32 {
+	rows := make([][]float32, n)
+	for t := range rows {
+		rows[t] = make([]float32, 0, kvHeads*hd)
+		for g := 0; g < kvHeads; g++ {
+			o := kernels.KVOffset(0, g, t, kvHeads, hd, maxT)
+			rows[t] = append(rows[t], cache[o:o+hd]...)
+		}
+	}
+	return rows
+}
+
+// tokenMajor is cacheRows of all maxT positions, flattened.
+func tokenMajor(cache []float32, kvHeads, hd, maxT int) []float32 {
+	var out []float32
+	for _, r := range cacheRows(cache, maxT, kvHeads, hd, maxT) {
+		out = append(out, r...)
+	}
+	return out
 }
 
 // synthOnDisk writes a synthetic model and loads it back, so the loader

@@ -110,6 +110,7 @@ func TestGomlxForwardParity(t *testing.T) {
 			for _, name := range []string{models.CacheName('k', 0), models.CacheName('v', cfg.NumHiddenLayers-1)} {
 				got, _ := s.Cache(name)
 				want, _ := ref.Cache(name)
+				want = tokenMajor(want, cfg.NumKeyValueHeads, cfg.HeadDimension(), maxCtx)
 				if e := relErr(got, f64(want)); !(e <= forwardTolerance) {
 					t.Errorf("cache %s deviates by %.3g relative", name, e)
 				}

@@ -226,13 +226,10 @@ func worstCosine(t *testing.T, cfg *models.Config, s *runtime.Session, plainPass
 		for _, c := range plainPasses[p] {
 			secret = append(secret, rows(c)...)
 		}
-		width := cfg.NumKeyValueHeads * cfg.HeadDimension()
 		for l := 0; l < cfg.NumHiddenLayers; l++ {
 			for _, kind := range []byte{'k', 'v'} {
 				cache, _ := s.Cache(models.CacheName(kind, l))
-				for r := 0; r < s.Pos() && (r+1)*width <= len(cache); r++ {
-					secret = append(secret, cache[r*width:(r+1)*width])
-				}
+				secret = append(secret, cacheRows(cache, s.Pos(), cfg.NumKeyValueHeads, cfg.HeadDimension(), s.MaxContext())...)
 			}
 		}
 		for _, c := range got[p] {

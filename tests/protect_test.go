@@ -236,10 +236,7 @@ func TestSpySeesNoPlaintext(t *testing.T) {
 				for l := 0; l < cfg.NumHiddenLayers; l++ {
 					for _, kind := range []byte{'k', 'v'} {
 						cache, _ := s.Cache(models.CacheName(kind, l))
-						width := cfg.NumKeyValueHeads * cfg.HeadDimension()
-						for r := 0; r < s.Pos(); r++ {
-							secret = append(secret, cache[r*width:(r+1)*width])
-						}
+						secret = append(secret, cacheRows(cache, s.Pos(), cfg.NumKeyValueHeads, cfg.HeadDimension(), s.MaxContext())...)
 					}
 				}
 				for _, c := range got[p] {

@@ -169,6 +169,7 @@ func TestVulkanForwardParity(t *testing.T) {
 			for _, name := range []string{models.CacheName('k', 0), models.CacheName('v', cfg.NumHiddenLayers-1)} {
 				got, _ := s.Cache(name)
 				want, _ := ref.Cache(name)
+				want = tokenMajor(want, cfg.NumKeyValueHeads, cfg.HeadDimension(), maxCtx)
 				if e := relErr(got, f64(want)); !(e <= vulkanForwardTolerance) {
 					t.Errorf("cache %s deviates by %.3g relative", name, e)
 				}

@@ -110,6 +110,7 @@ func (mf *modelFlags) preflight(cfg *models.Config, m *ir.Module, sequences, pro
 		if w := m.Meta["weights"]; w != "" {
 			r.Weights = w
 		}
+		r.KVDType = m.Meta["kv_dtype"]
 		if sh := m.Meta["shield"]; sh != "" {
 			r.ShieldK, _, _ = plan.ParseShield(sh)
 		}
@@ -117,6 +118,7 @@ func (mf *modelFlags) preflight(cfg *models.Config, m *ir.Module, sequences, pro
 		if mf.weights != "" {
 			r.Weights = mf.weights
 		}
+		r.KVDType = mf.kvDType
 		if mf.shield != "" {
 			k, _, err := plan.ParseShield(mf.shield)
 			if err != nil {

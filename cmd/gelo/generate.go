@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -254,8 +255,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if len(out) > 1 {
 		tpot = (total - first) / time.Duration(len(out)-1)
 	}
-	fmt.Fprintf(stderr, "model %s, mask %s, weights %s: %d prompt tokens, %d generated; TTFT %v, TPOT %v; resident %s (peak %s)\n",
-		l.Spec, m.Meta["mask"], m.Meta["weights"], len(prompts[0]), len(out), first.Round(time.Microsecond), tpot.Round(time.Microsecond),
+	fmt.Fprintf(stderr, "model %s, mask %s, weights %s, kv cache %s: %d prompt tokens, %d generated; TTFT %v, TPOT %v; resident %s (peak %s)\n",
+		l.Spec, m.Meta["mask"], m.Meta["weights"], cmp.Or(m.Meta["kv_dtype"], "f32"), len(prompts[0]), len(out), first.Round(time.Microsecond), tpot.Round(time.Microsecond),
 		humanRSS(residentBytes()), humanRSS(peakResidentBytes()))
 	fmt.Fprintln(stderr, securityLine(m, mf.traffic))
 	return nil

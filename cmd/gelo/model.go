@@ -44,6 +44,7 @@ type modelFlags struct {
 	shield       string
 	sessionKey   string
 	weights      string
+	kvDType      string
 	device       string
 	backendName  string
 	gomlxBackend string
@@ -96,6 +97,7 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
 	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")
 	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every matmul, offloaded or TEE-local: f32, bf16, q8_0 or q4_0 (GGUF blocks)")
+	fs.StringVar(&mf.kvDType, "kv-dtype", "f32", "KV cache element type of the TEE's engine: f32, f16 or bf16 (K and V rounded to nearest even on append, read widened to f32; --backend gomlx and vulkan take f32 only)")
 	fs.StringVar(&mf.topology, "topology", d.Topology, "batched decode: per-sequence masks, or shared (one mask over the batch)")
 	fs.BoolVar(&mf.center, "center", d.Center, "send multi-row crossings centred (mean row apart)")
 	fs.StringVar(&mf.noFuse, "no-fuse", "", "fusions to switch off, comma-separated ("+strings.Join(passes.FusionNames(), ", ")+", or all)")
@@ -104,6 +106,13 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 // options parses the compile flags.
 func (mf *modelFlags) options() (plan.Options, error) {
 	o := plan.Knobs()
+	if mf.kvDType != "" {
+		dt, err := plan.ParseKVDType(mf.kvDType)
+		if err != nil {
+			return o, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		o.Trace.KVDType = dt
+	}
 	var knobs []string // expert protection knobs given on the command line
 	securitySet := false
 	if mf.protectFS != nil {

@@ -408,3 +408,47 @@ func TestTokenizerIsTheFileUsed(t *testing.T) {
 		t.Error("a refused compile left a plan file")
 	}
 }
+
+// TestKVDTypePlan: --kv-dtype is recorded in the plan (meta, IR and the
+// identity flags), printed by inspect, and a sealed f16 plan generates
+// what the unsealed f16 compile does; a plan whose meta and IR disagree
+// on it is refused, and so is an engine that keeps an f32 cache only.
+func TestKVDTypePlan(t *testing.T) {
+	dir := t.TempDir()
+	plan, ev := sealed(t, dir, "kv", "--kv-dtype", "f16")
+	must(t, "verify", plan, "--evidence", ev, "--nonce", testNonce, "--allow-simulated")
+	insp, _ := must(t, "inspect", plan)
+	for _, w := range []string{"kv cache: f16", "kv_dtype=f16", `name="k.0"} : f16[1,T,`} {
+		if !strings.Contains(insp, w) {
+			t.Errorf("inspect of an f16-cache plan lacks %q", w)
+		}
+	}
+	unsealed, _ := must(t, generateArgs("--kv-dtype", "f16")...)
+	got, errs := must(t, generateArgs("--plan", plan)...)
+	if got != unsealed || !strings.Contains(errs, "kv cache f16") {
+		t.Fatalf("sealed f16 plan generates %q (%q), the unsealed path %q", got, errs, unsealed)
+	}
+	p, err := planfile.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := filepath.Join(dir, "forged.gelo")
+	p.Passes.KVDType = "bf16"
+	os.WriteFile(forged, planfile.Encode(p), 0o644)
+	refused(t, []string{`meta kv_dtype is "f16", the meta section says "bf16"`}, generateArgs("--plan", forged)...)
+	p.Passes.KVDType = ""
+	os.WriteFile(forged, planfile.Encode(p), 0o644)
+	refused(t, []string{"the IR's KV cache is f16, yet the meta section lists none"}, generateArgs("--plan", forged)...)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{generateArgs("--kv-dtype", "f8"), `--kv-dtype "f8": want f32, f16 or bf16`},
+		{generateArgs("--kv-dtype", "bf16", "--backend", "gomlx", "--security", "none"), "--backend gomlx keeps an f32 KV cache"},
+	} {
+		if _, errs, code := gelo(t, tc.args...); code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("gelo %v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}

@@ -192,7 +192,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	case "vulkan":
 		fmt.Fprintf(stdout, "engine     --backend vulkan, --device %s; an unprotected plan runs as one Vulkan command buffer per step and has no per-bucket split\n", mf.device)
 	default:
-		fmt.Fprintf(stdout, "engine     --backend %s, --device %s\n", mf.backendName, mf.device)
+		fmt.Fprintf(stdout, "engine     --backend %s, --device %s, --kv-dtype %s\n", mf.backendName, mf.device, cmp.Or(mf.kvDType, "f32"))
 	}
 	format := cmp.Or(mf.weights, passes.WeightsF32)
 	bytesPerTok := weightBytes(cfg, format)

@@ -237,6 +237,7 @@ type Program struct {
 	external []ir.ValueID        // inputs the caller must bind (KV caches)
 	q        []*wire.Matrix      // quantized weights by value
 	b16      [][]uint16          // bf16 weights by value
+	h16      [][]uint16          // 16-bit KV caches by input: the bound words, as 16-bit elements
 	qa       []*wire.Activations // q8_0 rows by value
 	bind     map[string]int
 	plan     *passes.MemPlan
@@ -272,7 +273,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
 		b: b, slots: map[int64]*slot{},
 		q: make([]*wire.Matrix, len(g.Nodes)), qa: make([]*wire.Activations, len(g.Nodes)),
-		b16: make([][]uint16, len(g.Nodes)), store: make([]ir.ValueID, len(g.Nodes)),
+		b16: make([][]uint16, len(g.Nodes)), h16: make([][]uint16, len(g.Nodes)), store: make([]ir.ValueID, len(g.Nodes)),
 	}
 	bind, err := BindShieldDims(g, bind)
 	if err != nil {
@@ -360,6 +361,12 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			p.f32[i] = parent[int(idx)*size : (int(idx)+1)*size : (int(idx)+1)*size]
 		case !inArena:
 			// A KV cache: session storage, bound before the first run.
+			if _, err := kvFormat(n.Type.DType); err != nil {
+				return nil, fmt.Errorf("compile %s: cache %v: %w", g.Name, n.ID, err)
+			}
+			if n.Type.DType != ir.F32 && size%2 != 0 {
+				return nil, fmt.Errorf("compile %s: %v cache %v of %d values does not fill whole 32-bit words", g.Name, n.Type.DType, n.ID, size)
+			}
 			p.external = append(p.external, n.ID)
 		case n.Type.DType == ir.I32:
 			region := p.arena[slot.Offset : slot.Offset+slot.Size]
@@ -819,19 +826,57 @@ func (p *Program) Elems(name string) (int, error) {
 func (p *Program) MemPlan() *passes.MemPlan { return p.plan }
 
 // BindFloat32 points a named f32 input at caller storage of its size. KV
-// caches must be bound before the first run.
+// caches must be bound before the first run. A 16-bit (f16 or bf16) KV
+// cache is bound the same way, to 32-bit words that hold two elements each
+// (Elems/2 of them): the runtime only allocates, binds and zeroises cache
+// storage, never reads it.
 func (p *Program) BindFloat32(name string, buf []float32) error {
 	v, ok := p.named[name]
-	if !ok || p.g.Nodes[v].Op != ir.OpInput || p.g.Nodes[v].Type.DType != ir.F32 {
+	if !ok || p.g.Nodes[v].Op != ir.OpInput {
 		return fmt.Errorf("graph %s has no f32 input %q", p.g.Name, name)
 	}
+	dt := p.g.Nodes[v].Type.DType
 	want, _ := p.Elems(name)
+	switch {
+	case dt == ir.F32:
+	case (dt == ir.F16 || dt == ir.BF16) && p.g.Nodes[v].Type.Rank() == 3:
+		want /= 2
+	default:
+		return fmt.Errorf("graph %s has no f32 input %q", p.g.Name, name)
+	}
 	if len(buf) != want {
-		return fmt.Errorf("graph %s: input %q holds %d values, got a buffer of %d", p.g.Name, name, want, len(buf))
+		return fmt.Errorf("graph %s: input %q holds %d words, got a buffer of %d", p.g.Name, name, want, len(buf))
 	}
 	p.f32[v] = buf
+	if dt != ir.F32 {
+		p.h16[v] = unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(buf))), 2*len(buf))
+	}
 	p.bound[v] = true
 	return nil
+}
+
+// kvFormat maps a KV cache's dtype to the kernels' cache format.
+func kvFormat(dt ir.DType) (kernels.KVFormat, error) {
+	switch dt {
+	case ir.F32:
+		return kernels.KVF32, nil
+	case ir.F16:
+		return kernels.KVF16, nil
+	case ir.BF16:
+		return kernels.KVBF16, nil
+	}
+	return 0, fmt.Errorf("a KV cache holds f32, f16 or bf16 values, not %v", dt)
+}
+
+// kv returns the cache storage of value v (a cache input or an in-place
+// update of one) in its format.
+func (p *Program) kv(v ir.ValueID) kernels.KV {
+	s := p.storage(v)
+	f, _ := kvFormat(p.g.Nodes[s].Type.DType) // checked at compile
+	if f == kernels.KVF32 {
+		return kernels.KVOf(p.f32[s])
+	}
+	return kernels.KV16(p.h16[s], f)
 }
 
 // Run executes every instruction in order: one forward pass. A protected

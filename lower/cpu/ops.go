@@ -84,10 +84,11 @@ type lowering struct {
 	eps  float64
 }
 
-func (l *lowering) dims(v ir.ValueID) []int  { return l.p.dims[v] }
-func (l *lowering) f(v ir.ValueID) []float32 { return l.p.f32[l.p.storage(v)] }
-func (l *lowering) i32(v ir.ValueID) []int32 { return l.p.i32[v] }
-func (l *lowering) attr(name string) int     { v, _ := l.n.Attrs.Int(name); return int(v) }
+func (l *lowering) dims(v ir.ValueID) []int    { return l.p.dims[v] }
+func (l *lowering) f(v ir.ValueID) []float32   { return l.p.f32[l.p.storage(v)] }
+func (l *lowering) i32(v ir.ValueID) []int32   { return l.p.i32[v] }
+func (l *lowering) kv(v ir.ValueID) kernels.KV { return l.p.kv(v) }
+func (l *lowering) attr(name string) int       { v, _ := l.n.Attrs.Int(name); return int(v) }
 
 // lower returns the instruction for one node from the op tables.
 func (b *Backend) lower(p *Program, n *ir.Node) (func() error, error) {
@@ -285,7 +286,7 @@ func lowerAddRMSNorm(l *lowering) (func() error, error) {
 }
 
 func lowerNormRope(l *lowering) (func() error, error) {
-	b, p, n, ctx, out, in, rows, eps, dims, f, i32, attr := l.b, l.p, l.n, l.ctx, l.out, l.in, l.rows, l.eps, l.dims, l.f, l.i32, l.attr
+	b, p, n, ctx, out, in, rows, eps, dims, f, i32, attr, kv := l.b, l.p, l.n, l.ctx, l.out, l.in, l.rows, l.eps, l.dims, l.f, l.i32, l.attr, l.kv
 	heads, hd := attr("heads"), attr("head_dim")
 	theta, _ := n.Attrs.Float("theta")
 	rope := b.rope(hd, theta, maxPositions(p))
@@ -297,13 +298,13 @@ func lowerNormRope(l *lowering) (func() error, error) {
 	if n.Op == ir.OpNormRopeAppendKV {
 		kr, maxT := dims(in[2])[0], dims(in[0])[1]
 		return func() error {
-			return ctx.NormRopeAppendKV(f(in[0]), f(in[1]), f(in[2]), f(in[3]), f(in[4]), rope, kr, heads, hd, maxT,
+			return ctx.NormRopeAppendKV(kv(in[0]), kv(in[1]), f(in[2]), f(in[3]), f(in[4]), rope, kr, heads, hd, maxT,
 				i32(in[5]), i32(in[6]), float32(eps))
 		}, nil
 	}
 	xr, maxT := dims(in[1])[0], dims(in[0])[1]
 	return func() error {
-		return ctx.NormRopeAppend(f(in[0]), f(in[1]), f(in[2]), rope, xr, heads, hd, maxT, i32(in[3]), i32(in[4]), float32(eps))
+		return ctx.NormRopeAppend(kv(in[0]), f(in[1]), f(in[2]), rope, xr, heads, hd, maxT, i32(in[3]), i32(in[4]), float32(eps))
 	}, nil
 }
 
@@ -422,15 +423,39 @@ func lowerRope(l *lowering) (func() error, error) {
 }
 
 func lowerKVAppend(l *lowering) (func() error, error) {
-	ctx, in, dims, f, i32 := l.ctx, l.in, l.dims, l.f, l.i32
+	p, ctx, in, dims, f, i32, kv := l.p, l.ctx, l.in, l.dims, l.f, l.i32, l.kv
 	cd := dims(in[0])
 	width, maxT := cd[2], cd[1]
 	xr := dims(in[1])[0]
-	return func() error { return ctx.KVAppend(f(in[0]), f(in[1]), xr, width, maxT, i32(in[2]), i32(in[3])) }, nil
+	// The head-major layout needs the head width: the attention that
+	// reads this cache has it.
+	hd, err := cacheHeadDim(p, l.out)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return ctx.KVAppend(kv(in[0]), f(in[1]), xr, width/hd, hd, maxT, i32(in[2]), i32(in[3])) }, nil
+}
+
+// cacheHeadDim is the head_dim of the attention that reads cache value v
+// (through in-place updates): kv_append carries no head attributes.
+func cacheHeadDim(p *Program, v ir.ValueID) (int, error) {
+	s := p.storage(v)
+	for _, n := range p.g.Nodes {
+		if n.Op != ir.OpAttention {
+			continue
+		}
+		for _, c := range n.Inputs[1:3] {
+			if p.storage(c) == s {
+				hd, _ := n.Attrs.Int("head_dim")
+				return int(hd), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("kv_append: no attention reads its cache %v, so its head width is unknown", v)
 }
 
 func lowerAttention(l *lowering) (func() error, error) {
-	p, n, ctx, out, in, rows, dims, f, i32, attr := l.p, l.n, l.ctx, l.out, l.in, l.rows, l.dims, l.f, l.i32, l.attr
+	p, n, ctx, out, in, rows, dims, f, i32, attr, kv := l.p, l.n, l.ctx, l.out, l.in, l.rows, l.dims, l.f, l.i32, l.attr, l.kv
 	heads, kvh, hd := attr("heads"), attr("kv_heads"), attr("head_dim")
 	scale, _ := n.Attrs.Float("scale")
 	maxT := dims(in[1])[1]
@@ -447,7 +472,7 @@ func lowerAttention(l *lowering) (func() error, error) {
 				return fmt.Errorf("position %d is outside the kv bucket of %d this step was captured for", q, limit)
 			}
 		}
-		return ctx.Attention(f(out), f(in[0]), f(in[1]), f(in[2]), rows, heads, kvh, hd, maxT, i32(in[3]), i32(in[4]), float32(scale))
+		return ctx.Attention(f(out), f(in[0]), kv(in[1]), kv(in[2]), rows, heads, kvh, hd, maxT, i32(in[3]), i32(in[4]), float32(scale))
 	}, nil
 }
 

@@ -85,6 +85,9 @@ type Passes struct {
 	// Verify is the integrity probes per device matmul (0: none) and
 	// VerifyPool the secret vectors per weight they are drawn from.
 	Verify, VerifyPool int
+	// KVDType is the KV cache's element type, f16 or bf16; empty for f32
+	// (left out, so f32 plans read as before).
+	KVDType string
 }
 
 // Phase is one compiled graph: its name and ir.GraphDigest.
@@ -201,6 +204,7 @@ type passesWire struct {
 	WeightFormat string   `json:"weight_format"`
 	Verify       int      `json:"verify,omitempty"`
 	VerifyPool   int      `json:"verify_pool,omitempty"`
+	KVDType      string   `json:"kv_dtype,omitempty"`
 }
 
 func nonNil(s []string) []string {
@@ -233,6 +237,7 @@ func encodeMeta(p *Plan) []byte {
 			WeightFormat: p.Passes.WeightFormat,
 			Verify:       p.Passes.Verify,
 			VerifyPool:   p.Passes.VerifyPool,
+			KVDType:      p.Passes.KVDType,
 		},
 		IdentityDigest: p.IdentityDigest,
 		IRDigest:       p.IRDigest,
@@ -425,7 +430,7 @@ func decodeMeta(body []byte) (*Plan, error) {
 			Pipeline: w.Passes.Pipeline, Security: w.Passes.Security, Mask: w.Passes.Mask, Cadence: w.Passes.Cadence,
 			Topology: w.Passes.Topology, ShieldK: w.Passes.ShieldK, ShieldEnergy: e,
 			Center: w.Passes.Center, Fusions: w.Passes.Fusions, WeightFormat: w.Passes.WeightFormat,
-			Verify: w.Passes.Verify, VerifyPool: w.Passes.VerifyPool,
+			Verify: w.Passes.Verify, VerifyPool: w.Passes.VerifyPool, KVDType: w.Passes.KVDType,
 		},
 		IdentityDigest: w.IdentityDigest,
 		IRDigest:       w.IRDigest,
@@ -527,6 +532,9 @@ func (p *Plan) checkMeta() error {
 	if !isIdent(ps.WeightFormat) {
 		return bad("passes.weight_format %q is not a format name", ps.WeightFormat)
 	}
+	if ps.KVDType != "" && ps.KVDType != "f16" && ps.KVDType != "bf16" {
+		return bad("passes.kv_dtype %q: want f16 or bf16 (an f32 cache leaves it out)", ps.KVDType)
+	}
 	if !isHex64(p.IdentityDigest) {
 		return bad("identity_digest %q is not 64 lower-case hex digits", p.IdentityDigest)
 	}
@@ -625,6 +633,11 @@ func (p *Plan) checkIR() error {
 		want["verify_pool"] = strconv.Itoa(ps.VerifyPool)
 	} else if ps.Verify != 0 || ps.VerifyPool != 0 {
 		return bad("the pipeline has no verify-probes pass, yet passes.verify is %d", ps.Verify)
+	}
+	if ps.KVDType != "" {
+		want["kv_dtype"] = ps.KVDType
+	} else if k := m.Meta["kv_dtype"]; k != "" {
+		return bad("the IR's KV cache is %s, yet the meta section lists none (f32)", k)
 	}
 	if ps.Mask != passes.MaskNone {
 		want["shield"] = strconv.Itoa(ps.ShieldK) + "," + formatEnergy(ps.ShieldEnergy)

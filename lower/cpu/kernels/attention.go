@@ -6,23 +6,26 @@ import (
 )
 
 type attnJob struct {
-	out, q, kc, vc   []float32
+	out, q           []float32
+	kc, vc           KV
 	rows, heads, kvH int
 	hd, maxT         int
 	seq, pos         []int32
 	scale            float32
 	group            int // query heads per KV head
 	hb               int // query heads per task (divides heads)
-	kvW              int
+	rb               int // rows per task
 }
 
 // Attention computes causal grouped-query attention against the caches.
 //
-// q and out are [rows][heads][hd]; kc and vc are [S][maxT][kvHeads*hd] (S =
-// len(kc) / (maxT*kvHeads*hd) sequences). Row r belongs to sequence seq[r],
-// sits at position pos[r] and attends to cache positions 0..pos[r] of that
-// sequence (the caller has already appended the row's own K/V). Query head
-// h uses KV head h / (heads/kvHeads).
+// q and out are [rows][heads][hd]; kc and vc are head-major caches
+// [S][kvHeads][maxT][hd] (S = Len / (maxT*kvHeads*hd) sequences; see KV)
+// in one format. Row r belongs to sequence seq[r], sits at position pos[r]
+// and attends to cache positions 0..pos[r] of that sequence (the caller has
+// already appended the row's own K/V). Query head h uses KV head
+// h / (heads/kvHeads). A 16-bit cache is read widened to float32 (exact),
+// so everything below is the f32 arithmetic on the stored values.
 //
 // Arithmetic, per (row, head), all float32 unless stated:
 //
@@ -38,9 +41,15 @@ type attnJob struct {
 // Each (row, head) is computed entirely by one worker in this order, so a
 // row's result does not depend on the worker count, on the other rows of
 // the batch or on their order: decoding a row alone or inside a batch gives
-// the same bits. Tasks are (row, block of query heads sharing whole KV
-// heads); a task walks the cache rows in chunks of 64 positions so that
-// the heads of a group reuse each chunk from cache.
+// the same bits. The layout only sets strides: the order above is the one
+// the earlier token-major layout ([S][maxT][kvHeads*hd]) gave, bit for bit.
+// Tasks are (row, block of query heads sharing whole KV heads), or in a
+// prefill (16 rows or more) (block of 8 rows, one KV head's query heads);
+// a task takes its KV heads one at a time and walks that head's positions
+// in chunks of 64, so that the query heads of the group, and the rows of
+// the block, reuse each chunk from cache. A 16-bit cache is widened in registers (F16C's VCVTPH2PS, or the
+// bf16 shift) when hd is a multiple of 8, else chunk by chunk into
+// per-worker scratch.
 //
 // out may alias q (same offset); it must not overlap the caches. The score
 // scratch lives in the Ctx (heads*maxT floats per worker) and is
@@ -48,7 +57,7 @@ type attnJob struct {
 //
 // It returns an error (computing nothing) on bad shapes or when a seq or pos
 // value is out of range.
-func (c *Ctx) Attention(out, q, kc, vc []float32, rows, heads, kvHeads, hd, maxT int, seq, pos []int32, scale float32) error {
+func (c *Ctx) Attention(out, q []float32, kc, vc KV, rows, heads, kvHeads, hd, maxT int, seq, pos []int32, scale float32) error {
 	if rows < 0 || heads <= 0 || kvHeads <= 0 || hd <= 0 || maxT <= 0 || heads%kvHeads != 0 {
 		return fmt.Errorf("kernels: Attention: bad shape rows=%d heads=%d kvHeads=%d hd=%d maxT=%d", rows, heads, kvHeads, hd, maxT)
 	}
@@ -56,10 +65,15 @@ func (c *Ctx) Attention(out, q, kc, vc []float32, rows, heads, kvHeads, hd, maxT
 	if len(q) < rows*heads*hd || len(out) < rows*heads*hd {
 		return fmt.Errorf("kernels: Attention: len(q)=%d len(out)=%d, need %d", len(q), len(out), rows*heads*hd)
 	}
-	if len(kc) != len(vc) || len(kc) < maxT*kvW {
-		return fmt.Errorf("kernels: Attention: cache lengths %d (k) and %d (v), need equal multiples of %d", len(kc), len(vc), maxT*kvW)
+	for _, kv := range []KV{kc, vc} {
+		if err := kv.check("Attention"); err != nil {
+			return err
+		}
 	}
-	nseq := len(kc) / (maxT * kvW)
+	if kc.Format != vc.Format || kc.Len() != vc.Len() || kc.Len() < maxT*kvW {
+		return fmt.Errorf("kernels: Attention: caches of %d (k, %v) and %d (v, %v) values, need one format and equal multiples of %d", kc.Len(), kc.Format, vc.Len(), vc.Format, maxT*kvW)
+	}
+	nseq := kc.Len() / (maxT * kvW)
 	if len(seq) < rows || len(pos) < rows {
 		return fmt.Errorf("kernels: Attention: %d seq and %d pos entries for %d rows", len(seq), len(pos), rows)
 	}
@@ -76,19 +90,31 @@ func (c *Ctx) Attention(out, q, kc, vc []float32, rows, heads, kvHeads, hd, maxT
 	}
 	j := &c.att
 	j.out, j.q, j.kc, j.vc = out, q, kc, vc
-	j.rows, j.heads, j.kvH, j.hd, j.maxT, j.kvW = rows, heads, kvHeads, hd, maxT, kvW
+	j.rows, j.heads, j.kvH, j.hd, j.maxT = rows, heads, kvHeads, hd, maxT
 	j.seq, j.pos, j.scale = seq, pos, scale
 	j.group = heads / kvHeads
-	j.hb = attnHeadBlock(rows, heads, j.group, c.workers)
-	// Room for all heads, so that the buffers change only with maxT (or a
-	// model with more heads), not with the batch size.
+	j.rb, j.hb = 1, attnHeadBlock(rows, heads, j.group, c.workers)
+	if rows >= 2*attnRows {
+		// Prefill: blocks of rows per KV head, so that a chunk of the
+		// cache read for one row serves the block's other rows too.
+		j.rb, j.hb = attnRows, j.group
+	}
+	// Room for all heads (or a row block's), so that the buffers change
+	// only with maxT (or a model with more heads), not with the batch size.
 	for i, s := range c.scores {
-		if len(s) < heads*maxT {
-			c.scores[i] = make([]float32, heads*maxT)
+		if n := max(heads, j.rb*j.hb) * maxT; len(s) < n {
+			c.scores[i] = make([]float32, n)
 		}
 	}
-	c.run(j, rows*(heads/j.hb))
-	j.out, j.q, j.kc, j.vc, j.seq, j.pos = nil, nil, nil, nil, nil, nil
+	if kc.Format != KVF32 {
+		for i, s := range c.kvWide {
+			if len(s) < (attnChunk+8)*hd {
+				c.kvWide[i] = make([]float32, (attnChunk+8)*hd)
+			}
+		}
+	}
+	c.run(j, (rows+j.rb-1)/j.rb*(heads/j.hb))
+	j.out, j.q, j.kc, j.vc, j.seq, j.pos = nil, nil, KV{}, KV{}, nil, nil
 	return nil
 }
 
@@ -113,59 +139,108 @@ func attnHeadBlock(rows, heads, group, workers int) int {
 
 func (j *attnJob) do(c *Ctx, task, worker int) {
 	nblk := j.heads / j.hb
-	r, h0 := task/nblk, (task%nblk)*j.hb
-	nh, G := j.hb, j.group
-	hd, kvW, maxT := j.hd, j.kvW, j.maxT
-	T := int(j.pos[r]) + 1
-	// The KV heads used by heads [h0, h0+nh) are [g0, g1): a contiguous
-	// piece of every cache row.
-	g0, g1 := h0/G, (h0+nh-1)/G+1
-	base := int(j.seq[r])*maxT*kvW + g0*hd
-	width := (g1 - g0) * hd
-	K := j.kc[base : base+(T-1)*kvW+width]
-	V := j.vc[base : base+(T-1)*kvW+width]
-	qr := j.q[(r*j.heads+h0)*hd:]
-	or := j.out[(r*j.heads+h0)*hd:]
-	sc := c.scores[worker]
-	// koff(i): offset in K/V of the KV head of query head h0+i.
-	koff := func(i int) int { return ((h0+i)/G - g0) * hd }
-
-	// Scores. The cache rows are visited in chunks of attnChunk rows and
-	// every head of the task goes through a chunk while it is in cache (the
-	// heads of a group share their K and V rows).
-	if T < 8 {
-		for i := 0; i < nh; i++ {
-			for t := 0; t < T; t++ {
-				sc[i*maxT+t] = dot(qr[i*hd:], K[t*kvW+koff(i):], hd)
-			}
-		}
-	} else {
-		full := T / 8
-		for t0 := 0; t0 < full; t0 += attnChunk / 8 {
-			nt := min(attnChunk/8, full-t0)
-			for i := 0; i < nh; i++ {
-				gemv1x8(qr[i*hd:], K[8*t0*kvW+koff(i):], kvW, hd, nt, sc[i*maxT+8*t0:])
-			}
-		}
-		if 8*full < T {
-			// Tail tile shifted back to end at T (recomputes bit-identically).
-			for i := 0; i < nh; i++ {
-				gemv1x8(qr[i*hd:], K[(T-8)*kvW+koff(i):], kvW, hd, 1, sc[i*maxT+T-8:])
-			}
-		}
+	rb, h0 := task/nblk, (task%nblk)*j.hb
+	r0, r1 := rb*j.rb, min((rb+1)*j.rb, j.rows)
+	G, hd, maxT := j.group, j.hd, j.maxT
+	f := j.kc.Format
+	// A 16-bit cache is read widened in registers by the assembly where it
+	// takes hd; otherwise each chunk is widened into scratch first. Both
+	// give the f32 kernels' bits on the widened values.
+	direct := f != KVF32 && kv16Asm(f, hd)
+	var wide, tail []float32
+	if f != KVF32 {
+		wide, tail = c.kvWide[worker][:attnChunk*hd], c.kvWide[worker][attnChunk*hd:]
 	}
-	for i := 0; i < nh; i++ {
-		softmaxScaled(sc[i*maxT:i*maxT+T], j.scale)
+	// The scores of (row r, head i) of the task.
+	score := func(r, i int) []float32 { return c.scores[worker][((r-r0)*j.hb+i-h0)*maxT:] }
+	Tmax := 0
+	for r := r0; r < r1; r++ {
+		Tmax = max(Tmax, int(j.pos[r])+1)
 	}
-	// Weighted sums of V, continued chunk by chunk (the accumulators go
-	// through out unchanged, so the order per element stays t ascending).
-	for t0 := 0; t0 < T; t0 += attnChunk {
-		tc := min(attnChunk, T-t0)
-		for i := 0; i < nh; i++ {
-			wsum(or[i*hd:], sc[i*maxT+t0:], V[t0*kvW+koff(i):], kvW, tc, hd, t0 > 0)
+	// The KV heads used by heads [h0, h0+hb), one at a time: each is a
+	// contiguous [maxT][hd] run of the cache.
+	for g := h0 / G; g <= (h0+j.hb-1)/G; g++ {
+		i0, i1 := max(h0, g*G), min(h0+j.hb, (g+1)*G) // its query heads
+		// Scores, chunk by chunk: every query head of the group, for every
+		// row of the task, goes through a chunk of K while it is in cache.
+		// Full tiles of 8 positions; a last partial tile is the tile
+		// ending at T (recomputing a few scores bit-identically), or
+		// single dot products when T < 8.
+		for t0 := 0; t0 < Tmax; t0 += attnChunk {
+			for r := r0; r < r1; r++ {
+				T := int(j.pos[r]) + 1
+				if t0 >= T {
+					continue
+				}
+				base := KVOffset(int(j.seq[r]), g, 0, j.kvH, hd, maxT)
+				tc := min(attnChunk, T-t0)
+				nt := tc / 8
+				var K []float32
+				if !direct {
+					K = j.kc.rows(base+t0*hd, tc, hd, wide)
+				}
+				for i := i0; i < i1; i++ {
+					qi, si := j.q[(r*j.heads+i)*hd:], score(r, i)
+					if nt > 0 {
+						if direct {
+							gemv1x8H16(f, qi, j.kc.H16[base+t0*hd:], hd, hd, nt, si[t0:])
+						} else {
+							gemv1x8(qi, K, hd, hd, nt, si[t0:])
+						}
+					}
+					if tc == 8*nt {
+						continue
+					}
+					switch {
+					case T < 8:
+						Kt := j.kc.rows(base, T, hd, tail)
+						for t := 0; t < T; t++ {
+							si[t] = dot(qi, Kt[t*hd:], hd)
+						}
+					case direct:
+						gemv1x8H16(f, qi, j.kc.H16[base+(T-8)*hd:], hd, hd, 1, si[T-8:])
+					case tc >= 8:
+						gemv1x8(qi, K[(tc-8)*hd:], hd, hd, 1, si[T-8:])
+					default: // the tile ending at T starts in the previous chunk
+						gemv1x8(qi, j.kc.rows(base+(T-8)*hd, 8, hd, tail), hd, hd, 1, si[T-8:])
+					}
+				}
+			}
+		}
+		for r := r0; r < r1; r++ {
+			for i := i0; i < i1; i++ {
+				softmaxScaled(score(r, i)[:j.pos[r]+1], j.scale)
+			}
+		}
+		// Weighted sums of V, continued chunk by chunk (the accumulators go
+		// through out unchanged, so the order per element stays t
+		// ascending). Out is written only after this group's q was read.
+		for t0 := 0; t0 < Tmax; t0 += attnChunk {
+			for r := r0; r < r1; r++ {
+				T := int(j.pos[r]) + 1
+				if t0 >= T {
+					continue
+				}
+				base := KVOffset(int(j.seq[r]), g, 0, j.kvH, hd, maxT)
+				tc := min(attnChunk, T-t0)
+				if direct {
+					for i := i0; i < i1; i++ {
+						wsumH16(f, j.out[(r*j.heads+i)*hd:], score(r, i)[t0:], j.vc.H16[base+t0*hd:], hd, tc, hd, t0 > 0)
+					}
+					continue
+				}
+				V := j.vc.rows(base+t0*hd, tc, hd, wide)
+				for i := i0; i < i1; i++ {
+					wsum(j.out[(r*j.heads+i)*hd:], score(r, i)[t0:], V, hd, tc, hd, t0 > 0)
+				}
+			}
 		}
 	}
 }
+
+// attnRows is the row block of a prefill's attention tasks: a chunk of
+// one KV head (64 positions, 32 KiB in f32) is read once for 8 rows.
+const attnRows = 8
 
 // attnChunk is the number of cache rows a task's heads go through together
 // (a multiple of 8; 64 rows of one 128-wide KV head are 32 KiB).
@@ -202,32 +277,6 @@ func softmaxScaled(s []float32, scale float32) {
 	for i := nv; i < len(s); i++ {
 		s[i] *= inv
 	}
-}
-
-// KVAppend copies row r of x ([rows][width]) to cache[seq[r]][pos[r]] of
-// cache [S][maxT][width], S = len(cache)/(maxT*width). It returns an error
-// (copying nothing) if a seq or pos value is out of range.
-func (c *Ctx) KVAppend(cache, x []float32, rows, width, maxT int, seq, pos []int32) error {
-	if rows < 0 || width <= 0 || maxT <= 0 || len(x) < rows*width || len(cache) < maxT*width {
-		return fmt.Errorf("kernels: KVAppend: bad shape rows=%d width=%d maxT=%d len(x)=%d len(cache)=%d", rows, width, maxT, len(x), len(cache))
-	}
-	if len(seq) < rows || len(pos) < rows {
-		return fmt.Errorf("kernels: KVAppend: %d seq and %d pos entries for %d rows", len(seq), len(pos), rows)
-	}
-	nseq := len(cache) / (maxT * width)
-	for r := 0; r < rows; r++ {
-		if seq[r] < 0 || int(seq[r]) >= nseq {
-			return fmt.Errorf("kernels: KVAppend: sequence %d of row %d out of range [0,%d)", seq[r], r, nseq)
-		}
-		if pos[r] < 0 || int(pos[r]) >= maxT {
-			return fmt.Errorf("kernels: KVAppend: position %d of row %d out of range [0,%d)", pos[r], r, maxT)
-		}
-	}
-	for r := 0; r < rows; r++ {
-		o := (int(seq[r])*maxT + int(pos[r])) * width
-		copy(cache[o:o+width], x[r*width:(r+1)*width])
-	}
-	return nil
 }
 
 // Embed sets row r of y ([len(ids)][d]) to row ids[r] of table ([vocab][d]).

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"gelo/models/safetensors"
 )
 
 // Reference machine figures for the ratios the benchmarks report, measured
@@ -90,33 +92,79 @@ func BenchmarkGEMM(b *testing.B) {
 	}
 }
 
-// BenchmarkAttentionDecode: one decode row at position T-1 against T=2048
-// cached positions, Qwen3-0.6B geometry (16 heads, 8 KV heads, hd 128),
-// cycling through enough layers' caches to exceed the LLC. Bytes = K+V read.
+// BenchmarkAttentionDecode: one decode row at position T-1 against T
+// cached positions (T = 2048 and 8192), Qwen3-0.6B geometry (16 heads, 8
+// KV heads, hd 128), per cache format, cycling through enough layers'
+// caches to exceed the LLC. Bytes = K+V read; GB/s against the read
+// bandwidth (%readBW) and the bandwidth probe's bound (probe-GB/s).
 func BenchmarkAttentionDecode(b *testing.B) {
-	const heads, kvHeads, hd, T = 16, 8, 128, 2048
-	c := NewCtx(0)
-	defer c.Close()
-	kvW := kvHeads * hd
-	rng := rand.New(rand.NewPCG(4, 4))
-	layers := (96<<20)/(2*T*kvW*4) + 1
-	kcs, vcs := make([][]float32, layers), make([][]float32, layers)
-	for i := range kcs {
-		kcs[i], vcs[i] = randSlice(rng, T*kvW), randSlice(rng, T*kvW)
-	}
-	q, out := randSlice(rng, heads*hd), make([]float32, heads*hd)
-	seq, pos := []int32{0}, []int32{T - 1}
-	machine()
-	b.SetBytes(int64(2 * T * kvW * 4))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		l := i % layers
-		if err := c.Attention(out, q, kcs[l], vcs[l], 1, heads, kvHeads, hd, T, seq, pos, 0.088); err != nil {
-			b.Fatal(err)
+	const heads, kvHeads, hd = 16, 8, 128
+	for _, T := range []int{2048, 8192} {
+		for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
+			b.Run(fmt.Sprintf("T=%d/%v", T, f), func(b *testing.B) {
+				c := NewCtx(0)
+				defer c.Close()
+				n := T * kvHeads * hd
+				bytes := 2 * n * 4
+				if f != KVF32 {
+					bytes = 2 * n * 2
+				}
+				rng := rand.New(rand.NewPCG(4, 4))
+				layers := (96<<20)/bytes + 1
+				kcs, vcs := make([]KV, layers), make([]KV, layers)
+				for i := range kcs {
+					kcs[i], vcs[i] = benchKV(rng, n, f), benchKV(rng, n, f)
+				}
+				q, out := randSlice(rng, heads*hd), make([]float32, heads*hd)
+				seq, pos := []int32{0}, []int32{int32(T - 1)}
+				machine()
+				b.SetBytes(int64(bytes))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					l := i % layers
+					if err := c.Attention(out, q, kcs[l], vcs[l], 1, heads, kvHeads, hd, T, seq, pos, 0.088); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				reportBW(b, int64(bytes))
+				b.ReportMetric(probeBound(), "probe-GB/s")
+			})
 		}
 	}
-	b.StopTimer()
-	reportBW(b, int64(2*T*kvW*4))
+}
+
+// benchKV is a random cache of n values in format f.
+func benchKV(rng *rand.Rand, n int, f KVFormat) KV {
+	x := randSlice(rng, n)
+	if f == KVF32 {
+		return KVOf(x)
+	}
+	h := make([]uint16, n)
+	for i, v := range x {
+		if f == KVF16 {
+			h[i] = safetensors.F32ToF16(v)
+		} else {
+			h[i] = safetensors.F32ToBF16(v)
+		}
+	}
+	return KV16(h, f)
+}
+
+var (
+	probeOnce sync.Once
+	probeBW   float64
+)
+
+// probeBound is ProbeBandwidth's bound over one 256 MiB buffer (5 passes,
+// every worker count), measured once per run.
+func probeBound() float64 {
+	probeOnce.Do(func() {
+		c := NewCtx(0)
+		defer c.Close()
+		probeBW = BandwidthBound(ProbeBandwidth(c, []int{256 << 20}, 5))
+	})
+	return probeBW
 }
 
 // BenchmarkMachine reports the reference figures the ratios above use:
@@ -127,4 +175,30 @@ func BenchmarkMachine(b *testing.B) {
 	}
 	b.ReportMetric(bw, "GB/s")
 	b.ReportMetric(peak, "peakGFLOP/s")
+}
+
+// BenchmarkAttentionPrefill: the last 256 rows of a 2048-token prefill
+// (positions 1792..2047, all causal) at the 0.6B shapes, per cache format:
+// the cache of one sequence (16 MiB in f32) is reread by every row.
+func BenchmarkAttentionPrefill(b *testing.B) {
+	const heads, kvHeads, hd, T, rows = 16, 8, 128, 2048, 256
+	for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
+		b.Run(f.String(), func(b *testing.B) {
+			c := NewCtx(0)
+			defer c.Close()
+			rng := rand.New(rand.NewPCG(5, 5))
+			kc, vc := benchKV(rng, T*kvHeads*hd, f), benchKV(rng, T*kvHeads*hd, f)
+			q, out := randSlice(rng, rows*heads*hd), make([]float32, rows*heads*hd)
+			seq, pos := make([]int32, rows), make([]int32, rows)
+			for r := range pos {
+				pos[r] = int32(T - rows + r)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := c.Attention(out, q, kc, vc, rows, heads, kvHeads, hd, T, seq, pos, 0.088); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

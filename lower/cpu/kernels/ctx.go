@@ -47,6 +47,9 @@ type Ctx struct {
 	scores [][]float32
 	// wide holds one widened bf16 weight panel per worker (MatMulTBF16).
 	wide [][]float32
+	// kvWide holds one chunk of widened 16-bit cache rows per worker
+	// (Attention); kvRow one f32 cache row (the fused appends).
+	kvWide, kvRow [][]float32
 }
 
 // NewCtx returns a Ctx with a pool of workers participants (the caller plus
@@ -56,6 +59,8 @@ func NewCtx(workers int) *Ctx {
 	c.pj.c, c.workers = c, c.pool.Workers()
 	c.scores = make([][]float32, c.workers)
 	c.wide = make([][]float32, c.workers)
+	c.kvWide = make([][]float32, c.workers)
+	c.kvRow = make([][]float32, c.workers)
 	return c
 }
 

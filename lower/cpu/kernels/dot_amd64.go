@@ -13,6 +13,9 @@ var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 // EVEX-encoded 128/256-bit forms on X16-X31/Y16-Y31, hence VL.
 var useAVX512 = useAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
 
+// useF16C selects the F16C widening of f16 KV caches (VCVTPH2PS).
+var useF16C = useAsm && cpu.X86.HasF16C
+
 // haveAsm reports whether assembly kernels exist for this build at all.
 const haveAsm = true
 
@@ -207,4 +210,55 @@ func gemm6x8BF16(x []float32, ldx int, w []uint16, ldw, k, ntiles int, y []float
 		panic("kernels: gemm6x8BF16 needs AVX-512 and k%8 == 0")
 	}
 	gemm6x8BF16AVX512(&x[0], ldx, &w[0], ldw, k, ntiles, &y[0], ldy)
+}
+
+//go:noescape
+func widenF16AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func gemv1x8F16AVX2(x *float32, w *uint16, ldw, k, ntiles int, y *float32)
+
+//go:noescape
+func wsumF16AVX2(out, p *float32, v *uint16, ldv, t, d, acc int)
+
+//go:noescape
+func wsumBF16AVX2(out, p *float32, v *uint16, ldv, t, d, acc int)
+
+// kv16Asm reports whether the in-register 16-bit attention kernels below
+// take head width hd (else Attention widens chunks into scratch).
+func kv16Asm(f KVFormat, hd int) bool {
+	return useAsm && hd%8 == 0 && (f == KVBF16 || useF16C)
+}
+
+// gemv1x8H16 is gemv1x8 on 16-bit rows of format f (kv16Asm(f, k)).
+func gemv1x8H16(f KVFormat, x []float32, w []uint16, ldw, k, ntiles int, y []float32) {
+	_ = x[k-1]
+	_ = w[(8*ntiles-1)*ldw+k-1]
+	_ = y[8*ntiles-1]
+	if !kv16Asm(f, k) {
+		panic("kernels: gemv1x8H16 without its assembly")
+	}
+	if f == KVF16 {
+		gemv1x8F16AVX2(&x[0], &w[0], ldw, k, ntiles, &y[0])
+	} else {
+		gemv1x8BF16AVX2(&x[0], &w[0], ldw, k, ntiles, &y[0])
+	}
+}
+
+// wsumH16 is wsum on 16-bit rows of format f (kv16Asm(f, d)).
+func wsumH16(f KVFormat, out, p []float32, v []uint16, ldv, t, d int, acc bool) {
+	_, _ = out[d-1], p[t-1]
+	_ = v[(t-1)*ldv+d-1]
+	if !kv16Asm(f, d) {
+		panic("kernels: wsumH16 without its assembly")
+	}
+	a := 0
+	if acc {
+		a = 1
+	}
+	if f == KVF16 {
+		wsumF16AVX2(&out[0], &p[0], &v[0], ldv, t, d, a)
+	} else {
+		wsumBF16AVX2(&out[0], &p[0], &v[0], ldv, t, d, a)
+	}
 }

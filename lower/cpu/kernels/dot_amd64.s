@@ -1045,3 +1045,353 @@ gb18loop:
 gb18ret:
 	VZEROUPPER
 	RET
+
+// func widenF16AVX2(dst *float32, src *uint16, n int)
+//
+// dst[i] = the float32 value of the binary16 src[i], for i < n (n a
+// multiple of 8): VCVTPH2PS, exact.
+TEXT ·widenF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHLQ $1, CX            // bytes of src
+	XORQ DX, DX
+	MOVQ CX, BX
+	ANDQ $-32, BX          // bytes in pairs of 8-element groups
+	JZ   whone
+
+whpair:
+	VCVTPH2PS (SI)(DX*1), Y0
+	VCVTPH2PS 16(SI)(DX*1), Y1
+	VMOVUPS   Y0, (DI)(DX*2)
+	VMOVUPS   Y1, 32(DI)(DX*2)
+	ADDQ      $32, DX
+	CMPQ      DX, BX
+	JB        whpair
+
+whone:
+	CMPQ DX, CX
+	JAE  whret
+	VCVTPH2PS (SI)(DX*1), Y0
+	VMOVUPS   Y0, (DI)(DX*2)
+
+whret:
+	VZEROUPPER
+	RET
+
+// func gemv1x8F16AVX2(x *float32, w *uint16, ldw, k, ntiles int, y *float32)
+//
+// gemv1x8BF16AVX2 on f16 values (an f16 KV cache's keys), widened in
+// registers by VCVTPH2PS (exact): the same canonical order, k a multiple
+// of 8, the next tile prefetched.
+TEXT ·gemv1x8F16AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ w+8(FP), AX
+	MOVQ ldw+16(FP), R13
+	SHLQ $1, R13
+	LEAQ (AX)(R13*1), BX
+	LEAQ (BX)(R13*1), CX
+	LEAQ (CX)(R13*1), DI
+	LEAQ (DI)(R13*1), R8
+	LEAQ (R8)(R13*1), R9
+	LEAQ (R9)(R13*1), R10
+	LEAQ (R10)(R13*1), R11
+	SHLQ $3, R13           // tile advance: 8*ldw weights, in bytes
+	MOVQ k+24(FP), R12
+	SHLQ $1, R12           // weight bytes per row
+	MOVQ y+40(FP), R14
+	CMPQ ntiles+32(FP), $0
+	JLE  gh18ret
+
+gh18tile:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   DX, DX
+	LEAQ   (AX)(R13*1), R15 // the next tile, read ahead two lines an iteration
+
+gh18loop:
+	PREFETCHNTA (R15)(DX*8)
+	PREFETCHNTA 64(R15)(DX*8)
+	VMOVUPS     (SI)(DX*2), Y8
+	VCVTPH2PS   (AX)(DX*1), Y9
+	VCVTPH2PS   (BX)(DX*1), Y10
+	VFMADD231PS Y9, Y8, Y0
+	VFMADD231PS Y10, Y8, Y1
+	VCVTPH2PS   (CX)(DX*1), Y11
+	VCVTPH2PS   (DI)(DX*1), Y12
+	VFMADD231PS Y11, Y8, Y2
+	VFMADD231PS Y12, Y8, Y3
+	VCVTPH2PS   (R8)(DX*1), Y9
+	VCVTPH2PS   (R9)(DX*1), Y10
+	VFMADD231PS Y9, Y8, Y4
+	VFMADD231PS Y10, Y8, Y5
+	VCVTPH2PS   (R10)(DX*1), Y11
+	VCVTPH2PS   (R11)(DX*1), Y12
+	VFMADD231PS Y11, Y8, Y6
+	VFMADD231PS Y12, Y8, Y7
+	ADDQ        $16, DX
+	CMPQ        DX, R12
+	JB          gh18loop
+
+	HSUM8((R14))
+
+	ADDQ $32, R14
+	ADDQ R13, AX
+	ADDQ R13, BX
+	ADDQ R13, CX
+	ADDQ R13, DI
+	ADDQ R13, R8
+	ADDQ R13, R9
+	ADDQ R13, R10
+	ADDQ R13, R11
+	DECQ ntiles+32(FP)
+	JNZ  gh18tile
+
+gh18ret:
+	VZEROUPPER
+	RET
+
+// func wsumF16AVX2(out, p *float32, v *uint16, ldv, t, d, acc int)
+//
+// wsumAVX2 on f16 values (an f16 KV cache's V rows) widened in registers
+// by VCVTPH2PS (exact), d a multiple of 8 (no masked tail): the same fused
+// multiply-add per position in ascending order for every element.
+TEXT ·wsumF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ v+16(FP), AX
+	MOVQ ldv+24(FP), R8
+	SHLQ $1, R8            // 16-bit rows
+	MOVQ t+32(FP), R9
+	MOVQ d+40(FP), R10
+
+wh64:
+	CMPQ   R10, $64
+	JB     wh8
+	CMPQ   acc+48(FP), $0
+	JNE    wh64load
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP    wh64go
+
+wh64load:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+
+wh64go:
+	MOVQ  AX, BX
+	XORQ  CX, CX
+	TESTQ R9, R9
+	JZ    wh64st
+
+wh64loop:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VCVTPH2PS    (BX), Y9
+	VCVTPH2PS    16(BX), Y10
+	VFMADD231PS  Y9, Y8, Y0
+	VFMADD231PS  Y10, Y8, Y1
+	VCVTPH2PS    32(BX), Y9
+	VCVTPH2PS    48(BX), Y10
+	VFMADD231PS  Y9, Y8, Y2
+	VFMADD231PS  Y10, Y8, Y3
+	VCVTPH2PS    64(BX), Y9
+	VCVTPH2PS    80(BX), Y10
+	VFMADD231PS  Y9, Y8, Y4
+	VFMADD231PS  Y10, Y8, Y5
+	VCVTPH2PS    96(BX), Y9
+	VCVTPH2PS    112(BX), Y10
+	VFMADD231PS  Y9, Y8, Y6
+	VFMADD231PS  Y10, Y8, Y7
+	ADDQ         R8, BX
+	INCQ         CX
+	CMPQ         CX, R9
+	JB           wh64loop
+
+wh64st:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ    $128, AX
+	ADDQ    $256, DI
+	SUBQ    $64, R10
+	JMP     wh64
+
+wh8:
+	CMPQ   R10, $8
+	JB     whret
+	VXORPS Y0, Y0, Y0
+	CMPQ   acc+48(FP), $0
+	JE     wh8go
+	VMOVUPS (DI), Y0
+
+wh8go:
+	MOVQ  AX, BX
+	XORQ  CX, CX
+	TESTQ R9, R9
+	JZ    wh8st
+
+wh8loop:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VCVTPH2PS    (BX), Y9
+	VFMADD231PS  Y9, Y8, Y0
+	ADDQ         R8, BX
+	INCQ         CX
+	CMPQ         CX, R9
+	JB           wh8loop
+
+wh8st:
+	VMOVUPS Y0, (DI)
+	ADDQ    $16, AX
+	ADDQ    $32, DI
+	SUBQ    $8, R10
+	JMP     wh8
+
+whret:
+	VZEROUPPER
+	RET
+
+// func wsumBF16AVX2(out, p *float32, v *uint16, ldv, t, d, acc int)
+//
+// wsumF16AVX2 on bf16 values (widened by a zero-extend and a shift).
+TEXT ·wsumBF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ v+16(FP), AX
+	MOVQ ldv+24(FP), R8
+	SHLQ $1, R8            // 16-bit rows
+	MOVQ t+32(FP), R9
+	MOVQ d+40(FP), R10
+
+wb64:
+	CMPQ   R10, $64
+	JB     wb8
+	CMPQ   acc+48(FP), $0
+	JNE    wb64load
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP    wb64go
+
+wb64load:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+
+wb64go:
+	MOVQ  AX, BX
+	XORQ  CX, CX
+	TESTQ R9, R9
+	JZ    wb64st
+
+wb64loop:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VPMOVZXWD    (BX), Y9
+	VPSLLD       $16, Y9, Y9
+	VPMOVZXWD    16(BX), Y10
+	VPSLLD       $16, Y10, Y10
+	VFMADD231PS  Y9, Y8, Y0
+	VFMADD231PS  Y10, Y8, Y1
+	VPMOVZXWD    32(BX), Y9
+	VPSLLD       $16, Y9, Y9
+	VPMOVZXWD    48(BX), Y10
+	VPSLLD       $16, Y10, Y10
+	VFMADD231PS  Y9, Y8, Y2
+	VFMADD231PS  Y10, Y8, Y3
+	VPMOVZXWD    64(BX), Y9
+	VPSLLD       $16, Y9, Y9
+	VPMOVZXWD    80(BX), Y10
+	VPSLLD       $16, Y10, Y10
+	VFMADD231PS  Y9, Y8, Y4
+	VFMADD231PS  Y10, Y8, Y5
+	VPMOVZXWD    96(BX), Y9
+	VPSLLD       $16, Y9, Y9
+	VPMOVZXWD    112(BX), Y10
+	VPSLLD       $16, Y10, Y10
+	VFMADD231PS  Y9, Y8, Y6
+	VFMADD231PS  Y10, Y8, Y7
+	ADDQ         R8, BX
+	INCQ         CX
+	CMPQ         CX, R9
+	JB           wb64loop
+
+wb64st:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ    $128, AX
+	ADDQ    $256, DI
+	SUBQ    $64, R10
+	JMP     wb64
+
+wb8:
+	CMPQ   R10, $8
+	JB     wbret
+	VXORPS Y0, Y0, Y0
+	CMPQ   acc+48(FP), $0
+	JE     wb8go
+	VMOVUPS (DI), Y0
+
+wb8go:
+	MOVQ  AX, BX
+	XORQ  CX, CX
+	TESTQ R9, R9
+	JZ    wb8st
+
+wb8loop:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VPMOVZXWD    (BX), Y9
+	VPSLLD       $16, Y9, Y9
+	VFMADD231PS  Y9, Y8, Y0
+	ADDQ         R8, BX
+	INCQ         CX
+	CMPQ         CX, R9
+	JB           wb8loop
+
+wb8st:
+	VMOVUPS Y0, (DI)
+	ADDQ    $16, AX
+	ADDQ    $32, DI
+	SUBQ    $8, R10
+	JMP     wb8
+
+wbret:
+	VZEROUPPER
+	RET

@@ -7,6 +7,8 @@ var useAsm = false
 
 var useAVX512 = false
 
+var useF16C = false
+
 const haveAsm = false
 
 func gemm6x8(x []float32, ldx int, w []float32, ldw, k, ntiles int, y []float32, ldy int) {
@@ -47,4 +49,16 @@ func gemv1x8BF16(x []float32, w []uint16, ldw, k, ntiles int, y []float32) {
 
 func gemm6x8BF16(x []float32, ldx int, w []uint16, ldw, k, ntiles int, y []float32, ldy int) {
 	panic("kernels: gemm6x8BF16 without AVX-512")
+}
+
+func widenF16AVX2(dst *float32, src *uint16, n int) { panic("kernels: no assembly") }
+
+func kv16Asm(f KVFormat, hd int) bool { return false }
+
+func gemv1x8H16(f KVFormat, x []float32, w []uint16, ldw, k, ntiles int, y []float32) {
+	panic("kernels: gemv1x8H16 without assembly")
+}
+
+func wsumH16(f KVFormat, out, p []float32, v []uint16, ldv, t, d int, acc bool) {
+	panic("kernels: wsumH16 without assembly")
 }

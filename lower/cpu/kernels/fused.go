@@ -17,15 +17,16 @@ const (
 type fusedJob struct {
 	mode            int
 	sum, y, a, b, w []float32
+	kc, vc          KV // the appends: K and V caches
 	rows, d, per    int
 	heads, hd, maxT int
 	eps             float32
 	r               *Rope
 	seq, pos        []int32
-	vcache, v       []float32 // fzNormRopeAppendKV: V rows and their cache
+	v               []float32 // fzNormRopeAppendKV: V rows
 }
 
-func (j *fusedJob) do(_ *Ctx, task, _ int) {
+func (j *fusedJob) do(c *Ctx, task, worker int) {
 	r0 := task * j.per
 	r1 := min(r0+j.per, j.rows)
 	switch j.mode {
@@ -41,15 +42,13 @@ func (j *fusedJob) do(_ *Ctx, task, _ int) {
 	case fzNormRope, fzNormRopeAppend, fzNormRopeAppendKV:
 		width := j.heads * j.hd
 		for r := r0; r < r1; r++ {
+			// An append computes the row in scratch, then stores it head by
+			// head into the (head-major, maybe 16-bit) cache.
 			var dst []float32
 			if j.mode == fzNormRope {
 				dst = j.y[r*width : (r+1)*width]
 			} else {
-				at := (int(j.seq[r])*j.maxT + int(j.pos[r])) * width
-				dst = j.y[at : at+width]
-				if j.mode == fzNormRopeAppendKV {
-					copy(j.vcache[at:at+width], j.v[r*width:(r+1)*width])
-				}
+				dst = c.kvRow[worker][:width]
 			}
 			copy(dst, j.a[r*width:(r+1)*width])
 			for h := 0; h < j.heads; h++ {
@@ -57,6 +56,14 @@ func (j *fusedJob) do(_ *Ctx, task, _ int) {
 				rmsRow(v, v, j.w, j.eps)
 			}
 			j.r.rows(dst, 0, 1, j.heads, j.pos[r:r+1])
+			if j.mode == fzNormRope {
+				continue
+			}
+			s, t := int(j.seq[r]), int(j.pos[r])
+			j.kc.storeRow(dst, s, t, j.heads, j.hd, j.maxT)
+			if j.mode == fzNormRopeAppendKV {
+				j.vc.storeRow(j.v[r*width:(r+1)*width], s, t, j.heads, j.hd, j.maxT)
+			}
 		}
 	}
 }
@@ -101,33 +108,42 @@ func (c *Ctx) NormRope(y, x, w []float32, r *Rope, rows, heads, hd int, pos []in
 }
 
 // NormRopeAppend is NormRope writing each row straight into its KV-cache
-// slot cache[seq[r]][pos[r]] (layout [S][maxT][heads*hd]): QK-norm, RoPE
-// and the cache append of K in one pass, bit-identical to the three
+// slot (sequence seq[r], position pos[r]; head-major, see KV): QK-norm,
+// RoPE and the cache append of K in one pass, bit-identical to the three
 // unfused kernels.
-func (c *Ctx) NormRopeAppend(cache, x, w []float32, r *Rope, rows, heads, hd, maxT int, seq, pos []int32, eps float32) error {
+func (c *Ctx) NormRopeAppend(cache KV, x, w []float32, r *Rope, rows, heads, hd, maxT int, seq, pos []int32, eps float32) error {
 	if err := c.checkAppend(cache, x, w, r, rows, heads, hd, maxT, seq, pos); err != nil {
 		return err
 	}
 	j := &c.fz
-	*j = fusedJob{mode: fzNormRopeAppend, y: cache, a: x, w: w, r: r, rows: rows, heads: heads, hd: hd,
+	*j = fusedJob{mode: fzNormRopeAppend, kc: cache, a: x, w: w, r: r, rows: rows, heads: heads, hd: hd,
 		maxT: maxT, seq: seq, pos: pos, eps: eps}
 	c.runFused(j, heads*hd)
 	return nil
 }
 
-// checkAppend validates the shapes and slots of a fused cache append.
-func (c *Ctx) checkAppend(cache, x, w []float32, r *Rope, rows, heads, hd, maxT int, seq, pos []int32) error {
+// checkAppend validates the shapes and slots of a fused cache append and
+// sizes the row scratch.
+func (c *Ctx) checkAppend(cache KV, x, w []float32, r *Rope, rows, heads, hd, maxT int, seq, pos []int32) error {
 	width := heads * hd
 	if hd != r.hd {
 		return fmt.Errorf("kernels: NormRopeAppend: head dim %d, tables are for %d", hd, r.hd)
 	}
+	if err := cache.check("NormRopeAppend"); err != nil {
+		return err
+	}
 	if len(seq) < rows || len(pos) < rows || len(x) < rows*width || len(w) < hd {
 		return fmt.Errorf("kernels: NormRopeAppend: bad shapes rows=%d heads=%d hd=%d", rows, heads, hd)
 	}
-	slots := len(cache) / max(maxT*width, 1)
+	slots := cache.Len() / max(maxT*width, 1)
 	for i := 0; i < rows; i++ {
 		if int(seq[i]) < 0 || int(seq[i]) >= slots || pos[i] < 0 || int(pos[i]) >= maxT || int(pos[i]) >= r.maxPos {
 			return fmt.Errorf("kernels: NormRopeAppend: row %d at sequence %d position %d is outside the cache (%d x %d)", i, seq[i], pos[i], slots, maxT)
+		}
+	}
+	for i, s := range c.kvRow {
+		if len(s) < width {
+			c.kvRow[i] = make([]float32, width)
 		}
 	}
 	return nil
@@ -136,17 +152,20 @@ func (c *Ctx) checkAppend(cache, x, w []float32, r *Rope, rows, heads, hd, maxT 
 // NormRopeAppendKV is NormRopeAppend for K that also writes each row of v
 // into the V cache at the same slot: the K and V cache writes of a layer
 // in one pass, bit-identical to NormRopeAppend then KVAppend.
-func (c *Ctx) NormRopeAppendKV(kcache, vcache, k, v, w []float32, r *Rope, rows, heads, hd, maxT int, seq, pos []int32, eps float32) error {
+func (c *Ctx) NormRopeAppendKV(kcache, vcache KV, k, v, w []float32, r *Rope, rows, heads, hd, maxT int, seq, pos []int32, eps float32) error {
 	width := heads * hd
-	if len(vcache) != len(kcache) || len(v) < rows*width {
-		return fmt.Errorf("kernels: NormRopeAppendKV: v cache holds %d values and k cache %d; v %d for %d rows of %d", len(vcache), len(kcache), len(v), rows, width)
+	if err := vcache.check("NormRopeAppendKV"); err != nil {
+		return err
+	}
+	if vcache.Len() != kcache.Len() || vcache.Format != kcache.Format || len(v) < rows*width {
+		return fmt.Errorf("kernels: NormRopeAppendKV: v cache holds %d %v values and k cache %d %v; v %d for %d rows of %d", vcache.Len(), vcache.Format, kcache.Len(), kcache.Format, len(v), rows, width)
 	}
 	if err := c.checkAppend(kcache, k, w, r, rows, heads, hd, maxT, seq, pos); err != nil {
 		return err
 	}
 	j := &c.fz
-	*j = fusedJob{mode: fzNormRopeAppendKV, y: kcache, a: k, w: w, r: r, rows: rows, heads: heads, hd: hd,
-		maxT: maxT, seq: seq, pos: pos, eps: eps, vcache: vcache, v: v}
+	*j = fusedJob{mode: fzNormRopeAppendKV, kc: kcache, a: k, w: w, r: r, rows: rows, heads: heads, hd: hd,
+		maxT: maxT, seq: seq, pos: pos, eps: eps, vc: vcache, v: v}
 	c.runFused(j, width)
 	return nil
 }

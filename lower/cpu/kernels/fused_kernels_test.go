@@ -142,10 +142,10 @@ func TestNormRopeAppend(t *testing.T) {
 				width := heads * hd
 				cache := randSlice(rng, seqs*maxT*width)
 				want := clone(cache)
-				if err := c.NormRopeAppend(cache, nc.x, nc.w, nc.r, rows, heads, hd, maxT, seq, pos, 1e-6); err != nil {
+				if err := c.NormRopeAppend(KVOf(cache), nc.x, nc.w, nc.r, rows, heads, hd, maxT, seq, pos, 1e-6); err != nil {
 					t.Fatal(err)
 				}
-				if err := c.KVAppend(want, nc.unfused(t, c), rows, width, maxT, seq, pos); err != nil {
+				if err := c.KVAppend(KVOf(want), nc.unfused(t, c), rows, heads, hd, maxT, seq, pos); err != nil {
 					t.Fatal(err)
 				}
 				checkBits(t, "k cache", cache, want)
@@ -171,13 +171,13 @@ func TestNormRopeAppendKV(t *testing.T) {
 				v := randSlice(rng, rows*width)
 				kcache, vcache := randSlice(rng, seqs*maxT*width), randSlice(rng, seqs*maxT*width)
 				wantK, wantV := clone(kcache), clone(vcache)
-				if err := c.NormRopeAppendKV(kcache, vcache, nc.x, v, nc.w, nc.r, rows, heads, hd, maxT, seq, pos, 1e-6); err != nil {
+				if err := c.NormRopeAppendKV(KVOf(kcache), KVOf(vcache), nc.x, v, nc.w, nc.r, rows, heads, hd, maxT, seq, pos, 1e-6); err != nil {
 					t.Fatal(err)
 				}
-				if err := c.KVAppend(wantK, nc.unfused(t, c), rows, width, maxT, seq, pos); err != nil {
+				if err := c.KVAppend(KVOf(wantK), nc.unfused(t, c), rows, heads, hd, maxT, seq, pos); err != nil {
 					t.Fatal(err)
 				}
-				if err := c.KVAppend(wantV, v, rows, width, maxT, seq, pos); err != nil {
+				if err := c.KVAppend(KVOf(wantV), v, rows, heads, hd, maxT, seq, pos); err != nil {
 					t.Fatal(err)
 				}
 				checkBits(t, "k cache", kcache, wantK)

@@ -388,10 +388,9 @@ func TestRoPE(t *testing.T) {
 	}
 }
 
-// naiveAttention in float64.
+// naiveAttention in float64, on head-major caches.
 func naiveAttention(q, kc, vc []float32, rows, heads, kvHeads, hd, maxT int, seq, pos []int32, scale float64) []float64 {
 	out := make([]float64, rows*heads*hd)
-	kvW := kvHeads * hd
 	for r := 0; r < rows; r++ {
 		for h := 0; h < heads; h++ {
 			g := h / (heads / kvHeads)
@@ -399,7 +398,7 @@ func naiveAttention(q, kc, vc []float32, rows, heads, kvHeads, hd, maxT int, seq
 			s := make([]float64, T)
 			m := math.Inf(-1)
 			for t := 0; t < T; t++ {
-				o := (int(seq[r])*maxT+t)*kvW + g*hd
+				o := KVOffset(int(seq[r]), g, t, kvHeads, hd, maxT)
 				var d float64
 				for i := 0; i < hd; i++ {
 					d += float64(q[(r*heads+h)*hd+i]) * float64(kc[o+i])
@@ -413,7 +412,7 @@ func naiveAttention(q, kc, vc []float32, rows, heads, kvHeads, hd, maxT int, seq
 				sum += s[t]
 			}
 			for t := 0; t < T; t++ {
-				o := (int(seq[r])*maxT+t)*kvW + g*hd
+				o := KVOffset(int(seq[r]), g, t, kvHeads, hd, maxT)
 				for i := 0; i < hd; i++ {
 					out[(r*heads+h)*hd+i] += s[t] / sum * float64(vc[o+i])
 				}
@@ -442,7 +441,7 @@ func TestAttention(t *testing.T) {
 			for _, nw := range []int{1, 2, 7} {
 				c := withCtx(t, nw)
 				out := make([]float32, len(q))
-				if err := c.Attention(out, q, kc, vc, rows, cf.heads, cf.kvHeads, cf.hd, maxT, seq, pos, scale); err != nil {
+				if err := c.Attention(out, q, KVOf(kc), KVOf(vc), rows, cf.heads, cf.kvHeads, cf.hd, maxT, seq, pos, scale); err != nil {
 					t.Fatal(err)
 				}
 				for i := range out {
@@ -458,7 +457,7 @@ func TestAttention(t *testing.T) {
 				// Each row alone (decode) is bit-identical to the batch.
 				one := make([]float32, cf.heads*cf.hd)
 				for r := 0; r < rows; r++ {
-					if err := c.Attention(one, q[r*cf.heads*cf.hd:], kc, vc, 1, cf.heads, cf.kvHeads, cf.hd, maxT, seq[r:], pos[r:], scale); err != nil {
+					if err := c.Attention(one, q[r*cf.heads*cf.hd:], KVOf(kc), KVOf(vc), 1, cf.heads, cf.kvHeads, cf.hd, maxT, seq[r:], pos[r:], scale); err != nil {
 						t.Fatal(err)
 					}
 					if i := bitsEqual(one, ref[r*cf.heads*cf.hd:]); i >= 0 {
@@ -472,7 +471,7 @@ func TestAttention(t *testing.T) {
 
 func TestAttentionErrors(t *testing.T) {
 	c := withCtx(t, 2)
-	kc := make([]float32, 2*10*8)
+	kc := KVOf(make([]float32, 2*10*8))
 	q, out := make([]float32, 16), make([]float32, 16)
 	if err := c.Attention(out, q, kc, kc, 1, 2, 1, 8, 10, []int32{2}, []int32{0}, 1); err == nil || !strings.Contains(err.Error(), "sequence 2") {
 		t.Fatalf("want sequence error, got %v", err)
@@ -483,19 +482,24 @@ func TestAttentionErrors(t *testing.T) {
 	if err := c.Attention(out, q, kc, kc, 1, 3, 2, 8, 10, []int32{1}, []int32{1}, 1); err == nil {
 		t.Fatal("heads not a multiple of kvHeads accepted")
 	}
+	h := KV16(make([]uint16, 2*10*8), KVF16)
+	if err := c.Attention(out, q, kc, h, 1, 2, 1, 8, 10, []int32{1}, []int32{1}, 1); err == nil || !strings.Contains(err.Error(), "one format") {
+		t.Fatalf("want format error, got %v", err)
+	}
 }
 
 func TestKVAppendEmbed(t *testing.T) {
 	c := withCtx(t, 1)
-	cache := make([]float32, 2*4*3)
-	x := []float32{1, 2, 3, 4, 5, 6}
-	if err := c.KVAppend(cache, x, 2, 3, 4, []int32{1, 0}, []int32{2, 3}); err != nil {
+	// Two sequences, 2 KV heads of 3, capacity 4: head-major.
+	cache := make([]float32, 2*2*4*3)
+	x := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	if err := c.KVAppend(KVOf(cache), x, 2, 2, 3, 4, []int32{1, 0}, []int32{2, 3}); err != nil {
 		t.Fatal(err)
 	}
-	if cache[(1*4+2)*3] != 1 || cache[(1*4+2)*3+2] != 3 || cache[(0*4+3)*3+1] != 5 {
+	if cache[((1*2+0)*4+2)*3] != 1 || cache[((1*2+1)*4+2)*3+2] != 6 || cache[((0*2+1)*4+3)*3+1] != 11 {
 		t.Fatalf("cache %v", cache)
 	}
-	if err := c.KVAppend(cache, x, 1, 3, 4, []int32{0}, []int32{4}); err == nil || !strings.Contains(err.Error(), "position 4") {
+	if err := c.KVAppend(KVOf(cache), x, 1, 2, 3, 4, []int32{0}, []int32{4}); err == nil || !strings.Contains(err.Error(), "position 4") {
 		t.Fatalf("want position error, got %v", err)
 	}
 	table := []float32{0, 0, 1, 1, 2, 2}
@@ -516,6 +520,7 @@ func TestNoAllocs(t *testing.T) {
 	y := make([]float32, 64*n)
 	const heads, kvHeads, hd, maxT = 8, 2, 64, 128
 	kc, vc := randSlice(rng, 2*maxT*kvHeads*hd), randSlice(rng, 2*maxT*kvHeads*hd)
+	k16, v16 := make([]uint16, len(kc)), make([]uint16, len(vc))
 	q, out := randSlice(rng, 2*heads*hd), make([]float32, 2*heads*hd)
 	seq, pos := []int32{0, 1}, []int32{100, 5}
 	rope := NewRope(hd, 1e6, maxT)
@@ -524,16 +529,20 @@ func TestNoAllocs(t *testing.T) {
 		"matvec":    func() { c.MatMulT(y, x, w, 1, k, n, bias) },
 		"matmul2":   func() { c.MatMulT(y, x, w, 2, k, n, nil) },
 		"gemm":      func() { c.MatMulT(y, x, w, 64, k, n, bias) },
-		"attention": func() { _ = c.Attention(out, q, kc, vc, 2, heads, kvHeads, hd, maxT, seq, pos, 0.125) },
+		"attention": func() { _ = c.Attention(out, q, KVOf(kc), KVOf(vc), 2, heads, kvHeads, hd, maxT, seq, pos, 0.125) },
 		"rmsnorm":   func() { c.RMSNorm(x, x, w[:k], 64, k, 1e-6) },
 		"headnorm":  func() { c.HeadRMSNorm(q, w[:hd], 2, heads, hd, 1e-6) },
 		"rope":      func() { _ = c.RoPE(rope, q, 2, heads, hd, pos) },
 		"swiglu":    func() { c.SwiGLU(big, big, big) },
-		"kvappend":  func() { _ = c.KVAppend(kc, q, 2, kvHeads*hd, maxT, seq, pos) },
-		"embed":     func() { _ = c.Embed(out[:2*k], w, []int32{3, 1}, k, n) },
-		"silu":      func() { c.SiLU(big, big) },
-		"add":       func() { c.Add(big, big, big) },
-		"mul":       func() { c.Mul(y, y, y) },
+		"kvappend":  func() { _ = c.KVAppend(KVOf(kc), q, 2, kvHeads, hd, maxT, seq, pos) },
+		"attention16": func() {
+			_ = c.Attention(out, q, KV16(k16, KVF16), KV16(v16, KVF16), 2, heads, kvHeads, hd, maxT, seq, pos, 0.125)
+		},
+		"kvappend16": func() { _ = c.KVAppend(KV16(k16, KVBF16), q, 2, kvHeads, hd, maxT, seq, pos) },
+		"embed":      func() { _ = c.Embed(out[:2*k], w, []int32{3, 1}, k, n) },
+		"silu":       func() { c.SiLU(big, big) },
+		"add":        func() { c.Add(big, big, big) },
+		"mul":        func() { c.Mul(y, y, y) },
 	}
 	for name, f := range cases {
 		f()
@@ -543,7 +552,7 @@ func TestNoAllocs(t *testing.T) {
 	}
 	// A different batch size after warm-up must not allocate either.
 	if a := testing.AllocsPerRun(5, func() {
-		_ = c.Attention(out, q, kc, vc, 1, heads, kvHeads, hd, maxT, seq, pos, 0.125)
+		_ = c.Attention(out, q, KVOf(kc), KVOf(vc), 1, heads, kvHeads, hd, maxT, seq, pos, 0.125)
 	}); a != 0 {
 		t.Errorf("attention, one row after two: %v allocations per run", a)
 	}

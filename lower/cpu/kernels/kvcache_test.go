@@ -1,0 +1,185 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gelo/models/safetensors"
+)
+
+// round16 rounds f32 values to format f, returning the bits and the exactly
+// widened values.
+func round16(src []float32, f KVFormat) ([]uint16, []float32) {
+	h, w := make([]uint16, len(src)), make([]float32, len(src))
+	for i, v := range src {
+		if f == KVF16 {
+			h[i] = safetensors.F32ToF16(v)
+			w[i] = safetensors.F16ToF32(h[i])
+		} else {
+			h[i] = safetensors.F32ToBF16(v)
+			w[i] = safetensors.BF16ToF32(h[i])
+		}
+	}
+	return h, w
+}
+
+// TestAttention16: attention on an f16 or bf16 cache is bit-identical to
+// attention on an f32 cache holding the widened values (the 16-bit path
+// only changes what is read), for every worker count, alone or batched,
+// with the assembly and with the Go fallback.
+func TestAttention16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 21))
+	for _, useA := range asmModes() {
+		setMode(t, useA)
+		for _, f := range []KVFormat{KVF16, KVBF16} {
+			for _, cf := range [][3]int{{4, 4, 8}, {6, 2, 20}, {16, 8, 128}} {
+				heads, kvHeads, hd := cf[0], cf[1], cf[2]
+				const S, maxT = 3, 140
+				n := S * maxT * kvHeads * hd
+				k16, kw := round16(randSlice(rng, n), f)
+				v16, vw := round16(randSlice(rng, n), f)
+				seq := []int32{0, 2, 1, 2, 0, 1, 2}
+				pos := []int32{0, 139, 2, 7, 64, 71, 128}
+				rows := len(seq)
+				q := randSlice(rng, rows*heads*hd)
+				for _, nw := range []int{1, 2, 3} {
+					c := withCtx(t, nw)
+					want, got := make([]float32, len(q)), make([]float32, len(q))
+					if err := c.Attention(want, q, KVOf(kw), KVOf(vw), rows, heads, kvHeads, hd, maxT, seq, pos, 0.1); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.Attention(got, q, KV16(k16, f), KV16(v16, f), rows, heads, kvHeads, hd, maxT, seq, pos, 0.1); err != nil {
+						t.Fatal(err)
+					}
+					if i := bitsEqual(got, want); i >= 0 {
+						t.Fatalf("asm=%v %v %v workers=%d: out[%d] = %v, the f32 cache gives %v", useA, f, cf, nw, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestKVAppend16: appends store every value rounded to nearest even, the
+// fused appends the same bits as their unfused composition.
+func TestKVAppend16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 22))
+	for _, f := range []KVFormat{KVF16, KVBF16} {
+		for _, sh := range normRopeShapes {
+			t.Run(fmt.Sprintf("%v/%dx%dx%d", f, sh[0], sh[1], sh[2]), func(t *testing.T) {
+				c := withCtx(t, 2)
+				rows, heads, hd := sh[0], sh[1], sh[2]
+				seqs, maxT := 2, max(8, rows)
+				width := heads * hd
+				seq, pos := cacheSlots(rng, rows, seqs, maxT)
+				x := randSlice(rng, rows*width)
+				// Values that exercise the rounding: ties, overflow, tiny.
+				x[0] = float32(math.Inf(1))
+				if len(x) > 3 {
+					x[1], x[2], x[3] = 65519, 1e-8, float32(1+1.0/2048) // f16 tie to even
+				}
+				got := KV16(make([]uint16, seqs*maxT*width), f)
+				if err := c.KVAppend(got, x, rows, heads, hd, maxT, seq, pos); err != nil {
+					t.Fatal(err)
+				}
+				want, _ := round16(x, f)
+				for r := 0; r < rows; r++ {
+					for g := 0; g < heads; g++ {
+						o := KVOffset(int(seq[r]), g, int(pos[r]), heads, hd, maxT)
+						for i := 0; i < hd; i++ {
+							if a, b := got.H16[o+i], want[r*width+g*hd+i]; a != b {
+								t.Fatalf("row %d head %d [%d]: stored %#04x, want %#04x", r, g, i, a, b)
+							}
+						}
+					}
+				}
+				nc := newNormRopeCase(rng, rows, heads, hd, maxT)
+				nc.pos = pos
+				v := randSlice(rng, rows*width)
+				fk, fv := KV16(make([]uint16, seqs*maxT*width), f), KV16(make([]uint16, seqs*maxT*width), f)
+				if err := c.NormRopeAppendKV(fk, fv, nc.x, v, nc.w, nc.r, rows, heads, hd, maxT, seq, pos, 1e-6); err != nil {
+					t.Fatal(err)
+				}
+				uk, uv := KV16(make([]uint16, seqs*maxT*width), f), KV16(make([]uint16, seqs*maxT*width), f)
+				if err := c.KVAppend(uk, nc.unfused(t, c), rows, heads, hd, maxT, seq, pos); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.KVAppend(uv, v, rows, heads, hd, maxT, seq, pos); err != nil {
+					t.Fatal(err)
+				}
+				for i := range uk.H16 {
+					if fk.H16[i] != uk.H16[i] || fv.H16[i] != uv.H16[i] {
+						t.Fatalf("fused append differs at %d", i)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestWidenF16: the F16C widening equals the Go conversion on all 2^16
+// inputs (NaNs compared as bits).
+func TestWidenF16(t *testing.T) {
+	src := make([]uint16, 1<<16)
+	for i := range src {
+		src[i] = uint16(i)
+	}
+	got := make([]float32, len(src))
+	widenF16(got, src)
+	for i, h := range src {
+		if a, b := math.Float32bits(got[i]), math.Float32bits(safetensors.F16ToF32(h)); a != b {
+			t.Fatalf("%#04x: widened to %#08x, want %#08x", h, a, b)
+		}
+	}
+}
+
+// TestAttentionPrefillBlocks: with 16 rows or more the tasks are blocks of
+// rows per KV head; every row is still bit-identical to that row alone,
+// and a 16-bit cache to the f32 cache of its widened values, whatever the
+// worker count.
+func TestAttentionPrefillBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 23))
+	for _, useA := range asmModes() {
+		setMode(t, useA)
+		for _, cf := range [][3]int{{8, 2, 16}, {6, 2, 20}, {16, 8, 128}} {
+			heads, kvHeads, hd := cf[0], cf[1], cf[2]
+			const S, maxT, rows = 2, 140, 37
+			n := S * maxT * kvHeads * hd
+			seq, pos := make([]int32, rows), make([]int32, rows)
+			for r := range seq {
+				seq[r], pos[r] = int32(r%3%S), int32(rng.IntN(maxT))
+			}
+			pos[3], pos[4] = 0, 139
+			q := randSlice(rng, rows*heads*hd)
+			for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
+				var kc, vc, kw, vw KV
+				if f == KVF32 {
+					kc, vc = KVOf(randSlice(rng, n)), KVOf(randSlice(rng, n))
+					kw, vw = kc, vc
+				} else {
+					k16, k32 := round16(randSlice(rng, n), f)
+					v16, v32 := round16(randSlice(rng, n), f)
+					kc, vc, kw, vw = KV16(k16, f), KV16(v16, f), KVOf(k32), KVOf(v32)
+				}
+				for _, nw := range []int{1, 2, 3} {
+					c := withCtx(t, nw)
+					got := make([]float32, len(q))
+					if err := c.Attention(got, q, kc, vc, rows, heads, kvHeads, hd, maxT, seq, pos, 0.1); err != nil {
+						t.Fatal(err)
+					}
+					one := make([]float32, heads*hd)
+					for r := 0; r < rows; r++ {
+						if err := c.Attention(one, q[r*heads*hd:], kw, vw, 1, heads, kvHeads, hd, maxT, seq[r:], pos[r:], 0.1); err != nil {
+							t.Fatal(err)
+						}
+						if i := bitsEqual(got[r*heads*hd:(r+1)*heads*hd], one); i >= 0 {
+							t.Fatalf("asm=%v %v %v workers=%d: row %d in the block differs from the f32 row alone at %d", useA, f, cf, nw, r, i)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -30,9 +30,9 @@ const (
 	BlockBytesQ4_K = 4 + 12 + QKK/2
 )
 
-// scaleMinQ4K unpacks the 6-bit scale and min of sub-block j (0..7) from
-// the 12 packed bytes of a Q4_K super-block.
-func scaleMinQ4K(j int, q []byte) (sc, m uint8) {
+// ScaleMinQ4_K unpacks the 6-bit scale and min of sub-block j (0..7) from
+// the 12 packed bytes of a Q4_K super-block (bytes 4..15 of the block).
+func ScaleMinQ4_K(j int, q []byte) (sc, m uint8) {
 	if j < 4 {
 		return q[j] & 63, q[j+4] & 63
 	}
@@ -59,8 +59,8 @@ func dequantizeBlockQ4K(y []float32, blk []byte) {
 	dmin := f16ToF32(binary.LittleEndian.Uint16(blk[2:]))
 	scales, qs := blk[4:16], blk[16:]
 	for g := 0; g < 4; g++ {
-		sc1, m1 := scaleMinQ4K(2*g, scales)
-		sc2, m2 := scaleMinQ4K(2*g+1, scales)
+		sc1, m1 := ScaleMinQ4_K(2*g, scales)
+		sc2, m2 := ScaleMinQ4_K(2*g+1, scales)
 		d1, mn1 := float32(d*float32(sc1)), float32(dmin*float32(m1))
 		d2, mn2 := float32(d*float32(sc2)), float32(dmin*float32(m2))
 		q := qs[32*g : 32*g+32]
@@ -162,7 +162,7 @@ func quantizeBlockQ4K(dst []byte, x []float32) error {
 	}
 	d, dmin := f16ToF32(hd), f16ToF32(hm)
 	for j := 0; j < 8; j++ {
-		sc, m := scaleMinQ4K(j, q)
+		sc, m := ScaleMinQ4_K(j, q)
 		d1 := float32(d * float32(sc))
 		m1 := float32(dmin * float32(m))
 		for l := 32 * j; l < 32*j+32; l++ {

@@ -120,16 +120,17 @@ func (j *matmulJob) do(task int) {
 	f, n, nb, ldw := j.w.Format, j.n, j.nb, j.ldw
 	k := nb * wire.QK
 	wd := j.w.Data
-	if !j.gemm || j1-j0 < 4 {
-		// Matvec rows (m = 1), or a panel narrower than a micro-tile
-		// (n < 4): eight weight rows per call, the tail tile shifted back
+	if !j.gemm || j1-j0 < 4 || f == wire.Q4_K {
+		// Matvec rows (m = 1), a panel narrower than a micro-tile
+		// (n < 4), or Q4_K (no GEMM tile yet: each activation row of the
+		// block goes through the panel, L2-resident): eight weight rows per call, the tail tile shifted back
 		// to end at j1 (it recomputes some outputs bit-identically).
 		for i := i0; i < i1; i++ {
 			x, dx, sx := j.q[i*k:(i+1)*k], j.dx[i*nb:(i+1)*nb], j.sx[i*nb:(i+1)*nb]
 			yr := j.y[i*n : (i+1)*n]
 			if j1-j0 < 8 {
 				for jj := j0; jj < j1; jj++ {
-					yr[jj] = dotGo(f, x, dx, wd[jj*ldw:], nb)
+					yr[jj] = dotGo(f, x, dx, sx, wd[jj*ldw:], nb)
 				}
 			} else {
 				for jg := j0; jg < j1; jg += 8 {

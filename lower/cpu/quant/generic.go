@@ -70,7 +70,7 @@ func dotQ4Go(x []int8, dx []float32, w []byte, nb int) float32 {
 func dotQ4KGo(x []int8, dx []float32, sx []int32, w []byte, nb int) float32 {
 	ns := nb / 8
 	x, dx, sx = x[:nb*wire.QK:nb*wire.QK], dx[:nb:nb], sx[:nb:nb]
-	w = w[:ns*wire.BlockBytesQ4_K : ns*wire.BlockBytesQ4_K]
+	w = w[: ns*wire.BlockBytesQ4_K : ns*wire.BlockBytesQ4_K]
 	var acc float32
 	for s := 0; s < ns; s++ {
 		blk := w[s*wire.BlockBytesQ4_K : (s+1)*wire.BlockBytesQ4_K : (s+1)*wire.BlockBytesQ4_K]

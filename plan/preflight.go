@@ -31,7 +31,7 @@ var (
 // Run is what a run will allocate, from its config and flags.
 type Run struct {
 	Config *models.Config
-	// Weights is the device weight format (f32, bf16, q8_0, q4_0).
+	// Weights is the device weight format (f32, bf16, q8_0, q4_0, q4_k).
 	Weights string
 	// Sequences is the batch size; 0 for a run that only loads the
 	// weights (compile to a plan file).
@@ -120,6 +120,8 @@ func need(r Run) (Need, error) {
 		n.DeviceWeights, err = models.Mul(int(params/32+1), 34)
 	case passes.WeightsQ4_0:
 		n.DeviceWeights, err = models.Mul(int(params/32+1), 18)
+	case passes.WeightsQ4_K:
+		n.DeviceWeights, err = models.Mul(int(params/256+1), 144)
 	}
 	if err != nil {
 		return n, err

@@ -4,6 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
+
+	"gelo/ir"
 )
 
 // Q4_K is ggml's block_q4_K, a 256-value super-block of 144 bytes:
@@ -25,9 +29,9 @@ const (
 	Q4_K Format = 12 // GGML_TYPE_Q4_K
 
 	// QKK is the values a K-quant super-block holds (ggml's QK_K).
-	QKK = 256
+	QKK = ir.QuantBlockK
 	// BlockBytesQ4_K is sizeof(block_q4_K).
-	BlockBytesQ4_K = 4 + 12 + QKK/2
+	BlockBytesQ4_K = ir.BlockBytesQ4_K
 )
 
 // ScaleMinQ4_K unpacks the 6-bit scale and min of sub-block j (0..7) from
@@ -79,9 +83,11 @@ func dequantizeBlockQ4K(y []float32, blk []byte) {
 // 8 scales and 8 mins are then rounded to 6 bits against the
 // super-block's largest (d = max scale / 63, dmin = max min / 63, both
 // fp16) and every value is requantized against its rounded sub-block
-// scale and min. It returns an error (writing nothing) when len(src) is
-// not a multiple of 256, dst is shorter than len(src)/256*144 bytes, a
-// value is not finite, or a super-block's d or dmin overflows float16.
+// scale and min. Super-blocks are quantized in parallel (each depends on
+// its own values only). It returns an error when len(src) is not a
+// multiple of 256, dst is shorter than len(src)/256*144 bytes (writing
+// nothing), a value is not finite, or a super-block's d or dmin overflows
+// float16 (then dst[:len(src)/256*144] is left zeroed).
 func QuantizeQ4_K(dst []byte, src []float32) error {
 	if len(src)%QKK != 0 {
 		return fmt.Errorf("wire: quantize q4_k: len(src) = %d is not a multiple of %d", len(src), QKK)
@@ -95,14 +101,27 @@ func QuantizeQ4_K(dst []byte, src []float32) error {
 			return fmt.Errorf("wire: quantize q4_k: non-finite value %v at index %d", v, i)
 		}
 	}
-	var tmp [BlockBytesQ4_K]byte
-	for b := 0; b < nb; b++ {
-		if err := quantizeBlockQ4K(tmp[:], src[b*QKK:(b+1)*QKK]); err != nil {
-			return fmt.Errorf("wire: quantize q4_k: super-block %d: %w", b, err)
-		}
+	workers := max(1, min(runtime.GOMAXPROCS(0), nb/64))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for wi := 0; wi < workers; wi++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := wi * nb / workers; b < (wi+1)*nb/workers; b++ {
+				if err := quantizeBlockQ4K(dst[b*BlockBytesQ4_K:(b+1)*BlockBytesQ4_K], src[b*QKK:(b+1)*QKK]); err != nil {
+					errs[wi] = fmt.Errorf("wire: quantize q4_k: super-block %d: %w", b, err)
+					return
+				}
+			}
+		}()
 	}
-	for b := 0; b < nb; b++ {
-		_ = quantizeBlockQ4K(dst[b*BlockBytesQ4_K:(b+1)*BlockBytesQ4_K], src[b*QKK:(b+1)*QKK])
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			clear(dst[:nb*BlockBytesQ4_K])
+			return err
+		}
 	}
 	return nil
 }
@@ -205,7 +224,11 @@ func fitScaleMin(x, w []float32, L []uint8) (scale, off float32) {
 		return 0, -mn
 	}
 	quant := func(iscale float32, v float32) uint8 {
-		return uint8(max(0, min(nmax, nearestInt(iscale*(v-mn)))))
+		// ggml's float trick for nearest_int (ties to even): adding
+		// 1.5*2^23 leaves the rounded value in the low mantissa bits;
+		// |iscale*(v-mn)| is a few times nmax at most here.
+		r := int32(math.Float32bits(iscale*(v-mn)+12582912)&0x7fffff) - 0x400000
+		return uint8(max(0, min(nmax, r)))
 	}
 	iscale := nmax / (mx - mn)
 	scale = 1 / iscale

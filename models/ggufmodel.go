@@ -267,8 +267,11 @@ func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 	return w, conv, nil
 }
 
-// permuteRowBytes is permuteRows on rows of stored bytes (a row of blocks
-// moves as a whole).
+// PermuteRowBytes is PermuteQK on rows of stored blocks (a row moves as
+// a whole).
+func PermuteRowBytes(b []byte, rows, heads int) []byte { return permuteRowBytes(b, rows, heads, false) }
+
+// permuteRowBytes is permuteRows on rows of stored bytes.
 func permuteRowBytes(b []byte, rows, heads int, inverse bool) []byte {
 	rb := len(b) / rows
 	out := make([]byte, len(b))

@@ -82,13 +82,17 @@ func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) er
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
+		heads := 0
 		if arch == "llama" {
 			switch {
 			case strings.HasSuffix(s.Name, "q_proj.weight"):
-				data = models.PermuteQK(data, shape, cfg.NumAttentionHeads)
+				heads = cfg.NumAttentionHeads
 			case strings.HasSuffix(s.Name, "k_proj.weight"):
-				data = models.PermuteQK(data, shape, cfg.NumKeyValueHeads)
+				heads = cfg.NumKeyValueHeads
 			}
+		}
+		if heads > 0 {
+			data = models.PermuteQK(data, shape, heads)
 		}
 		t := gguf.F32
 		if len(shape) == 2 {
@@ -97,8 +101,16 @@ func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) er
 				t = gguf.Q8_0
 			}
 		}
-		b, err := encodeTensor(t, data, shape)
-		if err != nil {
+		var b []byte
+		if sb, ok := m.Blocks(s.Name); ok && sb.Type == t {
+			// A tensor its file stored in this type is written as it
+			// was stored (requantizing its values need not give the
+			// same blocks).
+			b = sb.Data
+			if heads > 0 {
+				b = models.PermuteRowBytes(b, shape[0], heads)
+			}
+		} else if b, err = encodeTensor(t, data, shape); err != nil {
 			return fmt.Errorf("export: tensor %s: %w", s.Name, err)
 		}
 		if err := w.Tensor(models.GGUFName(s.Name), t, shape, b); err != nil {

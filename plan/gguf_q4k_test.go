@@ -35,7 +35,8 @@ func q4kConfig(t *testing.T, arch string, tied bool) *models.Config {
 // exactly; exporting the loaded model again writes the same tensor bytes; a q4_k
 // plan over the file multiplies its blocks (it decodes the tokens of a
 // q4_k plan over the original model holding the file's embedding values),
-// and tracks a plan over the dequantized f32 weights.
+// the same at the default level (TEE-local) as at none (device), and
+// tracks a plan over the dequantized f32 weights.
 func TestGGUFQ4K(t *testing.T) {
 	for _, arch := range []string{"qwen3", "llama"} {
 		cfg := q4kConfig(t, arch, arch == "llama")
@@ -106,6 +107,13 @@ func TestGGUFQ4K(t *testing.T) {
 		o := plan.Level(passes.LevelNone)
 		o.Weights = passes.WeightsQ4_K
 		got := greedy(t, g.Weights, o, 32)
+		// The default level keeps every B = 1 matmul in the TEE, with
+		// the kernel the local device runs at none.
+		oe := plan.Level(passes.LevelExact)
+		oe.Weights = passes.WeightsQ4_K
+		if exact := greedy(t, g.Weights, oe, 32); !slices.Equal(exact, got) {
+			t.Errorf("%s: q4_k plan decodes %v at exact, %v at none", arch, exact, got)
+		}
 		if arch == "qwen3" {
 			// Untied: the original's matrices quantize to the file's
 			// blocks; only the gathered embedding must hold the file's

@@ -139,7 +139,7 @@ func quantizeBlockQ4K(dst []byte, x []float32) error {
 		xs := x[32*j : 32*j+32]
 		var sumx2 float32
 		for _, v := range xs {
-			sumx2 += v * v
+			sumx2 += float32(v * v)
 		}
 		av := float32(math.Sqrt(float64(sumx2 / 32)))
 		var w [32]float32
@@ -207,6 +207,10 @@ func quantizeBlockQ4K(dst []byte, x []float32) error {
 // each followed by the closed-form weighted least-squares scale and
 // offset for its rounding, the best kept. It writes the quants to L and
 // returns scale and off.
+//
+// Every product is rounded on its own (the float32 conversions keep the
+// compiler from fusing multiply-adds), so the blocks are the same on
+// every build.
 func fitScaleMin(x, w []float32, L []uint8) (scale, off float32) {
 	const nmax, rmin, rdelta, nstep = 15, -1, 0.1, 20
 	mn, mx := x[0], x[0]
@@ -214,7 +218,7 @@ func fitScaleMin(x, w []float32, L []uint8) (scale, off float32) {
 	for i, v := range x {
 		mn, mx = min(mn, v), max(mx, v)
 		sumW += w[i]
-		sumX += w[i] * v
+		sumX += float32(w[i] * v)
 	}
 	mn = min(mn, 0)
 	if mx == mn {
@@ -227,7 +231,7 @@ func fitScaleMin(x, w []float32, L []uint8) (scale, off float32) {
 		// ggml's float trick for nearest_int (ties to even): adding
 		// 1.5*2^23 leaves the rounded value in the low mantissa bits;
 		// |iscale*(v-mn)| is a few times nmax at most here.
-		r := int32(math.Float32bits(iscale*(v-mn)+12582912)&0x7fffff) - 0x400000
+		r := int32(math.Float32bits(float32(iscale*(v-mn))+12582912)&0x7fffff) - 0x400000
 		return uint8(max(0, min(nmax, r)))
 	}
 	iscale := nmax / (mx - mn)
@@ -236,8 +240,8 @@ func fitScaleMin(x, w []float32, L []uint8) (scale, off float32) {
 	for i, v := range x {
 		l := quant(iscale, v)
 		L[i] = l
-		diff := scale*float32(l) + mn - v
-		best += w[i] * diff * diff
+		diff := float32(scale*float32(l)) + mn - v
+		best += float32(float32(w[i]*diff) * diff)
 	}
 	var aux [32]uint8
 	for is := 0; is <= nstep; is++ {
@@ -247,23 +251,24 @@ func fitScaleMin(x, w []float32, L []uint8) (scale, off float32) {
 			l := quant(iscale, v)
 			aux[i] = l
 			fl := float32(l)
-			sumL += w[i] * fl
-			sumL2 += w[i] * fl * fl
-			sumXL += w[i] * fl * v
+			wl := float32(w[i] * fl)
+			sumL += wl
+			sumL2 += float32(wl * fl)
+			sumXL += float32(wl * v)
 		}
-		D := sumW*sumL2 - sumL*sumL
+		D := float32(sumW*sumL2) - float32(sumL*sumL)
 		if D <= 0 {
 			continue
 		}
-		s := (sumW*sumXL - sumX*sumL) / D
-		m := (sumL2*sumX - sumL*sumXL) / D
+		s := (float32(sumW*sumXL) - float32(sumX*sumL)) / D
+		m := (float32(sumL2*sumX) - float32(sumL*sumXL)) / D
 		if m > 0 {
 			m, s = 0, sumXL/sumL2
 		}
 		var cur float32
 		for i, v := range x {
-			diff := s*float32(aux[i]) + m - v
-			cur += w[i] * diff * diff
+			diff := float32(s*float32(aux[i])) + m - v
+			cur += float32(float32(w[i]*diff) * diff)
 		}
 		if cur < best {
 			copy(L[:len(x)], aux[:len(x)])

@@ -234,14 +234,16 @@ TEXT ·q4kmv8AVX2(SB), NOSPLIT, $512-56
 	VMOVDQU  k4m0f<>(SB), Y13
 
 q4kmv8loop:
+	// The next tile's prefetches are spread over the super-block (a
+	// burst of 24 would queue behind the line fill buffers).
 	K4HEAD
 	K4PREFETCH(0)
-	K4PREFETCH(64)
-	K4PREFETCH(128)
 	K4SUBLO(16, 0, 256)
 	K4SUBHI(16, 32, 288)
+	K4PREFETCH(64)
 	K4SUBLO(48, 64, 320)
 	K4SUBHI(48, 96, 352)
+	K4PREFETCH(128)
 	K4SUBLO(80, 128, 384)
 	K4SUBHI(80, 160, 416)
 	K4SUBLO(112, 192, 448)

@@ -54,8 +54,8 @@
 // dword lane holds one row's d, dmin and packed scales, unpacks the scales
 // in the lanes and keeps the 16 per-lane d1 and m1 in its frame; the
 // sub-block sums take the Q4_0 reduction tree. Products with m >= 2 run
-// the same kernel per activation row over an L2-resident weight panel
-// (there is no Q4_K GEMM tile yet).
+// 2x8 tiles (two activation rows through one unpacking of the 8 rows'
+// headers, the second row's weights from L1), each lane in the same order.
 //
 // Elsewhere (or with the purego build tag) the portable Go kernels run.
 package quant

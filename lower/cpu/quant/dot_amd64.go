@@ -45,6 +45,23 @@ func q4mm16AVX512(x *int8, dx *float32, sx *int32, w *byte, ldw, nb, rows int, y
 //go:noescape
 func q4kmv8AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns int, y *float32)
 
+//go:noescape
+func q4kmm28AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns int, y *float32, ldy int)
+
+// mm28 sets y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for r < 2, c < 8 with
+// block_q4_K weights (k = 32*nb; activation row r uses dx[r*nb:] and
+// sx[r*nb:]).
+func mm28(x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
+	_, _, _ = x[2*nb*wire.QK-1], dx[2*nb-1], sx[2*nb-1]
+	_ = w[7*ldw+nb/8*wire.BlockBytesQ4_K-1]
+	_ = y[ldy+7]
+	if !useAsm {
+		mm28Go(x, dx, sx, w, ldw, nb, y, ldy)
+		return
+	}
+	q4kmm28AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb/8, &y[0], ldy)
+}
+
 // The wrappers check every bound the assembly relies on (a panic on an
 // internal indexing bug, never a stray memory access) and dispatch.
 

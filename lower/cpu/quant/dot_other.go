@@ -16,6 +16,10 @@ func mv8(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb in
 	mv8Go(f, x, dx, sx, w, ldw, nb, y)
 }
 
+func mm28(x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
+	mm28Go(x, dx, sx, w, ldw, nb, y, ldy)
+}
+
 func mm24(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
 	mm24Go(f, x, dx, sx, w, ldw, nb, y, ldy)
 }

@@ -139,28 +139,32 @@ GLOBL k4byte<>(SB), RODATA|NOPTR, $128
 	VPAND      Y13, D, D; \
 	VPMADDUBSW Y9, D, D
 
-// K4FLOAT(SOFF, MOFF): Y14 += fl(isum*fl(d1*dx)) - fl(sx*fl(m1*dx)) with
-// the 8 sums in Y0, d1 at SOFF(SP), m1 at MOFF(SP), dx at DI, sx at R11;
-// then the activation pointers advance one block.
-#define K4FLOAT(SOFF, MOFF) \
-	VBROADCASTSS (DI), Y1;         \
+// K4FLOAT(SOFF, MOFF, DXS, SXS, ACC): ACC += fl(isum*fl(d1*dx)) -
+// fl(sx*fl(m1*dx)) with the 8 sums in Y0, d1 at SOFF(SP), m1 at MOFF(SP),
+// dx at DXS, sx at SXS. Clobbers Y0-Y3.
+#define K4FLOAT(SOFF, MOFF, DXS, SXS, ACC) \
+	VBROADCASTSS DXS, Y1;          \
 	VMULPS       SOFF(SP), Y1, Y2; \
 	VMULPS       MOFF(SP), Y1, Y1; \
 	VCVTDQ2PS    Y0, Y0;           \
 	VMULPS       Y2, Y0, Y0;       \
-	VPBROADCASTD (R11), Y3;        \
+	VPBROADCASTD SXS, Y3;          \
 	VCVTDQ2PS    Y3, Y3;           \
 	VMULPS       Y1, Y3, Y3;       \
 	VSUBPS       Y3, Y0, Y0;       \
-	VADDPS       Y0, Y14, Y14;     \
-	ADDQ         $32, SI;          \
-	ADDQ         $4, DI;           \
-	ADDQ         $4, R11
+	VADDPS       Y0, ACC, ACC
 
-// K4SUBLO(QOFF, SOFF, MOFF) / K4SUBHI: one sub-block (the low / high
-// nibbles of the 32 quant bytes at QOFF in each row's super-block).
-#define K4SUBLO(QOFF, SOFF, MOFF) \
-	VMOVDQU (SI), Y9;              \
+// K4NEXT: the activation pointers advance one block.
+#define K4NEXT \
+	ADDQ $32, SI; \
+	ADDQ $4, DI;  \
+	ADDQ $4, R11
+
+// K4INTLO(QOFF, XS) / K4INTHI: Y0 = the 8 rows' exact sums of one
+// sub-block (the low / high nibbles of the 32 quant bytes at QOFF in each
+// row's super-block) times the 32 activations at XS.
+#define K4INTLO(QOFF, XS) \
+	VMOVDQU XS, Y9;                \
 	K4LO(QOFF(AX), Y0);            \
 	K4LO(QOFF(AX)(BX*1), Y1);      \
 	VPHADDW Y1, Y0, Y0;            \
@@ -177,11 +181,10 @@ GLOBL k4byte<>(SB), RODATA|NOPTR, $128
 	VPHADDW Y3, Y2, Y2;            \
 	VPHADDW Y2, Y4, Y4;            \
 	VPMADDWD Y15, Y4, Y4;          \
-	K4HALVES(Y0, Y4, Y8);          \
-	K4FLOAT(SOFF, MOFF)
+	K4HALVES(Y0, Y4, Y8)
 
-#define K4SUBHI(QOFF, SOFF, MOFF) \
-	VMOVDQU (SI), Y9;              \
+#define K4INTHI(QOFF, XS) \
+	VMOVDQU XS, Y9;                \
 	K4HI(QOFF(AX), Y0);            \
 	K4HI(QOFF(AX)(BX*1), Y1);      \
 	VPHADDW Y1, Y0, Y0;            \
@@ -198,8 +201,35 @@ GLOBL k4byte<>(SB), RODATA|NOPTR, $128
 	VPHADDW Y3, Y2, Y2;            \
 	VPHADDW Y2, Y4, Y4;            \
 	VPMADDWD Y15, Y4, Y4;          \
-	K4HALVES(Y0, Y4, Y8);          \
-	K4FLOAT(SOFF, MOFF)
+	K4HALVES(Y0, Y4, Y8)
+
+// K4SUBLO(QOFF, SOFF, MOFF) / K4SUBHI: one sub-block of the matvec.
+#define K4SUBLO(QOFF, SOFF, MOFF) \
+	K4INTLO(QOFF, (SI));                     \
+	K4FLOAT(SOFF, MOFF, (DI), (R11), Y14);   \
+	K4NEXT
+
+#define K4SUBHI(QOFF, SOFF, MOFF) \
+	K4INTHI(QOFF, (SI));                     \
+	K4FLOAT(SOFF, MOFF, (DI), (R11), Y14);   \
+	K4NEXT
+
+// K4SUB2LO(QOFF, SOFF, MOFF) / K4SUB2HI: one sub-block for two activation
+// rows (row 1 at SI + R10, its scales and sums at DI + R12, R11 + R12;
+// the weights come from L1 the second time).
+#define K4SUB2LO(QOFF, SOFF, MOFF) \
+	K4INTLO(QOFF, (SI));                                     \
+	K4FLOAT(SOFF, MOFF, (DI), (R11), Y14);                   \
+	K4INTLO(QOFF, (SI)(R10*1));                              \
+	K4FLOAT(SOFF, MOFF, (DI)(R12*1), (R11)(R12*1), Y12);     \
+	K4NEXT
+
+#define K4SUB2HI(QOFF, SOFF, MOFF) \
+	K4INTHI(QOFF, (SI));                                     \
+	K4FLOAT(SOFF, MOFF, (DI), (R11), Y14);                   \
+	K4INTHI(QOFF, (SI)(R10*1));                              \
+	K4FLOAT(SOFF, MOFF, (DI)(R12*1), (R11)(R12*1), Y12);     \
+	K4NEXT
 
 // K4PREFETCH(OFF): line OFF of the current super-block of the NEXT 8-row
 // tile (R13 = row 8, R14 = row 12).
@@ -257,5 +287,59 @@ q4kmv8loop:
 
 	MOVQ    y+48(FP), DX
 	VMOVUPS Y14, (DX)
+	VZEROUPPER
+	RET
+
+// func q4kmm28AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns int, y *float32, ldy int)
+//
+// For r < 2, c < 8: y[r*ldy + c] = dot(activation row r, weight row c):
+// activation row r at x + r*256*ns (scales and sums at dx, sx + r*8*ns),
+// the 8 block_q4_K rows at w + c*ldw, ns >= 1 super-blocks. The headers
+// are unpacked once for both rows.
+TEXT ·q4kmm28AVX2(SB), NOSPLIT, $512-64
+	MOVQ x+0(FP), SI
+	MOVQ dx+8(FP), DI
+	MOVQ sx+16(FP), R11
+	MOVQ w+24(FP), AX
+	MOVQ ldw+32(FP), BX
+	MOVQ ns+40(FP), CX
+	MOVQ CX, R10
+	SHLQ $8, R10         // 256*ns: activation row 1
+	MOVQ CX, R12
+	SHLQ $5, R12         // 4*8*ns: its scales and sums
+	LEAQ (BX)(BX*2), R9  // 3*ldw
+	LEAQ (AX)(BX*4), R8  // row 4
+	LEAQ (AX)(BX*8), R13 // row 8 (prefetch)
+	LEAQ (R8)(BX*8), R14 // row 12 (prefetch)
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15 // int16 ones
+	VXORPS   Y14, Y14, Y14 // acc, activation row 0
+	VXORPS   Y12, Y12, Y12 // acc, activation row 1
+	VMOVDQU  k4m0f<>(SB), Y13
+
+q4kmm28loop:
+	K4HEAD
+	K4PREFETCH(0)
+	K4SUB2LO(16, 0, 256)
+	K4SUB2HI(16, 32, 288)
+	K4PREFETCH(64)
+	K4SUB2LO(48, 64, 320)
+	K4SUB2HI(48, 96, 352)
+	K4PREFETCH(128)
+	K4SUB2LO(80, 128, 384)
+	K4SUB2HI(80, 160, 416)
+	K4SUB2LO(112, 192, 448)
+	K4SUB2HI(112, 224, 480)
+	ADDQ $144, AX
+	ADDQ $144, R8
+	ADDQ $144, R13
+	ADDQ $144, R14
+	DECQ CX
+	JNZ  q4kmm28loop
+
+	MOVQ    y+48(FP), DX
+	MOVQ    ldy+56(FP), R10
+	VMOVUPS Y14, (DX)
+	VMOVUPS Y12, (DX)(R10*4)
 	VZEROUPPER
 	RET

@@ -114,6 +114,15 @@ func mv8Go(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb 
 	}
 }
 
+// mm28Go: for r < 2, c < 8: y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for
+// block_q4_K weights (k = 32*nb).
+func mm28Go(x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
+	k := nb * wire.QK
+	for r := 0; r < 2; r++ {
+		mv8Go(wire.Q4_K, x[r*k:], dx[r*nb:], sx[r*nb:], w, ldw, nb, y[r*ldy:])
+	}
+}
+
 // mm24Go: for r < 2, c < 4: y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) (k = 32*nb).
 func mm24Go(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
 	k := nb * wire.QK

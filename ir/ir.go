@@ -29,6 +29,9 @@ const (
 	// activation rows sent to them (as q8_0) have these types.
 	Q8_0
 	Q4_0
+	// Q4_K is GGUF's block_q4_K: 256 values a super-block (144 bytes),
+	// multiplying the same q8_0 activation rows.
+	Q4_K
 )
 
 // DTypeInfo is the one record of a dtype's storage facts; summaries,
@@ -51,6 +54,11 @@ const (
 	QuantBlock     = 32
 	BlockBytesQ8_0 = 2 + QuantBlock
 	BlockBytesQ4_0 = 2 + QuantBlock/2
+	// QuantBlockK and BlockBytesQ4_K: a K-quant super-block's values and
+	// sizeof(block_q4_K) (f16 d, f16 dmin, 12 bytes of scales, 128 of
+	// nibbles).
+	QuantBlockK    = 256
+	BlockBytesQ4_K = 4 + 12 + QuantBlockK/2
 )
 
 var dtypeInfo = [...]DTypeInfo{
@@ -61,6 +69,7 @@ var dtypeInfo = [...]DTypeInfo{
 	I32:          {Name: "i32", Block: 1, BlockBytes: 4},
 	Q8_0:         {Name: "q8_0", Block: QuantBlock, BlockBytes: BlockBytesQ8_0, Quantized: true},
 	Q4_0:         {Name: "q4_0", Block: QuantBlock, BlockBytes: BlockBytesQ4_0, Quantized: true},
+	Q4_K:         {Name: "q4_k", Block: QuantBlockK, BlockBytes: BlockBytesQ4_K, Quantized: true},
 }
 
 // Info returns d's record (the zero record for an unknown dtype).

@@ -610,8 +610,8 @@ func linearType(n *Node, in []Type) (Type, error) {
 		if x.DType == Q8_0 {
 			x.DType = F32
 		}
-		if last := in[1].Shape[in[1].Rank()-1]; last.IsSym() || last.Size%32 != 0 {
-			return Type{}, fmt.Errorf("quantized weight %v: in-features must be a multiple of 32", in[1])
+		if last, blk := in[1].Shape[in[1].Rank()-1], in[1].DType.Info().Block; last.IsSym() || last.Size%blk != 0 {
+			return Type{}, fmt.Errorf("quantized weight %v: in-features must be a multiple of %d", in[1], blk)
 		}
 	}
 	if err := expect("x", x, true, 2); err != nil {

@@ -200,7 +200,11 @@ func (c GGUFConversion) String() string {
 	for _, t := range keys {
 		parts = append(parts, fmt.Sprintf("%d %v", c.Types[t], t))
 	}
-	return fmt.Sprintf("gguf: %s tensors read as f32 at load, exactly (%d MiB in memory); a quantized plan requantizes them to its device format", strings.Join(parts, ", "), c.Bytes>>20)
+	kept := ""
+	if c.Types[gguf.Q4_K] > 0 {
+		kept = "; a q4_k plan multiplies the Q4_K tensors' own blocks"
+	}
+	return fmt.Sprintf("gguf: %s tensors read as f32 at load, exactly (%d MiB in memory); a quantized plan requantizes them to its device format%s", strings.Join(parts, ", "), c.Bytes>>20, kept)
 }
 
 // LoadGGUF reads the weights of a GGUF file for cfg (from GGUFConfig):
@@ -210,6 +214,7 @@ func (c GGUFConversion) String() string {
 func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 	conv := GGUFConversion{Types: map[gguf.TensorType]int{}}
 	data := map[string][]float32{}
+	blocks := map[string]StoredBlocks{}
 	arch, _ := f.Meta["general.architecture"].String()
 	for _, s := range cfg.TensorSpecs() {
 		gname := GGUFName(s.Name)
@@ -227,20 +232,62 @@ func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 		if err := finite(s.Name, v); err != nil {
 			return nil, conv, fmt.Errorf("gguf: %w", err)
 		}
+		var raw []byte
+		if t.Type == gguf.Q4_K && len(s.Shape) == 2 {
+			// Kept as stored (a copy: the mapping closes after load).
+			raw = append([]byte(nil), f.Data(t)...)
+		}
 		if arch == "llama" || arch == "mistral" {
+			heads := 0
 			switch {
 			case strings.HasSuffix(s.Name, "q_proj.weight"):
-				v = unpermuteQK(v, s.Shape, cfg.NumAttentionHeads)
+				heads = cfg.NumAttentionHeads
 			case strings.HasSuffix(s.Name, "k_proj.weight"):
-				v = unpermuteQK(v, s.Shape, cfg.NumKeyValueHeads)
+				heads = cfg.NumKeyValueHeads
 			}
+			if heads > 0 {
+				v = unpermuteQK(v, s.Shape, heads)
+				if raw != nil {
+					raw = permuteRowBytes(raw, s.Shape[0], heads, true)
+				}
+			}
+		}
+		if raw != nil {
+			blocks[s.Name] = StoredBlocks{Type: t.Type, Data: raw}
 		}
 		data[s.Name] = v
 		conv.Types[t.Type]++
 		conv.Bytes += 4 * int64(len(v))
 	}
 	w, err := NewWeights(cfg, data)
-	return w, conv, err
+	if err != nil {
+		return nil, conv, err
+	}
+	w.blocks = blocks
+	return w, conv, nil
+}
+
+// PermuteRowBytes is PermuteQK on rows of stored blocks (a row moves as
+// a whole).
+func PermuteRowBytes(b []byte, rows, heads int) []byte { return permuteRowBytes(b, rows, heads, false) }
+
+// permuteRowBytes is permuteRows on rows of stored bytes.
+func permuteRowBytes(b []byte, rows, heads int, inverse bool) []byte {
+	rb := len(b) / rows
+	out := make([]byte, len(b))
+	half := rows / heads / 2
+	for h := range heads {
+		for i := range 2 {
+			for j := range half {
+				src, dst := h*2*half+i*half+j, h*2*half+j*2+i
+				if inverse {
+					src, dst = dst, src
+				}
+				copy(out[dst*rb:(dst+1)*rb], b[src*rb:(src+1)*rb])
+			}
+		}
+	}
+	return out
 }
 
 // PermuteQK is llama.cpp's reordering of a llama q/k projection's rows

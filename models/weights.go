@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"gelo/models/gguf"
 	"gelo/models/safetensors"
 )
 
@@ -31,6 +32,28 @@ type Weights struct {
 	mu      sync.Mutex           // guards tensors and stacks
 	stacks  map[string][]float32 // Stack's buffers by joined names
 	err     error                // set by Synthesize for an invalid config
+	// blocks are tensors as a GGUF file stored them, in a block format a
+	// plan can multiply as they are (Q4_K): rows in gelo's order.
+	blocks map[string]StoredBlocks
+}
+
+// StoredBlocks is a tensor's bytes as its file stored them: type t,
+// row-major in gelo's row order (Rows rows of the tensor's blocks).
+type StoredBlocks struct {
+	Type gguf.TensorType
+	Data []byte
+}
+
+// Blocks returns the tensor's stored blocks, when the file held it in a
+// format a plan multiplies natively; ok is false otherwise.
+func (w *Weights) Blocks(name string) (StoredBlocks, bool) {
+	if w == nil {
+		return StoredBlocks{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, ok := w.blocks[name]
+	return b, ok && !w.closed
 }
 
 type weight struct {
@@ -225,7 +248,7 @@ func (w *Weights) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
-	w.tensors, w.stacks = nil, nil
+	w.tensors, w.stacks, w.blocks = nil, nil, nil
 	if w.set != nil {
 		err := w.set.Close()
 		w.set = nil

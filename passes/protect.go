@@ -64,7 +64,8 @@ type ProtectOptions struct {
 	// for the others' protection (at the 0.6B widths a full-span crossing
 	// is 2048-4096 rows). No flag of compile sets it.
 	OffloadOnly []string
-	// Weights is the device weight format: f32 (default), bf16, q8_0 or q4_0.
+	// Weights is the device weight format: f32 (default), bf16, q8_0, q4_0
+	// or q4_k.
 	// It is a compile option like the protection, so it travels with it.
 	Weights string
 	// Verify is the integrity probes per device matmul (the verify-probes
@@ -114,9 +115,9 @@ func (o ProtectOptions) Check() error {
 		return fmt.Errorf("--cadence %q: want per-forward or per-offload", o.Cadence)
 	}
 	switch o.Weights {
-	case "", WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0:
+	case "", WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0, WeightsQ4_K:
 	default:
-		return fmt.Errorf("--weights %q: want f32, bf16, q8_0 or q4_0", o.Weights)
+		return fmt.Errorf("--weights %q: want f32, bf16, q8_0, q4_0 or q4_k", o.Weights)
 	}
 	switch o.Topology {
 	case "", PerSequence, Shared:
@@ -129,7 +130,7 @@ func (o ProtectOptions) Check() error {
 	if err := o.checkVerify(); err != nil {
 		return err
 	}
-	if l := o.level(); l.FullSpan && !l.Whiten && (o.Weights == WeightsQ8_0 || o.Weights == WeightsQ4_0) {
+	if l := o.level(); l.FullSpan && !l.Whiten && (o.Weights == WeightsQ8_0 || o.Weights == WeightsQ4_0 || o.Weights == WeightsQ4_K) {
 		return fmt.Errorf("--security %s with --weights %s: the payload is quantized after mixing, and shield rows at %g x the data rows' norm turn its block rounding into errors larger than the data (use f32 or bf16 weights, or --security exact)", l.Name, o.Weights, l.ShieldEnergy)
 	}
 	if o.Mask != MaskNone {

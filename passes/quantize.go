@@ -12,10 +12,11 @@ const (
 	WeightsBF16 = "bf16"
 	WeightsQ8_0 = "q8_0"
 	WeightsQ4_0 = "q4_0"
+	WeightsQ4_K = "q4_k"
 )
 
 // WeightFormats lists the formats --weights takes.
-var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0}
+var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0, WeightsQ4_K}
 
 // Quantize gives every matmul (the LM head included) its weights in bf16
 // or a GGUF block format, on either side of the boundary: the device
@@ -31,7 +32,7 @@ var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0}
 // first: for a crossing protect makes the mask emit them (the quantize
 // epilogue), a TEE-local product quantizes its own input.
 func Quantize(format string) Pass {
-	return Pass{Name: "quantize", Doc: "matmul weights in f32, bf16, q8_0 or q4_0 (device and TEE-local alike)",
+	return Pass{Name: "quantize", Doc: "matmul weights in f32, bf16, q8_0, q4_0 or q4_k (device and TEE-local alike)",
 		Run: func(m *ir.Module) error {
 			var dt ir.DType
 			switch format {
@@ -44,8 +45,10 @@ func Quantize(format string) Pass {
 				dt = ir.Q8_0
 			case WeightsQ4_0:
 				dt = ir.Q4_0
+			case WeightsQ4_K:
+				dt = ir.Q4_K
 			default:
-				return fmt.Errorf("--weights %q: want f32, bf16, q8_0 or q4_0", format)
+				return fmt.Errorf("--weights %q: want f32, bf16, q8_0, q4_0 or q4_k", format)
 			}
 			for i, g := range m.Graphs {
 				ng, err := quantizeGraph(g, dt)
@@ -76,7 +79,13 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 		var err error
 		switch n.Op {
 		case ir.OpWeight:
-			q, err = ng.AddDeclared(ir.OpWeight, n.Attrs, ir.Type{DType: dt, Shape: n.Type.Shape})
+			wdt := dt
+			if last := n.Type.Shape[n.Type.Rank()-1]; dt == ir.Q4_K && !last.IsSym() && last.Size%ir.QuantBlockK != 0 {
+				// Rows that are not whole super-blocks: q8_0 blocks,
+				// as llama.cpp too falls back for them.
+				wdt = ir.Q8_0
+			}
+			q, err = ng.AddDeclared(ir.OpWeight, n.Attrs, ir.Type{DType: wdt, Shape: n.Type.Shape})
 		case ir.OpConcatWeights:
 			ins := make([]ir.ValueID, len(n.Inputs))
 			for i, in := range n.Inputs {

@@ -20,13 +20,15 @@ import (
 )
 
 // GGUFTypes are the tensor types ExportGGUF writes matrices in.
-var GGUFTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0"}
+var GGUFTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k"}
 
 // ExportGGUF writes m as a GGUF file llama.cpp loads: the config as
 // {arch}.* metadata, the tokenizer (when tok has one) as tokenizer.ggml.*,
-// every matrix in format (f32, f16, bf16, q8_0 or q4_0 blocks) and every
-// vector (norms, biases) in F32, under llama.cpp's tensor names; llama
-// models get the converter's Q/K row permutation.
+// every matrix in format (f32, f16, bf16, q8_0, q4_0 or q4_k blocks; a
+// q4_k matrix whose rows are not whole 256-value super-blocks in q8_0, as
+// llama.cpp's quantizer falls back) and every vector (norms, biases) in
+// F32, under llama.cpp's tensor names; llama models get the converter's
+// Q/K row permutation.
 func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) error {
 	cfg := m.Config
 	arch := cfg.ModelType
@@ -46,6 +48,8 @@ func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) er
 		mat, fileType = gguf.Q8_0, 7
 	case "q4_0":
 		mat, fileType = gguf.Q4_0, 2
+	case "q4_k":
+		mat, fileType = gguf.Q4_K, 14 // LLAMA_FTYPE_MOSTLY_Q4_K_S: every matrix Q4_K
 	default:
 		return fmt.Errorf("export: --type %q: want %s", format, strings.Join(GGUFTypes, ", "))
 	}
@@ -78,20 +82,35 @@ func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) er
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
+		heads := 0
 		if arch == "llama" {
 			switch {
 			case strings.HasSuffix(s.Name, "q_proj.weight"):
-				data = models.PermuteQK(data, shape, cfg.NumAttentionHeads)
+				heads = cfg.NumAttentionHeads
 			case strings.HasSuffix(s.Name, "k_proj.weight"):
-				data = models.PermuteQK(data, shape, cfg.NumKeyValueHeads)
+				heads = cfg.NumKeyValueHeads
 			}
+		}
+		if heads > 0 {
+			data = models.PermuteQK(data, shape, heads)
 		}
 		t := gguf.F32
 		if len(shape) == 2 {
 			t = mat
+			if t == gguf.Q4_K && shape[1]%wire.QKK != 0 {
+				t = gguf.Q8_0
+			}
 		}
-		b, err := encodeTensor(t, data, shape)
-		if err != nil {
+		var b []byte
+		if sb, ok := m.Blocks(s.Name); ok && sb.Type == t {
+			// A tensor its file stored in this type is written as it
+			// was stored (requantizing its values need not give the
+			// same blocks).
+			b = sb.Data
+			if heads > 0 {
+				b = models.PermuteRowBytes(b, shape[0], heads)
+			}
+		} else if b, err = encodeTensor(t, data, shape); err != nil {
 			return fmt.Errorf("export: tensor %s: %w", s.Name, err)
 		}
 		if err := w.Tensor(models.GGUFName(s.Name), t, shape, b); err != nil {
@@ -123,10 +142,13 @@ func encodeTensor(t gguf.TensorType, v []float32, shape []int) ([]byte, error) {
 			binary.LittleEndian.PutUint16(b[2*i:], safetensors.F32ToBF16(x))
 		}
 		return b, nil
-	case gguf.Q8_0, gguf.Q4_0:
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q4_K:
 		f := wire.Q8_0
-		if t == gguf.Q4_0 {
+		switch t {
+		case gguf.Q4_0:
 			f = wire.Q4_0
+		case gguf.Q4_K:
+			f = wire.Q4_K
 		}
 		qm, err := wire.Quantize(f, v, shape[0], shape[1])
 		if err != nil {

@@ -31,7 +31,7 @@ var (
 // Run is what a run will allocate, from its config and flags.
 type Run struct {
 	Config *models.Config
-	// Weights is the device weight format (f32, bf16, q8_0, q4_0).
+	// Weights is the device weight format (f32, bf16, q8_0, q4_0, q4_k).
 	Weights string
 	// KVDType is the KV cache's element type (f32, f16, bf16; "" is f32).
 	KVDType string
@@ -122,6 +122,8 @@ func need(r Run) (Need, error) {
 		n.DeviceWeights, err = models.Mul(int(params/32+1), 34)
 	case passes.WeightsQ4_0:
 		n.DeviceWeights, err = models.Mul(int(params/32+1), 18)
+	case passes.WeightsQ4_K:
+		n.DeviceWeights, err = models.Mul(int(params/256+1), 144)
 	}
 	if err != nil {
 		return n, err

@@ -130,16 +130,21 @@ func f32Bytes(v []float32) []byte {
 }
 
 // ModelIdentity hashes the weights as the runtime holds them (f32,
-// canonical order), the config bytes, the tokenizer and the numerics flags.
+// canonical order; and a tensor's stored blocks, which a q4_k plan
+// multiplies as they are, after it), the config bytes, the tokenizer and
+// the numerics flags.
 func ModelIdentity(w *models.Weights, config, tokenizer []byte, flags map[string]string) (attest.Identity, error) {
 	names := w.Names()
-	tensors := make([]attest.TensorInput, len(names))
-	for i, n := range names {
+	tensors := make([]attest.TensorInput, 0, len(names))
+	for _, n := range names {
 		data, shape, err := w.Get(n)
 		if err != nil {
 			return attest.Identity{}, err
 		}
-		tensors[i] = attest.TensorInput{Name: n, DType: tensorDType, Shape: shape, Data: f32Bytes(data)}
+		tensors = append(tensors, attest.TensorInput{Name: n, DType: tensorDType, Shape: shape, Data: f32Bytes(data)})
+		if sb, ok := w.Blocks(n); ok {
+			tensors = append(tensors, attest.TensorInput{Name: n + "#stored", DType: strings.ToLower(sb.Type.String()), Shape: shape, Data: sb.Data})
+		}
 	}
 	return attest.ComputeIdentity(attest.IdentityInput{Config: config, Tensors: tensors, Tokenizer: tokenizer, Flags: flags})
 }

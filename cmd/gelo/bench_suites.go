@@ -137,6 +137,8 @@ func weightBytes(cfg *models.Config, format string) int64 {
 		dt = ir.Q8_0
 	case passes.WeightsQ4_0:
 		dt = ir.Q4_0
+	case passes.WeightsQ4_K:
+		dt = ir.Q4_K
 	}
 	var n int64
 	for _, t := range cfg.TensorSpecs() {

@@ -35,12 +35,14 @@ func (f Format) String() string {
 		return "q4_0"
 	case Q8_0:
 		return "q8_0"
+	case Q4_K:
+		return "q4_k"
 	}
 	return fmt.Sprintf("Format(%d)", uint32(f))
 }
 
 // Valid reports whether f is a supported format.
-func (f Format) Valid() bool { return f == Q4_0 || f == Q8_0 }
+func (f Format) Valid() bool { return f == Q4_0 || f == Q8_0 || f == Q4_K }
 
 // BlockBytes returns the size of one block of f (0 for an unknown format).
 func (f Format) BlockBytes() int {
@@ -49,6 +51,20 @@ func (f Format) BlockBytes() int {
 		return BlockBytesQ4_0
 	case Q8_0:
 		return BlockBytesQ8_0
+	case Q4_K:
+		return BlockBytesQ4_K
+	}
+	return 0
+}
+
+// BlockValues returns the values one block of f holds: 32, or 256 for a
+// K-quant super-block (0 for an unknown format).
+func (f Format) BlockValues() int {
+	switch f {
+	case Q4_0, Q8_0:
+		return QK
+	case Q4_K:
+		return QKK
 	}
 	return 0
 }
@@ -219,7 +235,7 @@ func checkDequantize(f Format, dst []float32, src []byte) error {
 	if len(src)%bb != 0 {
 		return fmt.Errorf("wire: dequantize %s: len(src) = %d is not a multiple of %d", f, len(src), bb)
 	}
-	if need := len(src) / bb * QK; len(dst) < need {
+	if need := len(src) / bb * f.BlockValues(); len(dst) < need {
 		return fmt.Errorf("wire: dequantize %s: len(dst) = %d, need %d", f, len(dst), need)
 	}
 	return nil

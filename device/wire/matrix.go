@@ -29,9 +29,12 @@ func Quantize(format Format, w []float32, rows, cols int) (*Matrix, error) {
 	m := &Matrix{Format: format, Rows: rows, Cols: cols}
 	m.Data = make([]byte, rows*m.RowBytes())
 	var err error
-	if format == Q8_0 {
+	switch format {
+	case Q8_0:
 		err = QuantizeQ8_0(m.Data, w[:rows*cols])
-	} else {
+	case Q4_K:
+		err = QuantizeQ4_K(m.Data, w[:rows*cols])
+	default:
 		err = QuantizeQ4_0(m.Data, w[:rows*cols])
 	}
 	if err != nil {
@@ -61,6 +64,9 @@ func checkShape(format Format, rows, cols int) error {
 	if cols%QK != 0 {
 		return fmt.Errorf("%w: cols = %d", ErrCols, cols)
 	}
+	if cols%format.BlockValues() != 0 {
+		return fmt.Errorf("wire: %s rows are whole %d-value super-blocks, cols = %d", format, format.BlockValues(), cols)
+	}
 	if rows > maxElems/cols {
 		return fmt.Errorf("wire: shape %d x %d too large", rows, cols)
 	}
@@ -86,11 +92,11 @@ func (m *Matrix) Validate() error {
 	return nil
 }
 
-// BlocksPerRow returns Cols/32.
-func (m *Matrix) BlocksPerRow() int { return m.Cols / QK }
+// BlocksPerRow returns Cols/32 (Cols/256 super-blocks for Q4_K).
+func (m *Matrix) BlocksPerRow() int { return m.Cols / m.Format.BlockValues() }
 
 // RowBytes returns the size of one row of blocks.
-func (m *Matrix) RowBytes() int { return m.Cols / QK * m.Format.BlockBytes() }
+func (m *Matrix) RowBytes() int { return m.Cols / m.Format.BlockValues() * m.Format.BlockBytes() }
 
 // Row returns the blocks of row r (a view of Data), or nil when r is out of
 // range or the matrix is invalid.
@@ -129,10 +135,7 @@ func (m *Matrix) DequantizeRow(dst []float32, r int) error {
 	if row == nil {
 		return fmt.Errorf("wire: DequantizeRow: row %d out of range (or invalid matrix)", r)
 	}
-	if m.Format == Q8_0 {
-		return DequantizeQ8_0(dst, row)
-	}
-	return DequantizeQ4_0(dst, row)
+	return dequantize(m.Format, dst, row)
 }
 
 // Dequantize expands the whole matrix into dst[0:Rows*Cols] (row-major).
@@ -143,9 +146,15 @@ func (m *Matrix) Dequantize(dst []float32) error {
 	if len(dst) < m.Rows*m.Cols {
 		return fmt.Errorf("wire: Dequantize: len(dst) = %d < %d", len(dst), m.Rows*m.Cols)
 	}
-	data := m.Data[:m.Rows*m.RowBytes()]
-	if m.Format == Q8_0 {
-		return DequantizeQ8_0(dst, data)
+	return dequantize(m.Format, dst, m.Data[:m.Rows*m.RowBytes()])
+}
+
+func dequantize(f Format, dst []float32, src []byte) error {
+	switch f {
+	case Q8_0:
+		return DequantizeQ8_0(dst, src)
+	case Q4_K:
+		return DequantizeQ4_K(dst, src)
 	}
-	return DequantizeQ4_0(dst, data)
+	return DequantizeQ4_0(dst, src)
 }

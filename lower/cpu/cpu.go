@@ -20,6 +20,7 @@ import (
 	"gelo/lower/cpu/probe"
 	"gelo/lower/cpu/quant"
 	"gelo/models"
+	"gelo/models/gguf"
 	"gelo/models/safetensors"
 	"gelo/passes"
 )
@@ -651,8 +652,19 @@ func (b *Backend) quantizedPart(p *Program, n *ir.Node) (*wire.Matrix, error) {
 	return b.quantized(p, n)
 }
 
-// quantizeWeight quantizes the named weight of node n (not cached).
+// quantizeWeight quantizes the named weight of node n (not cached). A
+// q4_k weight that its file stored as Q4_K is its stored blocks, as they
+// are.
 func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (*wire.Matrix, error) {
+	if n.Type.DType == ir.Q4_K {
+		if sb, ok := b.weights.Blocks(name); ok && sb.Type == gguf.Q4_K {
+			qm, err := wire.NewMatrix(wire.Q4_K, p.dims[n.ID][0], p.dims[n.ID][1], sb.Data)
+			if err != nil {
+				return nil, fmt.Errorf("weight %q as stored: %w", name, err)
+			}
+			return qm, nil
+		}
+	}
 	data, shape, err := b.weights.Get(name)
 	if err != nil {
 		return nil, err
@@ -669,8 +681,11 @@ func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (*wire.Mat
 
 // blockFormat is the wire block layout of a quantized IR type.
 func blockFormat(dt ir.DType) wire.Format {
-	if dt == ir.Q4_0 {
+	switch dt {
+	case ir.Q4_0:
 		return wire.Q4_0
+	case ir.Q4_K:
+		return wire.Q4_K
 	}
 	return wire.Q8_0
 }

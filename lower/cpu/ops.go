@@ -395,7 +395,7 @@ func lowerMatMul(l *lowering) (func() error, error) {
 		return func() error { ctx.MatMulTBF16(f(out), f(in[0]), w, rows, k, nOut, bias); return nil }, nil
 	}
 	if p.f32[in[1]] == nil {
-		return nil, fmt.Errorf("the TEE multiplies f32, bf16, q8_0 or q4_0 weights, %v is %v", in[1], p.g.Node(in[1]).Type)
+		return nil, fmt.Errorf("the TEE multiplies f32, bf16, q8_0, q4_0 or q4_k weights, %v is %v", in[1], p.g.Node(in[1]).Type)
 	}
 	return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, bias); return nil }, nil
 }

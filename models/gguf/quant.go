@@ -130,8 +130,8 @@ func dequantQ4K(blk []byte, y []float32) {
 		d2, mn2 := d*float32(sc2), dmin*float32(m2)
 		q := qs[32*g : 32*g+32]
 		for l := range 32 {
-			y[64*g+l] = d1*float32(q[l]&0xF) - mn1
-			y[64*g+32+l] = d2*float32(q[l]>>4) - mn2
+			y[64*g+l] = float32(d1*float32(q[l]&0xF)) - mn1 // no fused multiply-add
+			y[64*g+32+l] = float32(d2*float32(q[l]>>4)) - mn2
 		}
 	}
 }

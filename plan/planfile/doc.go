@@ -63,7 +63,7 @@
 //	  .fusions             []string    fusions applied, in order (IR meta "fusions"; empty when
 //	                                   none; always present)
 //	  .weight_format       string      format of the device matmul weights (IR meta "weights":
-//	                                   f32, bf16, q8_0, q4_0; derived at lowering from the f32
+//	                                   f32, bf16, q8_0, q4_0, q4_k; derived at lowering from the f32
 //	                                   weights the identity hashes)
 //	identity_digest        string    64 hex digits: the identity section's "digest"
 //	ir_digest              string    ir.Digest of the module ("sha256:" + 64 hex)

@@ -25,7 +25,7 @@ var f32MatMulWorkers func(workers int) (mm func(y, x, w []float32, m, k, n int),
 // least 96 MiB (more than the last-level cache) so that cycling through
 // them measures streaming from memory, as decode does; "hot" uses one copy.
 // MB/s is weight bytes streamed per second (4 per weight for f32, 34/32
-// for q8_0, 18/32 for q4_0); x_vs_f32 is the f32 time over the quantized
+// for q8_0, 18/32 for q4_0, 144/256 for q4_k); x_vs_f32 is the f32 time over the quantized
 // time at the same shape (the f32 sub-benchmark runs first).
 
 const coldBytes = 96 << 20
@@ -84,7 +84,7 @@ func BenchmarkMatVec(b *testing.B) {
 				})
 			}
 			ws = nil
-			for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+			for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0, wire.Q4_K} {
 				w, err := wire.Quantize(f, w32, n, k)
 				if err != nil {
 					b.Fatal(err)
@@ -139,7 +139,7 @@ func BenchmarkGEMM(b *testing.B) {
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
-		for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+		for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0, wire.Q4_K} {
 			w, err := wire.Quantize(f, w32, n, k)
 			if err != nil {
 				b.Fatal(err)
@@ -215,7 +215,7 @@ func TestMatVecReport(t *testing.T) {
 			ws[i] = append([]float32(nil), w32...)
 		}
 		qs := map[wire.Format][]*wire.Matrix{}
-		for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+		for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0, wire.Q4_K} {
 			w, err := wire.Quantize(f, w32, n, k)
 			if err != nil {
 				t.Fatal(err)

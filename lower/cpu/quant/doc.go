@@ -38,5 +38,24 @@
 // in the lanes, and subtracting 128 (Q8_0) or 8 (Q4_0) times the activation
 // block sum leaves the exact isum, so no horizontal reduction is needed and
 // the float part is the same per-lane order.
+//
+// Q4_K weights (block_q4_K: 256-value super-blocks of 8 sub-blocks of 32,
+// each with a 6-bit scale sc and min m under the super-block's fp16 d and
+// dmin) multiply the same q8_0 activations, one activation block per
+// sub-block, so the order is the one above with a sub-block for a block:
+//
+//	d1 = fl32(d * sc), m1 = fl32(dmin * m)       // the dequantizer's
+//	isum = sum_t q[t] * qx[t]                     // exact: q in 0..15
+//	acc = fl32(acc + fl32(fl32(float32(isum) * fl32(d1*dx)) - fl32(float32(sx) * fl32(m1*dx))))
+//
+// with sx the activation block's quant sum (sum_t (d1 q_t - m1) x_t, split
+// into its two exact integer sums). The AVX2 kernel runs 8 weight rows as
+// 8 lanes: per super-block it transposes the rows' 16-byte headers so each
+// dword lane holds one row's d, dmin and packed scales, unpacks the scales
+// in the lanes and keeps the 16 per-lane d1 and m1 in its frame; the
+// sub-block sums take the Q4_0 reduction tree. Products with m >= 2 run
+// 2x8 tiles (two activation rows through one unpacking of the 8 rows'
+// headers, the second row's weights from L1), each lane in the same order.
+//
 // Elsewhere (or with the purego build tag) the portable Go kernels run.
 package quant

@@ -42,22 +42,44 @@ func q8mm16AVX512(x *int8, dx *float32, sx *int32, w *byte, ldw, nb, rows int, y
 //go:noescape
 func q4mm16AVX512(x *int8, dx *float32, sx *int32, w *byte, ldw, nb, rows int, y *float32, ldy int)
 
+//go:noescape
+func q4kmv8AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns int, y *float32)
+
+//go:noescape
+func q4kmm28AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns int, y *float32, ldy int)
+
+// mm28 sets y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for r < 2, c < 8 with
+// block_q4_K weights (k = 32*nb; activation row r uses dx[r*nb:] and
+// sx[r*nb:]).
+func mm28(x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
+	_, _, _ = x[2*nb*wire.QK-1], dx[2*nb-1], sx[2*nb-1]
+	_ = w[7*ldw+nb/8*wire.BlockBytesQ4_K-1]
+	_ = y[ldy+7]
+	if !useAsm {
+		mm28Go(x, dx, sx, w, ldw, nb, y, ldy)
+		return
+	}
+	q4kmm28AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb/8, &y[0], ldy)
+}
+
 // The wrappers check every bound the assembly relies on (a panic on an
 // internal indexing bug, never a stray memory access) and dispatch.
 
 // mv8 sets y[r] = dot(x, w[r*ldw:]) for r < 8 (nb >= 1 blocks).
 func mv8(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
-	bb := f.BlockBytes()
 	_, _, _ = x[nb*wire.QK-1], dx[nb-1], sx[nb-1]
-	_ = w[7*ldw+nb*bb-1]
+	_ = w[7*ldw+nb*wire.QK/f.BlockValues()*f.BlockBytes()-1]
 	_ = y[7]
 	if !useAsm {
-		mv8Go(f, x, dx, w, ldw, nb, y)
+		mv8Go(f, x, dx, sx, w, ldw, nb, y)
 		return
 	}
-	if f == wire.Q8_0 {
+	switch f {
+	case wire.Q8_0:
 		q8mv8AVX2(&x[0], &dx[0], &w[0], ldw, nb, &y[0])
-	} else {
+	case wire.Q4_K:
+		q4kmv8AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb/8, &y[0])
+	default:
 		q4mv8AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, &y[0])
 	}
 }
@@ -70,7 +92,7 @@ func mm24(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb i
 	_ = w[3*ldw+nb*bb-1]
 	_ = y[ldy+3]
 	if !useAsm {
-		mm24Go(f, x, dx, w, ldw, nb, y, ldy)
+		mm24Go(f, x, dx, sx, w, ldw, nb, y, ldy)
 		return
 	}
 	if f == wire.Q8_0 {
@@ -88,7 +110,7 @@ func mm16(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, 
 	_ = w[15*ldw+nb*bb-1]
 	_ = y[(rows-1)*ldy+15]
 	if !useAVX512 || !useAsm {
-		mm16Go(f, x, dx, w, ldw, nb, rows, y, ldy)
+		mm16Go(f, x, dx, sx, w, ldw, nb, rows, y, ldy)
 		return
 	}
 	if f == wire.Q8_0 {

@@ -13,13 +13,17 @@ const haveAsm = false
 var useAVX512 = false
 
 func mv8(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
-	mv8Go(f, x, dx, w, ldw, nb, y)
+	mv8Go(f, x, dx, sx, w, ldw, nb, y)
+}
+
+func mm28(x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
+	mm28Go(x, dx, sx, w, ldw, nb, y, ldy)
 }
 
 func mm24(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
-	mm24Go(f, x, dx, w, ldw, nb, y, ldy)
+	mm24Go(f, x, dx, sx, w, ldw, nb, y, ldy)
 }
 
 func mm16(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
-	mm16Go(f, x, dx, w, ldw, nb, rows, y, ldy)
+	mm16Go(f, x, dx, sx, w, ldw, nb, rows, y, ldy)
 }

@@ -60,38 +60,86 @@ func dotQ4Go(x []int8, dx []float32, w []byte, nb int) float32 {
 	return acc
 }
 
+// dotQ4KGo returns the canonical product of an activation row (x, dx, sx:
+// nb blocks of 32) with a row of nb/8 block_q4_K: per super-block, per
+// sub-block j (activation block b = 8s+j) in increasing order,
+//
+//	d1 = fl32(d * sc_j), m1 = fl32(dmin * m_j)      (the dequantizer's)
+//	isum = sum_t q[t] * qx[t]                        (exact int32)
+//	acc = fl32(acc + fl32(fl32(isum * fl32(d1*dx_b)) - fl32(sx_b * fl32(m1*dx_b))))
+func dotQ4KGo(x []int8, dx []float32, sx []int32, w []byte, nb int) float32 {
+	ns := nb / 8
+	x, dx, sx = x[:nb*wire.QK:nb*wire.QK], dx[:nb:nb], sx[:nb:nb]
+	w = w[: ns*wire.BlockBytesQ4_K : ns*wire.BlockBytesQ4_K]
+	var acc float32
+	for s := 0; s < ns; s++ {
+		blk := w[s*wire.BlockBytesQ4_K : (s+1)*wire.BlockBytesQ4_K : (s+1)*wire.BlockBytesQ4_K]
+		d, dmin := scaleF16(blk), scaleF16(blk[2:])
+		scales, qs := blk[4:16], blk[16:]
+		for j := 0; j < 8; j++ {
+			sc, m := wire.ScaleMinQ4_K(j, scales)
+			d1, m1 := float32(d*float32(sc)), float32(dmin*float32(m))
+			b := 8*s + j
+			xs := x[b*wire.QK : (b+1)*wire.QK : (b+1)*wire.QK]
+			q := qs[32*(j/2) : 32*(j/2)+32 : 32*(j/2)+32]
+			shift := 4 * uint(j&1)
+			var s0, s1 int32
+			for t := 0; t < wire.QK; t += 2 {
+				s0 += int32(q[t]>>shift&0xF) * int32(xs[t])
+				s1 += int32(q[t+1]>>shift&0xF) * int32(xs[t+1])
+			}
+			isum := s0 + s1
+			a, bm := float32(d1*dx[b]), float32(m1*dx[b])
+			acc = float32(acc + float32(float32(float32(isum)*a)-float32(float32(sx[b])*bm)))
+		}
+	}
+	return acc
+}
+
 // dotGo dispatches on the format.
-func dotGo(f wire.Format, x []int8, dx []float32, w []byte, nb int) float32 {
-	if f == wire.Q8_0 {
+func dotGo(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, nb int) float32 {
+	switch f {
+	case wire.Q8_0:
 		return dotQ8Go(x, dx, w, nb)
+	case wire.Q4_K:
+		return dotQ4KGo(x, dx, sx, w, nb)
 	}
 	return dotQ4Go(x, dx, w, nb)
 }
 
 // mv8Go: y[r] = dot(x, w[r*ldw:]) for r < 8.
-func mv8Go(f wire.Format, x []int8, dx []float32, w []byte, ldw, nb int, y []float32) {
+func mv8Go(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
 	for r := 0; r < 8; r++ {
-		y[r] = dotGo(f, x, dx, w[r*ldw:], nb)
+		y[r] = dotGo(f, x, dx, sx, w[r*ldw:], nb)
+	}
+}
+
+// mm28Go: for r < 2, c < 8: y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for
+// block_q4_K weights (k = 32*nb).
+func mm28Go(x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
+	k := nb * wire.QK
+	for r := 0; r < 2; r++ {
+		mv8Go(wire.Q4_K, x[r*k:], dx[r*nb:], sx[r*nb:], w, ldw, nb, y[r*ldy:])
 	}
 }
 
 // mm24Go: for r < 2, c < 4: y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) (k = 32*nb).
-func mm24Go(f wire.Format, x []int8, dx []float32, w []byte, ldw, nb int, y []float32, ldy int) {
+func mm24Go(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32, ldy int) {
 	k := nb * wire.QK
 	for r := 0; r < 2; r++ {
 		for c := 0; c < 4; c++ {
-			y[r*ldy+c] = dotGo(f, x[r*k:], dx[r*nb:], w[c*ldw:], nb)
+			y[r*ldy+c] = dotGo(f, x[r*k:], dx[r*nb:], sx[r*nb:], w[c*ldw:], nb)
 		}
 	}
 }
 
 // mm16Go: for r < rows, c < 16: y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for
 // block_q8_0 or block_q4_0 weights (k = 32*nb).
-func mm16Go(f wire.Format, x []int8, dx []float32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
+func mm16Go(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
 	k := nb * wire.QK
 	for r := 0; r < rows; r++ {
 		for c := 0; c < 16; c++ {
-			y[r*ldy+c] = dotGo(f, x[r*k:], dx[r*nb:], w[c*ldw:], nb)
+			y[r*ldy+c] = dotGo(f, x[r*k:], dx[r*nb:], sx[r*nb:], w[c*ldw:], nb)
 		}
 	}
 }

@@ -120,16 +120,35 @@ func (j *matmulJob) do(task int) {
 	f, n, nb, ldw := j.w.Format, j.n, j.nb, j.ldw
 	k := nb * wire.QK
 	wd := j.w.Data
-	if !j.gemm || j1-j0 < 4 {
-		// Matvec rows (m = 1), or a panel narrower than a micro-tile
-		// (n < 4): eight weight rows per call, the tail tile shifted back
+	if f == wire.Q4_K && j.gemm && j1-j0 >= 8 {
+		// GEMM block, Q4_K: 2 activation rows by 8 weight rows per call
+		// (the super-block headers unpacked once for both rows), the
+		// tail tiles shifted back (i1-i0 >= 2 since m >= 2).
+		for jg := j0; jg < j1; jg += 8 {
+			jc := min(jg, j1-8)
+			for ig := i0; ig < i1; ig += 2 {
+				ic := min(ig, i1-2)
+				mm28(j.q[ic*k:], j.dx[ic*nb:], j.sx[ic*nb:], wd[jc*ldw:], ldw, nb, j.y[ic*n+jc:], n)
+			}
+		}
+		if j.bias != nil {
+			for i := i0; i < i1; i++ {
+				addBias(j.y[i*n+j0:i*n+j1], j.bias[j0:j1])
+			}
+		}
+		return
+	}
+	if !j.gemm || j1-j0 < 4 || f == wire.Q4_K {
+		// Matvec rows (m = 1), a panel narrower than a micro-tile
+		// (n < 4), or a Q4_K panel narrower than its 8-row tile: eight
+		// weight rows per call, the tail tile shifted back
 		// to end at j1 (it recomputes some outputs bit-identically).
 		for i := i0; i < i1; i++ {
 			x, dx, sx := j.q[i*k:(i+1)*k], j.dx[i*nb:(i+1)*nb], j.sx[i*nb:(i+1)*nb]
 			yr := j.y[i*n : (i+1)*n]
 			if j1-j0 < 8 {
 				for jj := j0; jj < j1; jj++ {
-					yr[jj] = dotGo(f, x, dx, wd[jj*ldw:], nb)
+					yr[jj] = dotGo(f, x, dx, sx, wd[jj*ldw:], nb)
 				}
 			} else {
 				for jg := j0; jg < j1; jg += 8 {

@@ -454,7 +454,7 @@ func TestMatMulQAllocs(t *testing.T) {
 	c := NewCtx(2)
 	defer c.Close()
 	k, n := 256, 72
-	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0, wire.Q4_K} {
 		w, _ := wire.Quantize(f, randData(rng, n*k, 1), n, k)
 		for _, m := range []int{1, 2, 65} {
 			x := randData(rng, m*k, 1)

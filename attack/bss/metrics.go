@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 
+	"gelo/attack/rowspace"
+
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -151,68 +153,7 @@ func Hungarian(cost [][]float64) ([]int, error) {
 	if r > c {
 		return nil, fmt.Errorf("%w: Hungarian needs rows <= columns, got %dx%d", ErrShape, r, c)
 	}
-	inf := math.Inf(1)
-	u := make([]float64, r+1)
-	v := make([]float64, c+1)
-	p := make([]int, c+1) // p[j]: row (1-based) assigned to column j
-	way := make([]int, c+1)
-	minv := make([]float64, c+1)
-	used := make([]bool, c+1)
-	for i := 1; i <= r; i++ {
-		p[0] = i
-		j0 := 0
-		for j := range minv {
-			minv[j] = inf
-			used[j] = false
-		}
-		for {
-			used[j0] = true
-			i0 := p[j0]
-			delta := inf
-			j1 := 0
-			for j := 1; j <= c; j++ {
-				if used[j] {
-					continue
-				}
-				cur := cost[i0-1][j-1] - u[i0] - v[j]
-				if cur < minv[j] {
-					minv[j] = cur
-					way[j] = j0
-				}
-				if minv[j] < delta {
-					delta = minv[j]
-					j1 = j
-				}
-			}
-			for j := 0; j <= c; j++ {
-				if used[j] {
-					u[p[j]] += delta
-					v[j] -= delta
-				} else {
-					minv[j] -= delta
-				}
-			}
-			j0 = j1
-			if p[j0] == 0 {
-				break
-			}
-		}
-		for {
-			j1 := way[j0]
-			p[j0] = p[j1]
-			j0 = j1
-			if j0 == 0 {
-				break
-			}
-		}
-	}
-	as := make([]int, r)
-	for j := 1; j <= c; j++ {
-		if p[j] != 0 {
-			as[p[j]-1] = j - 1
-		}
-	}
-	return as, nil
+	return rowspace.Hungarian(cost), nil
 }
 
 // Percentile returns the q-quantile (q in [0,1]) of xs with linear

@@ -100,6 +100,21 @@ type HD3Options struct {
 	Stop float64
 }
 
+// withDefaults fills the search's unset bounds: 32 starts, 50 sweeps,
+// stop at a residual of 1e-9 (every fit of the family uses them).
+func (opts HD3Options) withDefaults() HD3Options {
+	if opts.Restarts <= 0 {
+		opts.Restarts = 32
+	}
+	if opts.Iters <= 0 {
+		opts.Iters = 50
+	}
+	if opts.Stop <= 0 {
+		opts.Stop = 1e-9
+	}
+	return opts
+}
+
 // HD3MaxFit bounds HD3Fit's size: a sweep is about 10 s log2(s) d
 // multiply-adds. The harness's crossings at width 64 are s = 128 (a
 // fraction of a second a fit); at the 0.6B width (s = 2048, d = 1024) a
@@ -131,15 +146,7 @@ func HD3Fit(U, X *mat.Dense, opts HD3Options) (*HD3FitResult, error) {
 	if s > HD3MaxFit || s&(s-1) != 0 {
 		return nil, fmt.Errorf("rowspace: HD3Fit needs a power-of-two size <= %d, got %d", HD3MaxFit, s)
 	}
-	if opts.Restarts <= 0 {
-		opts.Restarts = 32
-	}
-	if opts.Iters <= 0 {
-		opts.Iters = 50
-	}
-	if opts.Stop <= 0 {
-		opts.Stop = 1e-9
-	}
+	opts = opts.withDefaults()
 	rng := NewRand(opts.Seed)
 	nu := mat.Norm(U, 2)
 	z := mat.DenseCopyOf(X)

@@ -52,15 +52,7 @@ func HDKFit(U, X *mat.Dense, K int, opts HD3Options) (*HDKFitResult, error) {
 	if K < 1 || s > HD3MaxFit || s&(s-1) != 0 {
 		return nil, fmt.Errorf("rowspace: HDKFit needs K >= 1 and a power-of-two size <= %d, got K = %d, s = %d", HD3MaxFit, K, s)
 	}
-	if opts.Restarts <= 0 {
-		opts.Restarts = 32
-	}
-	if opts.Iters <= 0 {
-		opts.Iters = 50
-	}
-	if opts.Stop <= 0 {
-		opts.Stop = 1e-9
-	}
+	opts = opts.withDefaults()
 	rng := NewRand(opts.Seed)
 	nu := mat.Norm(U, 2)
 	best := &HDKFitResult{Residual: math.Inf(1)}

@@ -106,15 +106,7 @@ func HDPFit(U, X *mat.Dense, K int, opts HD3Options) (*HDPFitResult, error) {
 	if K < 1 || s > 1024 || s&(s-1) != 0 {
 		return nil, fmt.Errorf("rowspace: HDPFit needs K >= 1 and a power-of-two size <= 1024 (an assignment is O(s^3)), got K = %d, s = %d", K, s)
 	}
-	if opts.Restarts <= 0 {
-		opts.Restarts = 32
-	}
-	if opts.Iters <= 0 {
-		opts.Iters = 50
-	}
-	if opts.Stop <= 0 {
-		opts.Stop = 1e-9
-	}
+	opts = opts.withDefaults()
 	rng := NewRand(opts.Seed)
 	nu := mat.Norm(U, 2)
 	best := &HDPFitResult{Residual: math.Inf(1)}
@@ -175,7 +167,7 @@ func bestSignedPerm(W, Z *mat.Dense) SignedPerm {
 			cost[i][k] = -math.Abs(g.At(i, k))
 		}
 	}
-	perm := assign(cost)
+	perm := Hungarian(cost)
 	p := SignedPerm{Perm: perm, Sign: make([]float64, s)}
 	for i, k := range perm {
 		p.Sign[i] = 1
@@ -186,25 +178,30 @@ func bestSignedPerm(W, Z *mat.Dense) SignedPerm {
 	return p
 }
 
-// assign solves the square linear assignment problem (minimum total cost)
-// by the Hungarian method with potentials, O(n^3): out[i] is the column
-// assigned to row i.
-func assign(cost [][]float64) []int {
-	n := len(cost)
-	u, v := make([]float64, n+1), make([]float64, n+1)
-	p, way := make([]int, n+1), make([]int, n+1) // p[col] = row (1-based), 0 none
-	for i := 1; i <= n; i++ {
+// Hungarian solves the rectangular assignment problem (minimum total
+// cost; cost is r x c with r <= c, finite, not ragged: callers check)
+// by Kuhn-Munkres with potentials, O(r^2 c): out[i] is the distinct
+// column assigned to row i. bss.Hungarian is this with the checks.
+func Hungarian(cost [][]float64) []int {
+	r := len(cost)
+	if r == 0 {
+		return nil
+	}
+	c := len(cost[0])
+	inf := math.Inf(1)
+	u, v := make([]float64, r+1), make([]float64, c+1)
+	p, way := make([]int, c+1), make([]int, c+1) // p[j]: row (1-based) assigned to column j
+	minv, used := make([]float64, c+1), make([]bool, c+1)
+	for i := 1; i <= r; i++ {
 		p[0] = i
 		j0 := 0
-		minv := make([]float64, n+1)
-		used := make([]bool, n+1)
 		for j := range minv {
-			minv[j] = math.Inf(1)
+			minv[j], used[j] = inf, false
 		}
 		for {
 			used[j0] = true
-			i0, delta, j1 := p[j0], math.Inf(1), 0
-			for j := 1; j <= n; j++ {
+			i0, delta, j1 := p[j0], inf, 0
+			for j := 1; j <= c; j++ {
 				if used[j] {
 					continue
 				}
@@ -215,7 +212,7 @@ func assign(cost [][]float64) []int {
 					delta, j1 = minv[j], j
 				}
 			}
-			for j := 0; j <= n; j++ {
+			for j := 0; j <= c; j++ {
 				if used[j] {
 					u[p[j]] += delta
 					v[j] -= delta
@@ -234,9 +231,11 @@ func assign(cost [][]float64) []int {
 			j0 = j1
 		}
 	}
-	out := make([]int, n)
-	for j := 1; j <= n; j++ {
-		out[p[j]-1] = j - 1
+	out := make([]int, r)
+	for j := 1; j <= c; j++ {
+		if p[j] != 0 {
+			out[p[j]-1] = j - 1
+		}
 	}
 	return out
 }

@@ -46,7 +46,7 @@ func TestAssign(t *testing.T) {
 			p[i] = i
 		}
 		permute(p, 0)
-		got := assign(cost)
+		got := Hungarian(cost)
 		s := slices.Clone(got)
 		slices.Sort(s)
 		for i := range s {

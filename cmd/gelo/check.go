@@ -35,7 +35,7 @@ func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 
 // planDecides are the flags whose value a compiled artifact fixes: given
 // with --plan they would be ignored.
-var planDecides = []string{"mask", "cadence", "shield", "center", "topology", "weights", "no-fuse", "dump-after", "dump-all"}
+var planDecides = []string{"mask", "cadence", "shield", "center", "topology", "weights", "kv-dtype", "no-fuse", "dump-after", "dump-all"}
 
 // checkPlanOverrides refuses the compile flags given together with --plan.
 func checkPlanOverrides(fs *flag.FlagSet) error {

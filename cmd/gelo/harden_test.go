@@ -44,6 +44,7 @@ func TestNothingIgnored(t *testing.T) {
 		{[]string{`unexpected argument "x"`}, []string{"replay", "x"}},
 		{[]string{`unexpected argument "x"`}, []string{"synth", "x"}},
 		{[]string{"--mask", "--weights", "fixes these"}, []string{"generate", "--plan", p, "--mask", "hd3", "--weights", "q8_0"}},
+		{[]string{"--kv-dtype", "fixes these"}, []string{"generate", "--plan", p, "--kv-dtype", "bf16"}},
 		{[]string{"--no-fuse", "fixes these"}, []string{"generate", "--plan", p, "--no-fuse", "all"}},
 		{[]string{"--system applies only with --chat"}, []string{"generate", "--system", "be terse"}},
 		{[]string{"--think applies only with --chat"}, []string{"generate", "--think"}},

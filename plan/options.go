@@ -153,7 +153,7 @@ func fusionsOf(meta map[string]string) []string {
 // the plan's backend, weight format, KV cache dtype and protection
 // (masking is exact only up to rounding). Every one of them is attested.
 func IdentityFlags(cfg *models.Config, backend string, ps planfile.Passes) map[string]string {
-	return map[string]string{
+	flags := map[string]string{
 		"backend":             backend,
 		"weights":             ps.WeightFormat,
 		"qk_norm":             strconv.FormatBool(cfg.QKNorm()),
@@ -168,8 +168,14 @@ func IdentityFlags(cfg *models.Config, backend string, ps planfile.Passes) map[s
 		"center":              strconv.FormatBool(ps.Center),
 		"fusions":             strings.Join(ps.Fusions, ","),
 		"verify":              strconv.Itoa(ps.Verify) + "/" + strconv.Itoa(ps.VerifyPool),
-		"kv_dtype":            KVDTypeName(ps),
 	}
+	if ps.KVDType != "" {
+		// Only a 16-bit cache is named: an f32 plan's identity keeps the
+		// flags it had before the cache dtype existed, so plans sealed then
+		// still verify.
+		flags["kv_dtype"] = ps.KVDType
+	}
+	return flags
 }
 
 func splitList(s string) []string {

@@ -17,8 +17,9 @@ type Matrix struct {
 }
 
 // Quantize quantizes the row-major rows x cols float32 matrix w into a new
-// Matrix of the given format (QuantizeQ8_0 / QuantizeQ4_0 row by row). cols
-// must be a positive multiple of 32; every value must be finite.
+// Matrix of the given format (QuantizeQ8_0 / QuantizeQ4_0 / QuantizeQ4_K
+// row by row). cols must be a positive multiple of the format's block (32,
+// or 256 for Q4_K); every value must be finite.
 func Quantize(format Format, w []float32, rows, cols int) (*Matrix, error) {
 	if err := checkShape(format, rows, cols); err != nil {
 		return nil, err
@@ -92,11 +93,17 @@ func (m *Matrix) Validate() error {
 	return nil
 }
 
-// BlocksPerRow returns Cols/32 (Cols/256 super-blocks for Q4_K).
-func (m *Matrix) BlocksPerRow() int { return m.Cols / m.Format.BlockValues() }
+// BlocksPerRow returns Cols/32 (Cols/256 super-blocks for Q4_K), 0 for an
+// invalid format.
+func (m *Matrix) BlocksPerRow() int {
+	if m.Format.BlockValues() == 0 {
+		return 0
+	}
+	return m.Cols / m.Format.BlockValues()
+}
 
-// RowBytes returns the size of one row of blocks.
-func (m *Matrix) RowBytes() int { return m.Cols / m.Format.BlockValues() * m.Format.BlockBytes() }
+// RowBytes returns the size of one row of blocks (0 for an invalid format).
+func (m *Matrix) RowBytes() int { return m.BlocksPerRow() * m.Format.BlockBytes() }
 
 // Row returns the blocks of row r (a view of Data), or nil when r is out of
 // range or the matrix is invalid.

@@ -331,6 +331,7 @@ func batchPrefixRelease(t *testing.T, dt ir.DType) {
 
 // TestBatchParkChunked: a prompt prefilled in chunks, parked while the
 // batch decodes between them, gives the logits of its whole prefill (the
+// scratch row a decode step writes into a parked slot is overwritten by
 // the next chunk), and a parked slot does not advance; for every KV cache
 // dtype.
 func TestBatchParkChunked(t *testing.T) {

@@ -662,6 +662,11 @@ func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (*wire.Mat
 			if err != nil {
 				return nil, fmt.Errorf("weight %q as stored: %w", name, err)
 			}
+			// NewMatrix accepts extra bytes; stored blocks of another shape
+			// would be multiplied misread, so their size must be exact.
+			if want := qm.Rows * qm.RowBytes(); len(sb.Data) != want {
+				return nil, fmt.Errorf("weight %q as stored: %d bytes of Q4_K blocks, the graph's %v wants %d", name, len(sb.Data), p.dims[n.ID], want)
+			}
 			return qm, nil
 		}
 	}

@@ -3,6 +3,7 @@ package tests
 import (
 	"math"
 	goruntime "runtime"
+	"slices"
 	"testing"
 
 	"gelo/ir"
@@ -72,7 +73,13 @@ func TestKVDTypeBitIdentity(t *testing.T) {
 				}
 			}
 		}
-		// Two sequences decoding together: each gives its serial bits.
+		// Two sequences with different prompts decoding together: each
+		// gives its own serial bits (a slot or head offset that read the
+		// other sequence's cache would show here).
+		prompt2 := slices.Clone(prompt[:50])
+		slices.Reverse(prompt2)
+		s2 := kvSession(t, cfg, w, dt, 2, 160)
+		refToks2, ref2 := greedyRun(t, s2, prompt2, 9)
 		m := compileModule(t, cfg, models.TraceOptions{KVDType: dt}, plain)
 		be := cpu.New(w, cpu.Options{SessionKey: testKey})
 		t.Cleanup(be.Close)
@@ -80,20 +87,19 @@ func TestKVDTypeBitIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 2; i++ {
-			if _, err := bt.Prefill(i, prompt); err != nil {
+		for i, p := range [][]int32{prompt, prompt2} {
+			if _, err := bt.Prefill(i, p); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for step := 0; step < 8; step++ {
-			tok := int32(refToks[step])
-			l, err := bt.Decode([]int32{tok, tok})
+			l, err := bt.Decode([]int32{int32(refToks[step]), int32(refToks2[step])})
 			if err != nil {
 				t.Fatal(err)
 			}
 			v := len(ref[0])
-			for i := 0; i < 2; i++ {
-				if j := firstDiff(l[i*v:(i+1)*v], ref[step+1]); j >= 0 {
+			for i, r := range [][][]float32{ref, ref2} {
+				if j := firstDiff(l[i*v:(i+1)*v], r[step+1]); j >= 0 {
 					t.Fatalf("kv %v: batched sequence %d step %d logit %d differs from serial", dt, i, step, j)
 				}
 			}
@@ -102,6 +108,9 @@ func TestKVDTypeBitIdentity(t *testing.T) {
 }
 
 func firstDiff(a, b []float32) int {
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
 	for i := range a {
 		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
 			return i

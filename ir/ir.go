@@ -436,3 +436,8 @@ func WeightName(g *Graph, v ValueID) (string, bool) {
 	}
 	return "", false
 }
+
+// Q4KRowsFit reports whether a matrix of rows cols wide can be held as
+// Q4_K: whole super-blocks. Other matrices of a q4_k plan are q8_0, as
+// llama.cpp's quantizer falls back for them.
+func Q4KRowsFit(cols int) bool { return cols > 0 && cols%QuantBlockK == 0 }

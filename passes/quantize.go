@@ -80,7 +80,7 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 		switch n.Op {
 		case ir.OpWeight:
 			wdt := dt
-			if last := n.Type.Shape[n.Type.Rank()-1]; dt == ir.Q4_K && !last.IsSym() && last.Size%ir.QuantBlockK != 0 {
+			if last := n.Type.Shape[n.Type.Rank()-1]; dt == ir.Q4_K && !last.IsSym() && !ir.Q4KRowsFit(last.Size) {
 				// Rows that are not whole super-blocks: q8_0 blocks,
 				// as llama.cpp too falls back for them.
 				wdt = ir.Q8_0

@@ -14,6 +14,7 @@ import (
 	"github.com/x448/float16"
 
 	"gelo/device/wire"
+	"gelo/ir"
 	"gelo/models"
 	"gelo/models/gguf"
 	"gelo/models/safetensors"
@@ -97,7 +98,7 @@ func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) er
 		t := gguf.F32
 		if len(shape) == 2 {
 			t = mat
-			if t == gguf.Q4_K && shape[1]%wire.QKK != 0 {
+			if t == gguf.Q4_K && !ir.Q4KRowsFit(shape[1]) {
 				t = gguf.Q8_0
 			}
 		}

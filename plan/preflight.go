@@ -123,7 +123,14 @@ func need(r Run) (Need, error) {
 	case passes.WeightsQ4_0:
 		n.DeviceWeights, err = models.Mul(int(params/32+1), 18)
 	case passes.WeightsQ4_K:
-		n.DeviceWeights, err = models.Mul(int(params/256+1), 144)
+		// Matrices whose rows are not whole super-blocks are q8_0; when
+		// any input width is one of them, count every matrix at q8_0's
+		// size (an upper bound, as a guard wants).
+		if ir.Q4KRowsFit(c.HiddenSize) && ir.Q4KRowsFit(c.IntermediateSize) && ir.Q4KRowsFit(c.NumAttentionHeads*c.HeadDimension()) {
+			n.DeviceWeights, err = models.Mul(int(params/256+1), 144)
+		} else {
+			n.DeviceWeights, err = models.Mul(int(params/32+1), 34)
+		}
 	}
 	if err != nil {
 		return n, err

@@ -68,3 +68,27 @@ func TestPreflight(t *testing.T) {
 		}
 	}
 }
+
+// TestPreflightQ4K: under q4_k a model whose widths are whole 256-value
+// super-blocks is counted at Q4_K's 144 bytes a block; one with a width
+// that is not (qwen3-tiny's 64) has its matrices held as q8_0, and the
+// guard counts q8_0's 34 bytes per 32 values, not Q4_K's.
+func TestPreflightQ4K(t *testing.T) {
+	for _, tc := range []struct {
+		variant  string
+		perBlock int64
+		values   int64
+	}{{"qwen3-0.6b", 144, 256}, {"qwen3-tiny", 34, 32}} {
+		cfg, err := models.Variant(tc.variant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := plan.Preflight(plan.Run{Config: cfg, Weights: "q4_k", Limit: 1 << 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (cfg.ParamCount()/tc.values + 1) * tc.perBlock; n.DeviceWeights != want {
+			t.Errorf("%s: device weights %d, want %d", tc.variant, n.DeviceWeights, want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ type Matrix struct {
 	Format     Format
 	Rows, Cols int
 	Data       []byte // Rows * RowBytes() bytes
+	Layout     Layout // RowMajor unless Interleave reordered Data
 }
 
 // Quantize quantizes the row-major rows x cols float32 matrix w into a new
@@ -90,6 +91,12 @@ func (m *Matrix) Validate() error {
 	if need := m.Rows * m.RowBytes(); len(m.Data) < need {
 		return fmt.Errorf("wire: %s matrix %d x %d needs %d bytes, has %d", m.Format, m.Rows, m.Cols, need, len(m.Data))
 	}
+	switch {
+	case m.Layout > Interleaved8:
+		return fmt.Errorf("wire: unknown layout %d", m.Layout)
+	case m.Layout == Interleaved8 && m.Format != Q8_0 && m.Format != Q4_0:
+		return fmt.Errorf("wire: %s matrices do not interleave", m.Format)
+	}
 	return nil
 }
 
@@ -105,17 +112,23 @@ func (m *Matrix) BlocksPerRow() int {
 // RowBytes returns the size of one row of blocks (0 for an invalid format).
 func (m *Matrix) RowBytes() int { return m.BlocksPerRow() * m.Format.BlockBytes() }
 
-// Row returns the blocks of row r (a view of Data), or nil when r is out of
-// range or the matrix is invalid.
+// Row returns the row-major blocks of row r (a view of Data; a copy for an
+// Interleaved8 matrix), or nil when r is out of range or the matrix is
+// invalid.
 func (m *Matrix) Row(r int) []byte {
 	if m.Validate() != nil || r < 0 || r >= m.Rows {
 		return nil
 	}
 	rb := m.RowBytes()
+	if m.Layout != RowMajor {
+		row := make([]byte, rb)
+		m.copyRow(row, r)
+		return row
+	}
 	return m.Data[r*rb : (r+1)*rb : (r+1)*rb]
 }
 
-// Block returns block b of row r (a view of Data: the little-endian fp16
+// Block returns block b of row r (a view of Row(r): the little-endian fp16
 // scale, then the quants), or nil when out of range.
 func (m *Matrix) Block(r, b int) []byte {
 	row := m.Row(r)
@@ -153,7 +166,11 @@ func (m *Matrix) Dequantize(dst []float32) error {
 	if len(dst) < m.Rows*m.Cols {
 		return fmt.Errorf("wire: Dequantize: len(dst) = %d < %d", len(dst), m.Rows*m.Cols)
 	}
-	return dequantize(m.Format, dst, m.Data[:m.Rows*m.RowBytes()])
+	data, err := m.RowMajorData()
+	if err != nil {
+		return err
+	}
+	return dequantize(m.Format, dst, data)
 }
 
 func dequantize(f Format, dst []float32, src []byte) error {

@@ -620,10 +620,19 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 			if err != nil {
 				return nil, err
 			}
-			data = append(data, part.Data...)
+			rows, err := part.RowMajorData()
+			if err != nil {
+				return nil, err
+			}
+			data = append(data, rows...)
 		}
 		var err error
 		if qm, err = wire.NewMatrix(format, rows, cols, data); err != nil {
+			return nil, err
+		}
+	}
+	if b.interleaves(qm.Format) {
+		if err := qm.Interleave(); err != nil {
 			return nil, err
 		}
 	}
@@ -631,6 +640,15 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 	b.qmats[key] = qm
 	b.mu.Unlock()
 	return qm, nil
+}
+
+// interleaves reports whether the backend keeps format f matrices in the
+// CPU kernels' faster wire.Interleaved8 layout: when its kernels read it
+// faster and every product on them runs here (the TEE, or the local
+// device that shares the matrices), since a device reads row-major blocks.
+func (b *Backend) interleaves(f wire.Format) bool {
+	_, local := b.dev.(*LocalDevice)
+	return local && quant.Interleaves(f)
 }
 
 // quantizedPart is a stacked operand's blocks: the resident matrix if one

@@ -101,21 +101,35 @@ func BenchmarkMatVec(b *testing.B) {
 					b.Fatal(err)
 				}
 				runtime.GC()
-				b.Run(fmt.Sprintf("%v/in%d_out%d/%s", f, k, n, temp), func(b *testing.B) {
-					c := NewCtx(0)
-					defer c.Close()
-					y := make([]float32, n)
-					b.SetBytes(int64(len(w.Data)))
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						if err := c.MatMulQ(y, &a, qs[i%len(qs)], nil); err != nil {
-							b.Fatal(err)
+				for _, il := range []bool{false, true} {
+					name := f.String()
+					if il {
+						if f == wire.Q4_K {
+							continue
 						}
+						for _, q := range qs {
+							if err := q.Interleave(); err != nil {
+								b.Fatal(err)
+							}
+						}
+						name += "-il"
 					}
-					if f32ns > 0 {
-						b.ReportMetric(f32ns/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "x_vs_f32")
-					}
-				})
+					b.Run(fmt.Sprintf("%s/in%d_out%d/%s", name, k, n, temp), func(b *testing.B) {
+						c := NewCtx(0)
+						defer c.Close()
+						y := make([]float32, n)
+						b.SetBytes(int64(len(w.Data)))
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							if err := c.MatMulQ(y, &a, qs[i%len(qs)], nil); err != nil {
+								b.Fatal(err)
+							}
+						}
+						if f32ns > 0 {
+							b.ReportMetric(f32ns/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "x_vs_f32")
+						}
+					})
+				}
 			}
 		}
 	}
@@ -144,12 +158,15 @@ func BenchmarkGEMM(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, withQuant := range []bool{false, true} {
-				name := "MatMulQ"
-				if withQuant {
-					name = "MatMul"
+			for _, v := range []string{"MatMulQ", "MatMul", "MatMulQ-il"} {
+				withQuant := v == "MatMul"
+				if v == "MatMulQ-il" {
+					if f == wire.Q4_K {
+						continue
+					}
+					w = interleaved(b, w)
 				}
-				b.Run(fmt.Sprintf("%v/%s/m%d_k%d_n%d", f, name, m, k, n), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%v/%s/m%d_k%d_n%d", f, v, m, k, n), func(b *testing.B) {
 					c := NewCtx(0)
 					defer c.Close()
 					var a wire.Activations

@@ -119,3 +119,15 @@ func mm16(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, 
 		q4mm16AVX512(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, rows, &y[0], ldy)
 	}
 }
+
+//go:noescape
+func q8mv8ILAVX2(x *int8, dx *float32, w *byte, nb int, y *float32)
+
+//go:noescape
+func q4mv8ILAVX2(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32)
+
+//go:noescape
+func q8mm28ILAVX2(x *int8, dx *float32, w *byte, nb int, y *float32, ldy int)
+
+//go:noescape
+func q4mm28ILAVX2(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32, ldy int)

@@ -27,3 +27,8 @@ func mm24(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb i
 func mm16(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, rows int, y []float32, ldy int) {
 	mm16Go(f, x, dx, sx, w, ldw, nb, rows, y, ldy)
 }
+
+func q8mv8ILAVX2(*int8, *float32, *byte, int, *float32)               { panic("no assembly") }
+func q4mv8ILAVX2(*int8, *float32, *int32, *byte, int, *float32)       { panic("no assembly") }
+func q8mm28ILAVX2(*int8, *float32, *byte, int, *float32, int)         { panic("no assembly") }
+func q4mm28ILAVX2(*int8, *float32, *int32, *byte, int, *float32, int) { panic("no assembly") }

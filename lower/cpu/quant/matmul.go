@@ -72,12 +72,25 @@ func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []
 	j.q, j.dx, j.sx = xq.Quants(), xq.Scales(), xq.Sums()
 	j.m, j.n, j.nb = m, n, k/wire.QK
 	j.ldw = w.RowBytes()
-	if m == 1 {
+	switch {
+	case w.Layout == wire.Interleaved8:
+		// Whole groups of 8 weight rows per task.
+		j.gemm = m > 1
+		per := max(8, (mvTaskBytes/j.ldw)&^7)
+		if m > 1 {
+			per = max(8, (gemmPanelBytes/j.ldw)&^7)
+		}
+		j.colsPer, j.colTasks = per, max(1, n/per)
+		j.rowsPer, j.rowTasks = 1, 1
+		if m > 1 {
+			j.rowsPer, j.rowTasks = gemmRowBlock, max(1, m/gemmRowBlock)
+		}
+	case m == 1:
 		j.gemm = false
 		per := max(8, (mvTaskBytes/j.ldw)&^7)
 		j.colsPer, j.colTasks = per, max(1, n/per)
 		j.rowsPer, j.rowTasks = 1, 1
-	} else {
+	default:
 		j.gemm = true
 		per := max(4, (gemmPanelBytes/j.ldw)&^3)
 		if useAVX512 && (w.Format == wire.Q8_0 || w.Format == wire.Q4_0) {
@@ -116,6 +129,10 @@ func (j *matmulJob) do(task int) {
 	i1 := i0 + j.rowsPer
 	if ib == j.rowTasks-1 {
 		i1 = j.m
+	}
+	if j.w.Layout == wire.Interleaved8 {
+		j.doInterleaved(i0, i1, j0, j1)
+		return
 	}
 	f, n, nb, ldw := j.w.Format, j.n, j.nb, j.ldw
 	k := nb * wire.QK

@@ -281,15 +281,82 @@ func TestMatMulQExtremes(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := refMatMul(&a, w, nil)
+		il := interleaved(t, w)
 		for _, asm := range asmModes() {
-			y := make([]float32, m*n)
-			withAsm(asm, func() {
-				if err := c.MatMulQ(y, &a, w, nil); err != nil {
-					t.Fatal(err)
+			for _, wm := range []*wire.Matrix{w, il} {
+				y := make([]float32, m*n)
+				withAsm(asm, func() {
+					if err := c.MatMulQ(y, &a, wm, nil); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if i := firstDiff(y, want); i >= 0 {
+					t.Fatalf("%v asm=%v layout=%d: y[%d] = %g, ref %g", f, asm, wm.Layout, i, y[i], want[i])
 				}
-			})
-			if i := firstDiff(y, want); i >= 0 {
-				t.Fatalf("%v asm=%v: y[%d] = %g, ref %g", f, asm, i, y[i], want[i])
+			}
+		}
+	}
+}
+
+// interleaved returns an Interleaved8 copy of w.
+func interleaved(t testing.TB, w *wire.Matrix) *wire.Matrix {
+	il := *w
+	il.Data = append([]byte(nil), w.Data...)
+	if err := il.Interleave(); err != nil {
+		t.Fatal(err)
+	}
+	return &il
+}
+
+// TestMatMulQInterleaved: an Interleaved8 matrix gives the reference's
+// bits in every kernel mode and worker count, for m = 1 (decode) and GEMM
+// row counts (odd ones take the one-row kernel for the last row), with
+// whole groups only, a partial last group, and fewer than 8 rows.
+func TestMatMulQInterleaved(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	ctxs := []*Ctx{NewCtx(1), NewCtx(2), NewCtx(3)}
+	defer func() {
+		for _, c := range ctxs {
+			c.Close()
+		}
+	}()
+	shapes := [][3]int{ // m, k, n
+		{1, 32, 8}, {1, 96, 13}, {1, 1024, 264}, {1, 3072, 40}, {1, 64, 5},
+		{2, 64, 16}, {3, 96, 21}, {5, 256, 64}, {17, 128, 100}, {67, 64, 72}, {130, 96, 9}, {4, 32, 3},
+	}
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+		for _, sh := range shapes {
+			m, k, n := sh[0], sh[1], sh[2]
+			w, err := wire.Quantize(f, randData(rng, n*k, 0.1), n, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			il := interleaved(t, w)
+			var a wire.Activations
+			if err := a.Quantize(randData(rng, m*k, 1), m, k); err != nil {
+				t.Fatal(err)
+			}
+			bias := randData(rng, n, 1)
+			for _, bs := range [][]float32{nil, bias} {
+				want := refMatMul(&a, w, bs)
+				for _, mode := range asmModes() {
+					for ci, c := range ctxs {
+						y := make([]float32, m*n+1)
+						y[m*n] = 42
+						withAsm(mode, func() {
+							if err := c.MatMulQ(y, &a, il, bs); err != nil {
+								t.Fatal(err)
+							}
+						})
+						if i := firstDiff(y[:m*n], want); i >= 0 {
+							t.Fatalf("%v m=%d k=%d n=%d bias=%v mode=%d ctx=%d: y[%d] = %g (%#x), ref %g (%#x)",
+								f, m, k, n, bs != nil, mode, ci, i, y[i], math.Float32bits(y[i]), want[i], math.Float32bits(want[i]))
+						}
+						if y[m*n] != 42 {
+							t.Fatal("wrote past m*n")
+						}
+					}
+				}
 			}
 		}
 	}

@@ -1,0 +1,79 @@
+package wire
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestInterleave: for both formats and row counts with and without a
+// partial group, the interleaved matrix gives back the same rows, the same
+// dequantized values and the same row-major bytes, and the bytes of row r's
+// block b lie where the layout's documentation says.
+func TestInterleave(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, f := range []Format{Q8_0, Q4_0} {
+		for _, rows := range []int{8, 13, 24, 5} {
+			cols := 96
+			w := make([]float32, rows*cols)
+			for i := range w {
+				w[i] = float32(rng.NormFloat64())
+			}
+			m, err := Quantize(f, w, rows, cols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Clone(m.Data)
+			wantF := make([]float32, rows*cols)
+			if err := m.Dequantize(wantF); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Interleave(); err != nil {
+				t.Fatal(err)
+			}
+			if rows >= 8 && bytes.Equal(m.Data, want) {
+				t.Fatalf("%v %d rows: Interleave changed nothing", f, rows)
+			}
+			bb, nb := f.BlockBytes(), cols/QK
+			if rows >= 8 {
+				// Row 3, block 2, piece 1 of group 0.
+				r, b, p := 3, 2, 1
+				at := b*8*bb + 16 + 32*p + 4*r
+				if got, exp := m.Data[at:at+4], want[r*nb*bb+b*bb+2+4*p:][:4]; !bytes.Equal(got, exp) {
+					t.Fatalf("%v: piece at %d = %v, want %v", f, at, got, exp)
+				}
+				if got, exp := m.Data[b*8*bb+2*r:][:2], want[r*nb*bb+b*bb:][:2]; !bytes.Equal(got, exp) {
+					t.Fatalf("%v: scale = %v, want %v", f, got, exp)
+				}
+			}
+			got, err := m.RowMajorData()
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%v %d rows: RowMajorData differs (err %v)", f, rows, err)
+			}
+			for r := 0; r < rows; r++ {
+				if !bytes.Equal(m.Row(r), want[r*nb*bb:(r+1)*nb*bb]) {
+					t.Fatalf("%v %d rows: Row(%d) differs", f, rows, r)
+				}
+			}
+			gotF := make([]float32, rows*cols)
+			if err := m.Dequantize(gotF); err != nil || !slices.Equal(gotF, wantF) {
+				t.Fatalf("%v %d rows: Dequantize differs (err %v)", f, rows, err)
+			}
+			if err := m.Interleave(); err != nil || m.Layout != Interleaved8 {
+				t.Fatalf("second Interleave: %v", err)
+			}
+		}
+	}
+	m, err := Quantize(Q4_K, make([]float32, 8*256), 8, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Interleave() == nil {
+		t.Fatal("Q4_K interleaved")
+	}
+	m.Layout = Interleaved8
+	if m.Validate() == nil {
+		t.Fatal("an interleaved Q4_K matrix validated")
+	}
+}

@@ -1,0 +1,282 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// Kernels on wire.Interleaved8 groups: 8 weight rows whose block b is the
+// 8 fp16 scales (16 bytes) then 32-byte vectors each holding a 4-byte
+// piece of every row (row r in dword lane r). One VPMADDUBSW/VPMADDWD per
+// piece leaves each row's partial sums in its own lane, so the exact block
+// sum isum needs only vertical adds, and the float part is the canonical
+// per-lane order (VMULPS/VADDPS, no FMA): acc = acc + float(isum) * (dw * dx).
+// A group streams from one place (the hardware prefetcher follows it; one
+// software prefetch 1 KiB ahead per block).
+
+DATA il8NibMask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA il8NibMask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA il8NibMask<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA il8NibMask<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL il8NibMask<>(SB), RODATA|NOPTR, $32
+
+// IL8Q8PIECE(P, X, ACC): ACC += the 8 rows' int32 sums of piece P (bytes
+// 4P..4P+3 of the activation block at X) of the q8_0 group block at AX.
+// Y15 = int16 ones. Clobbers Y1, Y2.
+#define IL8Q8PIECE(P, X, ACC) \
+	VPBROADCASTD P*4(X), Y1;   \
+	VMOVDQU      16+P*32(AX), Y2; \
+	VPSIGNB      Y2, Y1, Y1;     \
+	VPABSB       Y2, Y2;         \
+	VPMADDUBSW   Y1, Y2, Y2;     \
+	VPMADDWD     Y15, Y2, Y2;    \
+	VPADDD       Y2, ACC, ACC
+
+// IL8SCALE(DX, ACC, ISUM): ACC += float(ISUM) * (fp16 scales at AX * DX).
+// Clobbers Y5, Y6.
+#define IL8SCALE(DX, ACC, ISUM) \
+	VCVTPH2PS    (AX), Y5;     \
+	VBROADCASTSS DX, Y6;       \
+	VMULPS       Y6, Y5, Y5;   \
+	VCVTDQ2PS    ISUM, ISUM;   \
+	VMULPS       Y5, ISUM, ISUM; \
+	VADDPS       ISUM, ACC, ACC
+
+// func q8mv8ILAVX2(x *int8, dx *float32, w *byte, nb int, y *float32)
+//
+// y[r] = dot(x, row r) for the 8 rows of the q8_0 Interleaved8 group at w
+// (nb >= 1 blocks of 272 bytes).
+TEXT ·q8mv8ILAVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ dx+8(FP), DI
+	MOVQ w+16(FP), AX
+	MOVQ nb+24(FP), CX
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15 // int16 ones
+	VXORPS   Y14, Y14, Y14 // acc
+
+q8mv8ILloop:
+	PREFETCHT0 1024(AX)
+	PREFETCHT0 1088(AX)
+	PREFETCHT0 1152(AX)
+	PREFETCHT0 1216(AX)
+	PREFETCHT0 1280(AX)
+	VPXOR      Y0, Y0, Y0
+	VPXOR      Y3, Y3, Y3
+	IL8Q8PIECE(0, SI, Y0)
+	IL8Q8PIECE(1, SI, Y3)
+	IL8Q8PIECE(2, SI, Y0)
+	IL8Q8PIECE(3, SI, Y3)
+	IL8Q8PIECE(4, SI, Y0)
+	IL8Q8PIECE(5, SI, Y3)
+	IL8Q8PIECE(6, SI, Y0)
+	IL8Q8PIECE(7, SI, Y3)
+	VPADDD     Y3, Y0, Y0
+	IL8SCALE((DI), Y14, Y0)
+	ADDQ       $32, SI
+	ADDQ       $4, DI
+	ADDQ       $272, AX
+	DECQ       CX
+	JNZ        q8mv8ILloop
+
+	MOVQ    y+32(FP), DX
+	VMOVUPS Y14, (DX)
+	VZEROUPPER
+	RET
+
+// IL8Q4PIECE(P, X, ACC): ACC (int16) += the 8 rows' pair sums of piece P of
+// the q4_0 group block at AX: its low nibbles (elements 4P..4P+3) times
+// the activations at X + 4P, its high nibbles (16+4P..) times X + 16 + 4P.
+// Y13 = nibble mask. Clobbers Y1..Y4. Exact: at most 8 such adds per
+// block, each pair <= 2*15*128, so |ACC| < 2^15.
+#define IL8Q4PIECE(P, X, ACC) \
+	VMOVDQU      16+P*32(AX), Y2; \
+	VPSRLW       $4, Y2, Y3;     \
+	VPAND        Y13, Y2, Y2;    \
+	VPAND        Y13, Y3, Y3;    \
+	VPBROADCASTD P*4(X), Y1;   \
+	VPBROADCASTD 16+P*4(X), Y4; \
+	VPMADDUBSW   Y1, Y2, Y2;     \
+	VPMADDUBSW   Y4, Y3, Y3;     \
+	VPADDW       Y2, ACC, ACC;   \
+	VPADDW       Y3, ACC, ACC
+
+// func q4mv8ILAVX2(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32)
+//
+// y[r] = dot(x, row r) for the 8 rows of the q4_0 Interleaved8 group at w
+// (nb >= 1 blocks of 144 bytes): isum = sum(nibble * x) - 8 * sx[b].
+TEXT ·q4mv8ILAVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ dx+8(FP), DI
+	MOVQ sx+16(FP), R11
+	MOVQ w+24(FP), AX
+	MOVQ nb+32(FP), CX
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15 // int16 ones
+	VXORPS   Y14, Y14, Y14 // acc
+	VMOVDQU  il8NibMask<>(SB), Y13
+
+q4mv8ILloop:
+	PREFETCHT0 1024(AX)
+	PREFETCHT0 1088(AX)
+	PREFETCHT0 1152(AX)
+	VPXOR      Y0, Y0, Y0
+	VPXOR      Y7, Y7, Y7
+	IL8Q4PIECE(0, SI, Y0)
+	IL8Q4PIECE(1, SI, Y7)
+	IL8Q4PIECE(2, SI, Y0)
+	IL8Q4PIECE(3, SI, Y7)
+	VPADDW       Y7, Y0, Y0
+	VPMADDWD     Y15, Y0, Y0
+	VPBROADCASTD (R11), Y1
+	VPSLLD       $3, Y1, Y1
+	VPSUBD       Y1, Y0, Y0
+	IL8SCALE((DI), Y14, Y0)
+	ADDQ         $32, SI
+	ADDQ         $4, DI
+	ADDQ         $4, R11
+	ADDQ         $144, AX
+	DECQ         CX
+	JNZ          q4mv8ILloop
+
+	MOVQ    y+40(FP), DX
+	VMOVUPS Y14, (DX)
+	VZEROUPPER
+	RET
+
+// IL8Q8PIECE2(P): one piece of the q8_0 group block at AX against two
+// activation rows (SI and SI + BX): Y0 and Y3 += their int32 sums.
+// Clobbers Y1, Y2, Y4, Y7.
+#define IL8Q8PIECE2(P) \
+	VMOVDQU      16+P*32(AX), Y2; \
+	VPABSB       Y2, Y7;          \
+	VPBROADCASTD P*4(SI), Y1;    \
+	VPBROADCASTD P*4(SI)(BX*1), Y4; \
+	VPSIGNB      Y2, Y1, Y1;      \
+	VPSIGNB      Y2, Y4, Y4;      \
+	VPMADDUBSW   Y1, Y7, Y1;      \
+	VPMADDUBSW   Y4, Y7, Y4;      \
+	VPMADDWD     Y15, Y1, Y1;     \
+	VPMADDWD     Y15, Y4, Y4;     \
+	VPADDD       Y1, Y0, Y0;      \
+	VPADDD       Y4, Y3, Y3
+
+// func q8mm28ILAVX2(x *int8, dx *float32, w *byte, nb int, y *float32, ldy int)
+//
+// For r < 2, c < 8: y[r*ldy + c] = dot(activation row r, row c of the q8_0
+// Interleaved8 group at w); activation row r at x + 32*nb*r, its scales at
+// dx + nb*r.
+TEXT ·q8mm28ILAVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ dx+8(FP), DI
+	MOVQ w+16(FP), AX
+	MOVQ nb+24(FP), CX
+	MOVQ CX, BX
+	SHLQ $5, BX          // 32*nb: activation row 1
+	LEAQ (CX*4), R11     // 4*nb: its scales
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15 // int16 ones
+	VXORPS   Y14, Y14, Y14 // acc row 0
+	VXORPS   Y13, Y13, Y13 // acc row 1
+
+q8mm28ILloop:
+	PREFETCHT0 1024(AX)
+	PREFETCHT0 1088(AX)
+	PREFETCHT0 1152(AX)
+	PREFETCHT0 1216(AX)
+	PREFETCHT0 1280(AX)
+	VPXOR      Y0, Y0, Y0
+	VPXOR      Y3, Y3, Y3
+	IL8Q8PIECE2(0)
+	IL8Q8PIECE2(1)
+	IL8Q8PIECE2(2)
+	IL8Q8PIECE2(3)
+	IL8Q8PIECE2(4)
+	IL8Q8PIECE2(5)
+	IL8Q8PIECE2(6)
+	IL8Q8PIECE2(7)
+	IL8SCALE((DI), Y14, Y0)
+	IL8SCALE((DI)(R11*1), Y13, Y3)
+	ADDQ       $32, SI
+	ADDQ       $4, DI
+	ADDQ       $272, AX
+	DECQ       CX
+	JNZ        q8mm28ILloop
+
+	MOVQ    y+32(FP), DX
+	MOVQ    ldy+40(FP), R11
+	VMOVUPS Y14, (DX)
+	VMOVUPS Y13, (DX)(R11*4)
+	VZEROUPPER
+	RET
+
+// IL8Q4PIECE2(P): one piece of the q4_0 group block at AX against two
+// activation rows (SI and SI + BX): Y0 and Y8 (int16) += their pair sums.
+// Clobbers Y1..Y4, Y7.
+#define IL8Q4PIECE2(P) \
+	VMOVDQU      16+P*32(AX), Y2; \
+	VPSRLW       $4, Y2, Y3;      \
+	VPAND        Y12, Y2, Y2;     \
+	VPAND        Y12, Y3, Y3;     \
+	VPBROADCASTD P*4(SI), Y1;    \
+	VPBROADCASTD 16+P*4(SI), Y4; \
+	VPMADDUBSW   Y1, Y2, Y1;      \
+	VPMADDUBSW   Y4, Y3, Y4;      \
+	VPADDW       Y1, Y0, Y0;      \
+	VPADDW       Y4, Y0, Y0;      \
+	VPBROADCASTD P*4(SI)(BX*1), Y1; \
+	VPBROADCASTD 16+P*4(SI)(BX*1), Y4; \
+	VPMADDUBSW   Y1, Y2, Y1;      \
+	VPMADDUBSW   Y4, Y3, Y4;      \
+	VPADDW       Y1, Y8, Y8;      \
+	VPADDW       Y4, Y8, Y8
+
+// func q4mm28ILAVX2(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32, ldy int)
+//
+// q8mm28ILAVX2 for a q4_0 Interleaved8 group (isum = sum(nibble * x) - 8 * sx;
+// activation row 1's sums at sx + nb).
+TEXT ·q4mm28ILAVX2(SB), NOSPLIT, $0-56
+	MOVQ x+0(FP), SI
+	MOVQ dx+8(FP), DI
+	MOVQ sx+16(FP), R10
+	MOVQ w+24(FP), AX
+	MOVQ nb+32(FP), CX
+	MOVQ CX, BX
+	SHLQ $5, BX          // 32*nb: activation row 1
+	LEAQ (CX*4), R11     // 4*nb: its scales and sums
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15 // int16 ones
+	VXORPS   Y14, Y14, Y14 // acc row 0
+	VXORPS   Y13, Y13, Y13 // acc row 1
+	VMOVDQU  il8NibMask<>(SB), Y12
+
+q4mm28ILloop:
+	PREFETCHT0 1024(AX)
+	PREFETCHT0 1088(AX)
+	PREFETCHT0 1152(AX)
+	VPXOR      Y0, Y0, Y0
+	VPXOR      Y8, Y8, Y8
+	IL8Q4PIECE2(0)
+	IL8Q4PIECE2(1)
+	IL8Q4PIECE2(2)
+	IL8Q4PIECE2(3)
+	VPMADDWD     Y15, Y0, Y0
+	VPMADDWD     Y15, Y8, Y8
+	VPBROADCASTD (R10), Y1
+	VPSLLD       $3, Y1, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPBROADCASTD (R10)(R11*1), Y1
+	VPSLLD       $3, Y1, Y1
+	VPSUBD       Y1, Y8, Y8
+	IL8SCALE((DI), Y14, Y0)
+	IL8SCALE((DI)(R11*1), Y13, Y8)
+	ADDQ         $32, SI
+	ADDQ         $4, DI
+	ADDQ         $4, R10
+	ADDQ         $144, AX
+	DECQ         CX
+	JNZ          q4mm28ILloop
+
+	MOVQ    y+40(FP), DX
+	MOVQ    ldy+48(FP), R11
+	VMOVUPS Y14, (DX)
+	VMOVUPS Y13, (DX)(R11*4)
+	VZEROUPPER
+	RET

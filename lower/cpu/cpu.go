@@ -153,7 +153,10 @@ func New(w *models.Weights, opt Options) *Backend {
 		key: append([]byte(nil), opt.SessionKey...), ropes: map[ropeKey]*kernels.Rope{}, uploaded: map[string]bool{},
 		stacks: map[string][]float32{}, qmats: map[string]*wire.Matrix{}, bf16s: map[string][]uint16{},
 		pools: map[string]*probe.Pool{}}
-	b.qctx = quant.NewCtx(opt.Workers)
+	// One pool for both kinds of kernels: its goroutines stay warm
+	// across the alternating ops of a step, and never compete with a
+	// second set.
+	b.qctx = quant.NewCtxOn(b.ctx.Pool())
 	if b.dev == nil {
 		b.dev = newLocalDevice(b.ctx, b.qctx)
 	}

@@ -67,6 +67,10 @@ func NewCtx(workers int) *Ctx {
 // Workers returns the number of participants (caller included).
 func (c *Ctx) Workers() int { return c.workers }
 
+// Pool is the Ctx's worker pool, for other kernels of the same caller to
+// share (quant.NewCtxOn).
+func (c *Ctx) Pool() *pool.Pool { return c.pool }
+
 // Close stops the pool goroutines. The Ctx must not be used afterwards.
 // Close is idempotent.
 func (c *Ctx) Close() { c.pool.Close() }

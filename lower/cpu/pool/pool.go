@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Job is a unit of parallel work: Do(task, worker) computes task number
@@ -29,18 +30,30 @@ type Pool struct{ s *state }
 
 // state is what the goroutines share; they never reference the Pool
 // itself, so an unreferenced Pool can be collected and its cleanup run.
+//
+// A run starts by bumping gen. A helper that has just finished a run spins
+// on gen for up to spinFor before it parks on its channel (announcing it in
+// parked), so that the next of the many short runs of a decode step finds it
+// awake: waking a parked goroutine costs tens of microseconds, a large share
+// of a small matmul. The caller wakes only parked helpers.
 type state struct {
 	workers int
 	wake    []chan struct{} // one per pool goroutine
-	wg      sync.WaitGroup
-	next    atomic.Int64 // dynamic: next task index to claim
+	parked  []atomic.Bool   // helper i+1 is blocked (or about to block) on wake[i]
+	gen     atomic.Uint64   // run generation
+	act     atomic.Int32    // participants of the run of generation gen
+	left    atomic.Int32    // helpers of the current run not yet done
+	next    atomic.Int64    // dynamic: next task index to claim
 	ntasks  int64
-	active  int // static: participants sharing the tasks
 	static  bool
 	cur     Job
 	closed  atomic.Bool
 	once    sync.Once
 }
+
+// spinFor is how long an idle helper watches for the next run before it
+// parks.
+const spinFor = 50 * time.Microsecond
 
 // New returns a pool of workers participants (the caller plus workers-1
 // goroutines started now). workers <= 0 means runtime.GOMAXPROCS(0).
@@ -48,7 +61,7 @@ func New(workers int) *Pool {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	s := &state{workers: workers, wake: make([]chan struct{}, workers-1)}
+	s := &state{workers: workers, wake: make([]chan struct{}, workers-1), parked: make([]atomic.Bool, workers-1)}
 	for i := range s.wake {
 		ch := make(chan struct{}, 1)
 		s.wake[i] = ch
@@ -76,16 +89,52 @@ func (s *state) close() {
 }
 
 func (s *state) helper(id int, ch chan struct{}) {
-	for range ch {
-		s.work(id)
-		s.wg.Done()
+	var seen uint64
+	for {
+		g, ok := s.await(id, seen, ch)
+		if !ok {
+			return
+		}
+		seen = g
+		if id < int(s.act.Load()) && s.gen.Load() == g {
+			// A participant of run g (the caller waits for it, so the
+			// run's fields stay put until it is done).
+			s.work(id)
+			s.left.Add(-1)
+		}
 	}
+}
+
+// await returns the generation of the next run after seen, spinning first
+// and then parking; false once the pool is closed.
+func (s *state) await(id int, seen uint64, ch chan struct{}) (uint64, bool) {
+	start := time.Now()
+	for i := 0; ; i++ {
+		if g := s.gen.Load(); g != seen {
+			return g, true
+		}
+		if s.closed.Load() {
+			return 0, false
+		}
+		if i%256 == 255 && time.Since(start) > spinFor {
+			break
+		}
+	}
+	p := &s.parked[id-1]
+	p.Store(true)
+	if g := s.gen.Load(); g != seen && p.CompareAndSwap(true, false) {
+		return g, true // a run began as we parked, and nobody woke us
+	}
+	if _, ok := <-ch; !ok {
+		return 0, false
+	}
+	return s.gen.Load(), true
 }
 
 func (s *state) work(id int) {
 	j, n := s.cur, s.ntasks
 	if s.static {
-		for t := int64(id); t < n; t += int64(s.active) {
+		for t := int64(id); t < n; t += int64(s.act.Load()) {
 			j.Do(int(t), id)
 		}
 		return
@@ -128,13 +177,21 @@ func (s *state) run(j Job, ntasks, maxActive int, static bool) {
 		}
 		return
 	}
-	s.cur, s.ntasks, s.active, s.static = j, int64(ntasks), active, static
+	s.cur, s.ntasks, s.static = j, int64(ntasks), static
 	s.next.Store(0)
-	s.wg.Add(active - 1)
+	s.left.Store(int32(active - 1))
+	s.act.Store(int32(active))
+	s.gen.Add(1)
 	for i := 0; i < active-1; i++ {
-		s.wake[i] <- struct{}{}
+		if s.parked[i].CompareAndSwap(true, false) {
+			s.wake[i] <- struct{}{}
+		}
 	}
 	s.work(0)
-	s.wg.Wait()
+	for i := 0; s.left.Load() != 0; i++ {
+		if i%64 == 63 {
+			runtime.Gosched()
+		}
+	}
 	s.cur, s.static = nil, false
 }

@@ -91,3 +91,37 @@ func TestRunAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per run", a)
 	}
 }
+
+// TestSpinAndPark: runs back to back (helpers still spinning), after a
+// pause longer than spinFor (helpers parked), and with fewer participants
+// than helpers (the idle ones must not join) each run every task exactly
+// once; Close stops helpers in either state.
+func TestSpinAndPark(t *testing.T) {
+	p := New(4)
+	for i := range 300 {
+		switch i % 3 {
+		case 1:
+			time.Sleep(3 * spinFor)
+		case 2:
+			time.Sleep(spinFor / 2)
+		}
+		n := 1 + i%17
+		j := &countJob{hits: make([]atomic.Int32, n), who: make([]int, n)}
+		switch i % 4 {
+		case 0:
+			p.Run(j, n)
+		case 1:
+			p.RunN(j, n, 2)
+		case 2:
+			p.RunStatic(j, n, 3)
+		default:
+			p.RunN(j, n, 1)
+		}
+		for task := range j.hits {
+			if h := j.hits[task].Load(); h != 1 {
+				t.Fatalf("run %d: task %d ran %d times", i, task, h)
+			}
+		}
+	}
+	p.Close()
+}

@@ -43,6 +43,11 @@ type Ctx struct {
 // workers-1 goroutines started now). workers <= 0 means runtime.GOMAXPROCS(0).
 func NewCtx(workers int) *Ctx { return &Ctx{pool: pool.New(workers)} }
 
+// NewCtxOn returns a Ctx that runs on p, a pool shared with other kernels
+// of the same single caller (one set of goroutines, kept warm by every
+// op). Closing either closes p.
+func NewCtxOn(p *pool.Pool) *Ctx { return &Ctx{pool: p} }
+
 // Workers returns the number of participants (caller included).
 func (c *Ctx) Workers() int { return c.pool.Workers() }
 

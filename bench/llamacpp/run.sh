@@ -44,13 +44,19 @@ done
 for r in $(seq 1 "$rounds"); do
   for f in $formats; do
     echo "== round $r $f llama.cpp" >&2
-    "$llama/build/bin/llama-bench" -m "$work/$model-$f.gguf" -t "$threads" -p 128,512 -n 64 -r 1 -o csv \
+    # -d 0,512: decode (tg64) from an empty context and after 512 tokens,
+    # the depths gelo's two runs below decode at.
+    "$llama/build/bin/llama-bench" -m "$work/$model-$f.gguf" -t "$threads" -p 128,512 -n 64 -d 0,512 -r 1 -o csv \
       | tail -n +2 | sed "s/^/round=$r,/" >> "$work/llama.csv"
     echo "== round $r $f gelo" >&2
     # The built-in variant is the exported model (same seed; the export's
-    # blocks are what --weights computes from the same f32 values).
+    # blocks are what --weights computes from the same f32 values). The
+    # masks suite decodes after its last prompt: 512 tokens here, 8 in the
+    # second run.
     "$work/gelo" bench --model "$model" --weights "$f" --workers "$threads" --suite masks --masks none,exact --prefill 128,512 --decode 64 \
       > "$work/gelo-$r-$f.txt"
+    "$work/gelo" bench --model "$model" --weights "$f" --workers "$threads" --suite masks --masks none,exact --prefill 8 --decode 64 \
+      > "$work/gelo-$r-$f-d8.txt"
   done
 done
-echo "results: $work/llama.csv and $work/gelo-*.txt" >&2
+python3 "$root/bench/llamacpp/summary.py" "$work" | tee "$work/summary.txt"

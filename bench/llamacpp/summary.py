@@ -18,6 +18,7 @@ import statistics
 import sys
 
 work = sys.argv[1] if len(sys.argv) > 1 else "/tmp/gelo-llamacpp"
+# llama-bench's model_type ends with the file type ("all F32", "BF16", "Q4_K - Small", ...).
 fmt_of = {"all F32": "f32", "BF16": "bf16", "Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_K": "q4_k"}
 
 
@@ -26,16 +27,11 @@ def llama():
     path = os.path.join(work, "llama.csv")
     if not os.path.exists(path):
         return out
-    header = None
     with open(path) as fh:
         for row in csv.reader(fh):
-            row = row[1:]  # drop round=R
-            if header is None:
-                # llama-bench's CSV header (the column order of its rows).
-                header = ["build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename",
-                          "model_type"]
+            row = row[1:]  # drop round=R; then llama-bench's columns
             mtype = row[6]
-            f = next((v for k, v in fmt_of.items() if mtype.endswith(k)), None)
+            f = next((v for k, v in fmt_of.items() if k in mtype), None)
             if f is None:
                 continue
             n_prompt, n_gen, n_depth, ts = int(row[-8]), int(row[-7]), int(row[-6]), float(row[-2])

@@ -57,5 +57,19 @@
 // 2x8 tiles (two activation rows through one unpacking of the 8 rows'
 // headers, the second row's weights from L1), each lane in the same order.
 //
+// A Q8_0 or Q4_0 matrix the CPU keeps for itself is reordered at load into
+// wire.Interleaved8 (Interleaves says where: AVX2 without AVX-512): per
+// group of 8 weight rows and block, the 8 fp16 scales, then 32-byte
+// vectors each holding a 4-byte piece of every row. One VPMADDUBSW and
+// VPMADDWD per piece (Q4_0: the low and high nibbles of a piece times two
+// broadcast 4-byte pieces of the activation block, the int16 pair sums
+// added over the block, then one VPMADDWD) leave each row's exact partial
+// sum in its own dword lane, so isum needs no horizontal reduction, one
+// VCVTPH2PS reads the 8 scales, and a group streams from one place instead
+// of 8 strided rows. The float part is the same per-lane order, so
+// interleaved products are bit-identical to row-major ones. Decode runs one
+// activation row per group call, GEMMs two (the weight piece loaded once
+// for both).
+//
 // Elsewhere (or with the purego build tag) the portable Go kernels run.
 package quant

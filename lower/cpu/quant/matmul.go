@@ -48,7 +48,9 @@ type matmulJob struct {
 //
 // m = 1 (decode) streams w once, split into ~128 KiB tasks of weight rows,
 // eight rows per kernel call. m >= 2 tiles the product into tasks of (64
-// activation rows) x (a ~192 KiB panel of w) computed with 2x4 micro-tiles.
+// activation rows) x (a ~192 KiB panel of w) computed with 2x4 micro-tiles
+// (a wire.Interleaved8 w: 2x8 tiles of whole 8-row groups, and the rows
+// past the last whole group one at a time).
 // It returns an error (computing nothing) on a shape mismatch.
 func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []float32) error {
 	if err := w.Validate(); err != nil {

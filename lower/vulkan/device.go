@@ -257,8 +257,12 @@ func (d *Device) UploadQ(name string, m *wire.Matrix) error {
 	} else if m.Format != wire.Q8_0 {
 		return fmt.Errorf("vulkan upload %q: format %v has no shader", name, m.Format)
 	}
+	data, err := m.RowMajorData() // the shaders read GGUF's row-major blocks
+	if err != nil {
+		return fmt.Errorf("vulkan upload %q: %w", name, err)
+	}
 	rb := m.RowBytes()
-	return d.upload(name, f, m.Rows, m.Cols, func(r0, n int) []byte { return m.Data[r0*rb : (r0+n)*rb] })
+	return d.upload(name, f, m.Rows, m.Cols, func(r0, n int) []byte { return data[r0*rb : (r0+n)*rb] })
 }
 
 // upload splits the weight into parts under the binding cap, writes each

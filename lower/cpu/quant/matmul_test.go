@@ -186,24 +186,7 @@ func TestMatMulQModes(t *testing.T) {
 							t.Fatal(err)
 						}
 					})
-					for _, mode := range modes[1:] {
-						for ci, c := range ctxs {
-							y := make([]float32, m*n+1)
-							y[m*n] = 42
-							withAsm(mode, func() {
-								if err := c.MatMulQ(y, &a, w, bs); err != nil {
-									t.Fatal(err)
-								}
-							})
-							if i := firstDiff(y[:m*n], want); i >= 0 {
-								t.Fatalf("%v m=%d k=%d n=%d bias=%v mode=%d ctx=%d: y[%d] = %g (%#x), go %g (%#x)",
-									f, m, k, n, bs != nil, mode, ci, i, y[i], math.Float32bits(y[i]), want[i], math.Float32bits(want[i]))
-							}
-							if y[m*n] != 42 {
-								t.Fatal("wrote past m*n")
-							}
-						}
-					}
+					checkModes(t, modes[1:], ctxs, &a, w, bs, want)
 				}
 			}
 		}
@@ -298,6 +281,31 @@ func TestMatMulQExtremes(t *testing.T) {
 	}
 }
 
+// checkModes asserts that the product of a and w (+ bs) is want, bit for
+// bit, in every kernel mode and on every Ctx, and writes nothing past it.
+func checkModes(t *testing.T, modes []int, ctxs []*Ctx, a *wire.Activations, w *wire.Matrix, bs, want []float32) {
+	t.Helper()
+	m, n := a.Rows(), w.Rows
+	for _, mode := range modes {
+		for ci, c := range ctxs {
+			y := make([]float32, m*n+1)
+			y[m*n] = 42
+			withAsm(mode, func() {
+				if err := c.MatMulQ(y, a, w, bs); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if i := firstDiff(y[:m*n], want); i >= 0 {
+				t.Fatalf("%v layout=%d m=%d k=%d n=%d bias=%v mode=%d ctx=%d: y[%d] = %g (%#x), want %g (%#x)",
+					w.Format, w.Layout, m, a.Cols(), n, bs != nil, mode, ci, i, y[i], math.Float32bits(y[i]), want[i], math.Float32bits(want[i]))
+			}
+			if y[m*n] != 42 {
+				t.Fatal("wrote past m*n")
+			}
+		}
+	}
+}
+
 // interleaved returns an Interleaved8 copy of w.
 func interleaved(t testing.TB, w *wire.Matrix) *wire.Matrix {
 	il := *w
@@ -338,25 +346,7 @@ func TestMatMulQInterleaved(t *testing.T) {
 			}
 			bias := randData(rng, n, 1)
 			for _, bs := range [][]float32{nil, bias} {
-				want := refMatMul(&a, w, bs)
-				for _, mode := range asmModes() {
-					for ci, c := range ctxs {
-						y := make([]float32, m*n+1)
-						y[m*n] = 42
-						withAsm(mode, func() {
-							if err := c.MatMulQ(y, &a, il, bs); err != nil {
-								t.Fatal(err)
-							}
-						})
-						if i := firstDiff(y[:m*n], want); i >= 0 {
-							t.Fatalf("%v m=%d k=%d n=%d bias=%v mode=%d ctx=%d: y[%d] = %g (%#x), ref %g (%#x)",
-								f, m, k, n, bs != nil, mode, ci, i, y[i], math.Float32bits(y[i]), want[i], math.Float32bits(want[i]))
-						}
-						if y[m*n] != 42 {
-							t.Fatal("wrote past m*n")
-						}
-					}
-				}
+				checkModes(t, asmModes(), ctxs, &a, il, bs, refMatMul(&a, w, bs))
 			}
 		}
 	}

@@ -108,8 +108,10 @@ func (s *state) helper(id int, ch chan struct{}) {
 // await returns the generation of the next run after seen, spinning first
 // and then parking; false once the pool is closed.
 func (s *state) await(id int, seen uint64, ch chan struct{}) (uint64, bool) {
-	start := time.Now()
-	for i := 0; ; i++ {
+	// With one P, a spinning helper would only keep the caller from
+	// running: park at once.
+	start, spin := time.Now(), runtime.GOMAXPROCS(0) > 1
+	for i := 0; spin; i++ {
 		if g := s.gen.Load(); g != seen {
 			return g, true
 		}

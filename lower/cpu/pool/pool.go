@@ -31,18 +31,25 @@ type Pool struct{ s *state }
 // state is what the goroutines share; they never reference the Pool
 // itself, so an unreferenced Pool can be collected and its cleanup run.
 //
-// A run starts by bumping gen. A helper that has just finished a run spins
-// on gen for up to spinFor before it parks on its channel (announcing it in
-// parked), so that the next of the many short runs of a decode step finds it
-// awake: waking a parked goroutine costs tens of microseconds, a large share
-// of a small matmul. The caller wakes only parked helpers.
+// A run starts by publishing a new run word: its sequence number and its
+// participant count in one atomic value, so that a helper decides from one
+// load which run it saw and whether it takes part (two loads let a helper
+// that sat out one run read the next run's count against the old sequence
+// and join that run twice). A helper spins on the word for up to spinFor
+// after its last run before it parks on its channel (announcing it in
+// parked), so that the next of the many short runs of a decode step finds
+// it awake: waking a parked goroutine costs tens of microseconds, a large
+// share of a small matmul. The caller wakes only parked participants.
 type state struct {
 	workers int
 	wake    []chan struct{} // one per pool goroutine
 	parked  []atomic.Bool   // helper i+1 is blocked (or about to block) on wake[i]
-	gen     atomic.Uint64   // run generation
-	act     atomic.Int32    // participants of the run of generation gen
+	word    atomic.Uint64   // the current run: seq<<16 | participants
+	seq     uint64          // the caller's run counter
+	active  int             // participants of the current run
 	left    atomic.Int32    // helpers of the current run not yet done
+	waiting atomic.Bool     // the caller is blocked (or about to block) on done
+	done    chan struct{}   // the last helper of a run wakes a blocked caller
 	next    atomic.Int64    // dynamic: next task index to claim
 	ntasks  int64
 	static  bool
@@ -61,7 +68,9 @@ func New(workers int) *Pool {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	s := &state{workers: workers, wake: make([]chan struct{}, workers-1), parked: make([]atomic.Bool, workers-1)}
+	workers = min(workers, 1<<15) // the run word's 16-bit participant count
+	s := &state{workers: workers, wake: make([]chan struct{}, workers-1), parked: make([]atomic.Bool, workers-1),
+		done: make(chan struct{}, 1)}
 	for i := range s.wake {
 		ch := make(chan struct{}, 1)
 		s.wake[i] = ch
@@ -90,53 +99,56 @@ func (s *state) close() {
 
 func (s *state) helper(id int, ch chan struct{}) {
 	var seen uint64
+	last := time.Now() // end of this helper's last run
 	for {
-		g, ok := s.await(id, seen, ch)
+		w, ok := s.await(id, seen, ch, last)
 		if !ok {
 			return
 		}
-		seen = g
-		if id < int(s.act.Load()) && s.gen.Load() == g {
-			// A participant of run g (the caller waits for it, so the
+		seen = w
+		if id < int(w&0xffff) {
+			// A participant of run w (the caller waits for it, so the
 			// run's fields stay put until it is done).
 			s.work(id)
-			s.left.Add(-1)
+			if s.left.Add(-1) == 0 && s.waiting.CompareAndSwap(true, false) {
+				s.done <- struct{}{}
+			}
+			last = time.Now()
 		}
 	}
 }
 
-// await returns the generation of the next run after seen, spinning first
-// and then parking; false once the pool is closed.
-func (s *state) await(id int, seen uint64, ch chan struct{}) (uint64, bool) {
-	// With one P, a spinning helper would only keep the caller from
-	// running: park at once.
-	start, spin := time.Now(), runtime.GOMAXPROCS(0) > 1
+// await returns the word of the next run after seen, spinning until
+// spinFor after last and then parking; false once the pool is closed.
+func (s *state) await(id int, seen uint64, ch chan struct{}, last time.Time) (uint64, bool) {
+	spin := s.spins() && time.Since(last) < spinFor
 	for i := 0; spin; i++ {
-		if g := s.gen.Load(); g != seen {
-			return g, true
+		if w := s.word.Load(); w != seen {
+			return w, true
 		}
 		if s.closed.Load() {
 			return 0, false
 		}
-		if i%256 == 255 && time.Since(start) > spinFor {
+		if i%256 == 255 && time.Since(last) > spinFor {
 			break
 		}
 	}
 	p := &s.parked[id-1]
 	p.Store(true)
-	if g := s.gen.Load(); g != seen && p.CompareAndSwap(true, false) {
-		return g, true // a run began as we parked, and nobody woke us
+	if w := s.word.Load(); w != seen && p.CompareAndSwap(true, false) {
+		return w, true // a run began as we parked, and nobody woke us
 	}
 	if _, ok := <-ch; !ok {
 		return 0, false
 	}
-	return s.gen.Load(), true
+	// Woken for a run it takes part in, which cannot end without it.
+	return s.word.Load(), true
 }
 
 func (s *state) work(id int) {
 	j, n := s.cur, s.ntasks
 	if s.static {
-		for t := int64(id); t < n; t += int64(s.act.Load()) {
+		for t := int64(id); t < n; t += int64(s.active) {
 			j.Do(int(t), id)
 		}
 		return
@@ -179,21 +191,45 @@ func (s *state) run(j Job, ntasks, maxActive int, static bool) {
 		}
 		return
 	}
-	s.cur, s.ntasks, s.static = j, int64(ntasks), static
+	s.cur, s.ntasks, s.static, s.active = j, int64(ntasks), static, active
 	s.next.Store(0)
 	s.left.Store(int32(active - 1))
-	s.act.Store(int32(active))
-	s.gen.Add(1)
+	s.seq++
+	s.word.Store(s.seq<<16 | uint64(active))
 	for i := 0; i < active-1; i++ {
 		if s.parked[i].CompareAndSwap(true, false) {
 			s.wake[i] <- struct{}{}
 		}
 	}
 	s.work(0)
-	for i := 0; s.left.Load() != 0; i++ {
-		if i%64 == 63 {
-			runtime.Gosched()
+	s.wait()
+	s.cur, s.static = nil, false
+}
+
+// wait returns once every helper of the current run is done: spinning for
+// up to spinFor, then blocked on done.
+func (s *state) wait() {
+	if s.spins() {
+		start := time.Now()
+		for i := 0; ; i++ {
+			if s.left.Load() == 0 {
+				return
+			}
+			if i%256 == 255 && time.Since(start) > spinFor {
+				break
+			}
 		}
 	}
-	s.cur, s.static = nil, false
+	s.waiting.Store(true)
+	if s.left.Load() == 0 && s.waiting.CompareAndSwap(true, false) {
+		return // the last helper finished as we blocked, and woke nobody
+	}
+	<-s.done
+}
+
+// spins reports whether waiting goroutines may spin: only when every
+// participant can have a CPU of its own, or a spinner would hold one that a
+// participant needs.
+func (s *state) spins() bool {
+	return s.workers <= min(runtime.GOMAXPROCS(0), runtime.NumCPU())
 }

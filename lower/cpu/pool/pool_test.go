@@ -125,3 +125,32 @@ func TestSpinAndPark(t *testing.T) {
 	}
 	p.Close()
 }
+
+// TestAlternatingWidths: runs with fewer participants than helpers
+// alternate, back to back, with runs that take them all (the helpers that
+// sat one out must join the next exactly once), dynamic and static.
+func TestAlternatingWidths(t *testing.T) {
+	p := New(4)
+	defer p.Close()
+	iters := 5000
+	if testing.Short() {
+		iters = 1000
+	}
+	for i := range iters {
+		n := 2 + i%9
+		j := &countJob{hits: make([]atomic.Int32, n), who: make([]int, n)}
+		switch i % 3 {
+		case 0:
+			p.RunN(j, n, 2)
+		case 1:
+			p.Run(j, n)
+		default:
+			p.RunStatic(j, n, 0)
+		}
+		for task := range j.hits {
+			if h := j.hits[task].Load(); h != 1 {
+				t.Fatalf("run %d: task %d ran %d times", i, task, h)
+			}
+		}
+	}
+}

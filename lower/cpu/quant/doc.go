@@ -58,7 +58,8 @@
 // headers, the second row's weights from L1), each lane in the same order.
 //
 // A Q8_0 or Q4_0 matrix the CPU keeps for itself is reordered at load into
-// wire.Interleaved8 (Interleaves says where: AVX2 without AVX-512): per
+// wire.Interleaved8 (Interleaves says where: AVX2 without the AVX-512 VNNI
+// kernels): per
 // group of 8 weight rows and block, the 8 fp16 scales, then 32-byte
 // vectors each holding a 4-byte piece of every row. One VPMADDUBSW and
 // VPMADDWD per piece (Q4_0: the low and high nibbles of a piece times two

@@ -7,8 +7,8 @@ import "gelo/device/wire"
 
 // Interleaves reports whether this machine's kernels read matrices of
 // format f faster interleaved (wire.Matrix.Interleave): the AVX2 kernels
-// for Q8_0 and Q4_0. With AVX-512 VNNI the 16-row GEMM kernels read the
-// row-major layout, so matrices stay row-major there.
+// for Q8_0 and Q4_0. Where the AVX-512 VNNI 16-row GEMM kernels run (they read
+// the row-major layout), matrices stay row-major.
 func Interleaves(f wire.Format) bool {
 	return useAsm && !useAVX512 && (f == wire.Q8_0 || f == wire.Q4_0)
 }

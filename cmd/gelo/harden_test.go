@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -222,4 +223,32 @@ func TestPromptFileAndSafeChat(t *testing.T) {
 	usageCase(t, 2, []string{"give one of --prompt and --prompt-file"}, "generate", "--prompt", "x", "--prompt-file", pf)
 	usageCase(t, 1, []string{"missing.txt"}, "generate", "--prompt-file", filepath.Join(dir, "missing.txt"))
 	usageCase(t, 2, []string{"--chat-raw applies only with --chat"}, "generate", "--chat-raw")
+}
+
+// TestBenchPreflightSequences: the memory preflight of bench counts B
+// sequences of KV cache only for the suites that decode a batch; the masks
+// suite holds one (before, a long-context masks run was refused for the
+// batch suite's slots).
+func TestBenchPreflightSequences(t *testing.T) {
+	kv := func(suite string) string {
+		errs := usageCase(t, 1, []string{"needs about", "above the --max-memory"},
+			"bench", "--suite", suite, "--batch", "8", "--max-memory", "1K")
+		_, rest, ok := strings.Cut(errs, "KV cache ")
+		if !ok {
+			t.Fatalf("bench --suite %s: no KV cache figure:\n%s", suite, errs)
+		}
+		size, _, _ := strings.Cut(rest, ",")
+		return size
+	}
+	masks, batch := kv("masks"), kv("batch")
+	if masks == batch {
+		t.Fatalf("masks and batch suites preflight the same KV cache (%s)", masks)
+	}
+	var m, b float64
+	var mu, bu string
+	fmt.Sscanf(masks, "%g %s", &m, &mu)
+	fmt.Sscanf(batch, "%g %s", &b, &bu)
+	if mu == bu && b < 7*m {
+		t.Fatalf("batch suite KV %s is not about 8 times the masks suite's %s", batch, masks)
+	}
 }

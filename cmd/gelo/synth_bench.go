@@ -157,7 +157,14 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	} else if costOnly := len(suites) == 1 && suites[0] == "security" && !*measure; !costOnly {
 		// The cost model alone builds no engine: nothing to fit in memory.
-		if err := mf.preflight(cfg, nil, *batch, slices.Max(lengths), *decodeSteps); err != nil {
+		// Only the suites that decode a batch hold B sequences at once.
+		seqs := 1
+		for _, s := range suites {
+			if s == "batch" || s == "security" || s == "serve" {
+				seqs = *batch
+			}
+		}
+		if err := mf.preflight(cfg, nil, seqs, slices.Max(lengths), *decodeSteps); err != nil {
 			return err
 		}
 	}

@@ -91,18 +91,47 @@ func SynthesizeAs(cfg *Config, seed uint64, dtype string) (*Weights, error) {
 			return nil, fmt.Errorf("synthesize: %w", err)
 		}
 	}
-	data := make(map[string][]float32, len(specs))
+	// Lazy: a tensor is generated on its first Get, or a range at a time
+	// by ReadRows, so a plan that converts every matrix never holds the
+	// model in f32.
+	w := newWeights(cfg, specs, nil, nil)
 	for i, s := range specs {
-		buf := make([]float32, s.Elems())
 		g := gens[i]
-		parallelBlocks(len(buf), func(_ int, b, lo, hi int) {
-			out := buf[lo:hi]
-			g.block(b, out)
-			roundTo(st, out)
-		})
-		data[s.Name] = buf
+		t := w.tensors[s.Name]
+		t.fill = func(lo, hi int, dst []float32) error {
+			synthRange(g, st, lo, hi, dst)
+			return nil
+		}
+		w.tensors[s.Name] = t
 	}
-	return newWeights(cfg, specs, data, nil), nil
+	return w, nil
+}
+
+// synthRange writes elements [lo, hi) of g's tensor, rounded through
+// dtype st, into dst: the blocks that cover them, in parallel, each the
+// same bits whichever range asked for it.
+func synthRange(g generator, st string, lo, hi int, dst []float32) {
+	if hi <= lo {
+		return
+	}
+	first, last := lo/synthBlock, (hi-1)/synthBlock
+	parallelBlocks((last-first+1)*synthBlock, func(_ int, b, _, _ int) {
+		blk := first + b
+		s, e := blk*synthBlock, (blk+1)*synthBlock
+		if s >= lo && e <= hi {
+			out := dst[s-lo : e-lo]
+			g.block(blk, out)
+			roundTo(st, out)
+			return
+		}
+		// A block cut by the range: generated whole (a block's stream
+		// starts at its first element), the part inside copied.
+		full := make([]float32, synthBlock)
+		g.block(blk, full)
+		cs, ce := max(s, lo), min(e, hi)
+		roundTo(st, full[cs-s:ce-s])
+		copy(dst[cs-lo:ce-lo], full[cs-s:ce-s])
+	})
 }
 
 // WriteSynthetic writes a Hugging Face checkpoint directory holding the

@@ -1,8 +1,10 @@
 package models
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -20,6 +22,12 @@ import (
 // shared and read-only: weights loaded from an F32 checkpoint alias the
 // memory-mapped file, and writing to them may crash the process. Get is
 // safe for concurrent use; Close must not race with it.
+//
+// A tensor may be lazy: synthetic weights and a checkpoint's 16-bit
+// tensors are produced from their source (the generator, the mapped file)
+// on the first Get, not at load. ReadRows and Reader read a tensor without
+// making it resident, so an engine that converts every matrix to its
+// plan's format, and the identity hash, never hold the whole model as f32.
 type Weights struct {
 	// Config is the architecture the tensors match.
 	Config *Config
@@ -61,6 +69,32 @@ type weight struct {
 	shape    []int
 	view     bool // aliases the mapped file
 	released bool // dropped by Release: the plan holds it in another format
+	// fill, when not nil, produces elements [lo, hi) of the tensor into
+	// dst from its source; data is nil until the first Get.
+	fill   fillFunc
+	mapped bool // fill reads the mapped file (Private materializes it)
+}
+
+// fillFunc writes elements [lo, hi) of a tensor, as float32, into dst
+// (len hi-lo). It must give the same bits on every call.
+type fillFunc func(lo, hi int, dst []float32) error
+
+// elems is the element count of shape sh.
+func elems(sh []int) int {
+	n := 1
+	for _, d := range sh {
+		n *= d
+	}
+	return n
+}
+
+// cols is the row length of a tensor of shape sh: its last dimension (a
+// vector is one row).
+func cols(sh []int) int {
+	if len(sh) == 0 {
+		return 1
+	}
+	return max(sh[len(sh)-1], 1)
 }
 
 func newWeights(cfg *Config, specs []TensorSpec, data map[string][]float32, set *safetensors.Set) *Weights {
@@ -121,19 +155,167 @@ func (w *Weights) Get(name string) ([]float32, []int, error) {
 	if w.err != nil {
 		return nil, nil, w.err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	t, err := w.resident(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t.data, append([]int(nil), t.shape...), nil
+}
+
+// lookup returns a tensor's entry (w.mu held).
+func (w *Weights) lookup(name string) (weight, error) {
 	if w.closed {
-		return nil, nil, fmt.Errorf("weights: tensor %q: weights are closed", name)
+		return weight{}, fmt.Errorf("weights: tensor %q: weights are closed", name)
 	}
 	t, ok := w.tensors[name]
 	if !ok {
-		return nil, nil, fmt.Errorf("weights: no tensor %q", name)
+		return weight{}, fmt.Errorf("weights: no tensor %q", name)
+	}
+	return t, nil
+}
+
+// resident returns a tensor's entry with its values in memory, producing
+// a lazy tensor's from its source first (outside the lock, so other
+// tensors can be read meanwhile).
+func (w *Weights) resident(name string) (weight, error) {
+	w.mu.Lock()
+	t, err := w.lookup(name)
+	w.mu.Unlock()
+	if err != nil {
+		return weight{}, err
 	}
 	if t.released {
+		return weight{}, fmt.Errorf("weights: tensor %q was released: an engine that owned these weights holds it in another format", name)
+	}
+	if t.data != nil || t.fill == nil {
+		return t, nil
+	}
+	n := elems(t.shape)
+	buf := make([]float32, n)
+	if err := t.fill(0, n, buf); err != nil {
+		return weight{}, fmt.Errorf("weights: tensor %q: %w", name, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cur, err := w.lookup(name)
+	if err != nil {
+		return weight{}, err
+	}
+	if cur.released {
+		return weight{}, fmt.Errorf("weights: tensor %q was released while it was read", name)
+	}
+	if cur.data == nil { // else another Get produced it first: keep that one
+		cur.data = buf
+		w.tensors[name] = cur
+	}
+	return cur, nil
+}
+
+// ReadRows copies rows [lo, hi) of a tensor (rows of its last dimension)
+// into dst as float32 without making the tensor resident: from memory if
+// it is, else from its source. A released tensor is read from its source
+// (the identity hashes what a converted tensor was made from); one that
+// has none fails, as Get does.
+func (w *Weights) ReadRows(name string, lo, hi int, dst []float32) error {
+	if w == nil {
+		return errors.New("weights: nil")
+	}
+	if w.err != nil {
+		return w.err
+	}
+	w.mu.Lock()
+	t, err := w.lookup(name)
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	c, n := cols(t.shape), elems(t.shape)
+	if lo < 0 || hi < lo || hi*c > n {
+		return fmt.Errorf("weights: tensor %q: rows [%d, %d) of %d", name, lo, hi, n/c)
+	}
+	if len(dst) != (hi-lo)*c {
+		return fmt.Errorf("weights: tensor %q: rows [%d, %d) are %d values, dst holds %d", name, lo, hi, (hi-lo)*c, len(dst))
+	}
+	switch {
+	case t.data != nil:
+		copy(dst, t.data[lo*c:hi*c])
+	case t.fill != nil:
+		if err := t.fill(lo*c, hi*c, dst); err != nil {
+			return fmt.Errorf("weights: tensor %q: %w", name, err)
+		}
+	case t.released:
+		return fmt.Errorf("weights: tensor %q was released: an engine that owned these weights holds it in another format", name)
+	default:
+		return fmt.Errorf("weights: tensor %q has no values", name)
+	}
+	return nil
+}
+
+// readChunk is how many values Reader and the loaders move at a time.
+const readChunk = 1 << 18
+
+// Reader streams a tensor's values as little-endian float32 bytes (what
+// the identity hashes), a chunk of rows at a time through ReadRows, and
+// returns its shape.
+func (w *Weights) Reader(name string) (io.Reader, []int, error) {
+	if w == nil {
+		return nil, nil, errors.New("weights: nil")
+	}
+	if w.err != nil {
+		return nil, nil, w.err
+	}
+	w.mu.Lock()
+	t, err := w.lookup(name)
+	w.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.released && t.fill == nil {
 		return nil, nil, fmt.Errorf("weights: tensor %q was released: an engine that owned these weights holds it in another format", name)
 	}
-	return t.data, append([]int(nil), t.shape...), nil
+	rows := 1
+	for _, d := range t.shape[:max(len(t.shape)-1, 0)] {
+		rows *= d
+	}
+	return &tensorReader{w: w, name: name, rows: rows, cols: cols(t.shape)}, append([]int(nil), t.shape...), nil
+}
+
+type tensorReader struct {
+	w          *Weights
+	name       string
+	rows, cols int
+	next       int // next row to read
+	raw        []byte
+	off        int // raw[off:] is read but not yet returned
+	vals       []float32
+}
+
+func (r *tensorReader) Read(p []byte) (int, error) {
+	if r.off == len(r.raw) {
+		if r.next >= r.rows {
+			return 0, io.EOF
+		}
+		n := max(1, readChunk/r.cols)
+		hi := min(r.rows, r.next+n)
+		if need := (hi - r.next) * r.cols; cap(r.vals) < need {
+			r.vals = make([]float32, need)
+		}
+		vals := r.vals[:(hi-r.next)*r.cols]
+		if err := r.w.ReadRows(r.name, r.next, hi, vals); err != nil {
+			return 0, err
+		}
+		r.next = hi
+		if need := 4 * len(vals); cap(r.raw) < need {
+			r.raw = make([]byte, need)
+		}
+		r.raw, r.off = r.raw[:4*len(vals)], 0
+		for i, v := range vals {
+			binary.LittleEndian.PutUint32(r.raw[4*i:], math.Float32bits(v))
+		}
+	}
+	n := copy(p, r.raw[r.off:])
+	r.off += n
+	return n, nil
 }
 
 // Release drops a tensor's f32 values (an engine that owns the weights
@@ -202,17 +384,25 @@ func (w *Weights) Stack(names []string) ([]float32, error) {
 		if t.released {
 			return nil, fmt.Errorf("weights: stack: tensor %q was released", name)
 		}
-		total += len(t.data)
+		if t.data == nil && t.fill == nil {
+			return nil, fmt.Errorf("weights: stack: tensor %q has no values", name)
+		}
+		total += elems(t.shape)
 	}
-	buf := make([]float32, 0, total)
-	for _, name := range names {
-		buf = append(buf, w.tensors[name].data...)
-	}
+	// A lazy part is produced straight into its place in the stack, not
+	// made resident on its own first.
+	buf := make([]float32, total)
 	off := 0
 	for _, name := range names {
 		t := w.tensors[name]
-		n := len(t.data)
-		t.data, t.view = buf[off:off+n:off+n], false
+		n := elems(t.shape)
+		part := buf[off : off+n : off+n]
+		if t.data != nil {
+			copy(part, t.data)
+		} else if err := t.fill(0, n, part); err != nil {
+			return nil, fmt.Errorf("weights: stack: tensor %q: %w", name, err)
+		}
+		t.data, t.view = part, false
 		w.tensors[name] = t
 		off += n
 	}
@@ -336,7 +526,11 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 		}
 	}
 
-	data := make([][]float32, len(specs))
+	// Every tensor is checked now, streamed through a scratch buffer with
+	// its pages dropped behind it, and read again only when used: an F32
+	// tensor as a view of the mapping, a 16-bit one converted on its
+	// first Get or a chunk at a time by ReadRows. The file is never
+	// resident whole in this process.
 	errs := make([]error, len(specs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -349,15 +543,13 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			scratch := make([]float32, readChunk)
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(specs) {
 					return
 				}
-				data[i], errs[i] = set.Float32(specs[i].Name)
-				if errs[i] == nil {
-					errs[i] = finite(specs[i].Name, data[i])
-				}
+				errs[i] = checkFinite(set, specs[i], scratch)
 				if progress != nil {
 					mu.Lock()
 					done += int64(specs[i].Elems())
@@ -368,40 +560,78 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 		}()
 	}
 	wg.Wait()
-	byName := make(map[string][]float32, len(specs))
-	views := false
-	viewOf := map[string]bool{}
-	for i, s := range specs {
+	for i := range specs {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("weights %s: %w", dir, errs[i])
 		}
-		byName[s.Name] = data[i]
-		viewOf[s.Name] = set.IsView(s.Name)
-		views = views || viewOf[s.Name]
 	}
 	if tiedHead {
-		head, err := set.Float32(LMHeadName)
-		if err != nil {
-			return nil, fmt.Errorf("weights %s: %w", dir, err)
-		}
-		if !sameBits(head, byName[EmbedName]) {
+		if err := sameTensor(set, LMHeadName, EmbedName, cfg.VocabSize*cfg.HiddenSize); err != nil {
 			file, _ := set.FileOf(LMHeadName)
-			return nil, fmt.Errorf("weights %s: tensor %q differs from %q but config.json ties word embeddings (an untied checkpoint? set tie_word_embeddings to false)", file, LMHeadName, EmbedName)
+			return nil, fmt.Errorf("weights %s: %w", file, err)
 		}
 	}
-	if !views {
-		if err := set.Close(); err != nil {
-			return nil, fmt.Errorf("weights %s: %w", dir, err)
+	byName := make(map[string][]float32, len(specs))
+	for _, s := range specs {
+		if set.IsView(s.Name) {
+			v, err := set.Float32(s.Name)
+			if err != nil {
+				return nil, fmt.Errorf("weights %s: %w", dir, err)
+			}
+			byName[s.Name] = v
 		}
-		set = nil
 	}
 	w := newWeights(cfg, specs, byName, set)
-	for name, v := range viewOf {
-		t := w.tensors[name]
-		t.view = v
-		w.tensors[name] = t
+	for _, s := range specs {
+		t := w.tensors[s.Name]
+		if byName[s.Name] != nil {
+			t.view = true
+		} else {
+			name := s.Name
+			t.fill = func(lo, hi int, dst []float32) error {
+				return set.DecodeRange(name, int64(lo), int64(hi), dst)
+			}
+			t.mapped = true
+		}
+		w.tensors[s.Name] = t
 	}
 	return w, nil
+}
+
+// checkFinite streams tensor s of set through scratch and refuses NaN or
+// Inf.
+func checkFinite(set *safetensors.Set, s TensorSpec, scratch []float32) error {
+	n := s.Elems()
+	for lo := 0; lo < n; lo += len(scratch) {
+		hi := min(n, lo+len(scratch))
+		v := scratch[:hi-lo]
+		if err := set.DecodeRange(s.Name, int64(lo), int64(hi), v); err != nil {
+			return err
+		}
+		if err := finiteAt(s.Name, v, lo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameTensor checks, a chunk at a time, that tensors a and b of set (n
+// elements each) hold the same bits: a tied checkpoint's duplicate head.
+func sameTensor(set *safetensors.Set, a, b string, n int) error {
+	x, y := make([]float32, readChunk), make([]float32, readChunk)
+	for lo := 0; lo < n; lo += readChunk {
+		hi := min(n, lo+readChunk)
+		if err := set.DecodeRange(a, int64(lo), int64(hi), x[:hi-lo]); err != nil {
+			return err
+		}
+		if err := set.DecodeRange(b, int64(lo), int64(hi), y[:hi-lo]); err != nil {
+			return err
+		}
+		if !sameBits(x[:hi-lo], y[:hi-lo]) {
+			return fmt.Errorf("tensor %q differs from %q but config.json ties word embeddings (an untied checkpoint? set tie_word_embeddings to false)", a, b)
+		}
+	}
+	return nil
 }
 
 // Private copies every tensor that aliases the mapped file into memory of
@@ -417,8 +647,20 @@ func (w *Weights) Private() error {
 	for name, t := range w.tensors {
 		if t.view && !t.released {
 			t.data, t.view = append([]float32(nil), t.data...), false
-			w.tensors[name] = t
 		}
+		if t.mapped {
+			// Produced now, while the file is what was checked; a
+			// released one can no longer be read (the mapping closes).
+			if t.data == nil && !t.released {
+				buf := make([]float32, elems(t.shape))
+				if err := t.fill(0, len(buf), buf); err != nil {
+					return fmt.Errorf("weights: tensor %q: %w", name, err)
+				}
+				t.data = buf
+			}
+			t.fill, t.mapped = nil, false
+		}
+		w.tensors[name] = t
 	}
 	err := w.set.Close()
 	w.set = nil
@@ -444,10 +686,13 @@ func halfMismatch(torch, dtype string) (string, bool) {
 
 // finite refuses a tensor holding NaN or Inf, naming it and the first bad
 // element: such weights would reach the identity and the device.
-func finite(name string, v []float32) error {
+func finite(name string, v []float32) error { return finiteAt(name, v, 0) }
+
+// finiteAt is finite for the part of a tensor that starts at element base.
+func finiteAt(name string, v []float32, base int) error {
 	for i, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("tensor %q: element %d is %v (weights must be finite)", name, i, x)
+			return fmt.Errorf("tensor %q: element %d is %v (weights must be finite)", name, base+i, x)
 		}
 	}
 	return nil
@@ -471,4 +716,22 @@ func shapeStr(s []int) string {
 		parts[i] = fmt.Sprint(d)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// Shape returns a tensor's shape and whether its values are in memory now
+// (a lazy tensor's are not until its first Get), without producing them.
+func (w *Weights) Shape(name string) (resident bool, shape []int, err error) {
+	if w == nil {
+		return false, nil, errors.New("weights: nil")
+	}
+	if w.err != nil {
+		return false, nil, w.err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, err := w.lookup(name)
+	if err != nil {
+		return false, nil, err
+	}
+	return t.data != nil, append([]int(nil), t.shape...), nil
 }

@@ -137,11 +137,13 @@ func ModelIdentity(w *models.Weights, config, tokenizer []byte, flags map[string
 	names := w.Names()
 	tensors := make([]attest.TensorInput, 0, len(names))
 	for _, n := range names {
-		data, shape, err := w.Get(n)
+		// Streamed: a lazy tensor is hashed a chunk at a time, never made
+		// resident for it.
+		r, shape, err := w.Reader(n)
 		if err != nil {
 			return attest.Identity{}, err
 		}
-		tensors = append(tensors, attest.TensorInput{Name: n, DType: tensorDType, Shape: shape, Data: f32Bytes(data)})
+		tensors = append(tensors, attest.TensorInput{Name: n, DType: tensorDType, Shape: shape, Reader: r})
 		if sb, ok := w.Blocks(n); ok {
 			tensors = append(tensors, attest.TensorInput{Name: n + "#stored", DType: strings.ToLower(sb.Type.String()), Shape: shape, Data: sb.Data})
 		}

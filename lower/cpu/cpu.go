@@ -617,7 +617,7 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 		// Stacking rows of blocks is stacking the block bytes. A part
 		// that is not resident already is quantized for the stack only
 		// (not kept: the stack holds its blocks).
-		var data []byte
+		data := make([]byte, 0, rows*(&wire.Matrix{Format: format, Cols: cols}).RowBytes())
 		for _, in := range n.Inputs {
 			part, err := b.quantizedPart(p, p.g.Node(in))
 			if err != nil {
@@ -691,18 +691,81 @@ func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (*wire.Mat
 			return qm, nil
 		}
 	}
-	data, shape, err := b.weights.Get(name)
-	if err != nil {
-		return nil, err
-	}
-	if !slices.Equal(shape, p.dims[n.ID]) {
-		return nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, p.dims[n.ID])
-	}
-	qm, err := wire.Quantize(blockFormat(n.Type.DType), data, shape[0], shape[1])
+	rows, cols := p.dims[n.ID][0], p.dims[n.ID][1]
+	qm := &wire.Matrix{Format: blockFormat(n.Type.DType), Rows: rows, Cols: cols}
+	rb := qm.RowBytes()
+	qm.Data = make([]byte, rows*rb)
+	err := b.readRows(name, p.dims[n.ID], func(lo, hi int, vals []float32) error {
+		return quantizeRows(qm.Format, qm.Data[lo*rb:hi*rb], vals)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("quantize %q: %w", name, err)
 	}
+	if err := qm.Validate(); err != nil {
+		return nil, fmt.Errorf("quantize %q: %w", name, err)
+	}
 	return qm, nil
+}
+
+// convertChunk is about how many values of a weight are read from the
+// source at a time while it is converted: the weight's f32 form is never
+// whole in memory (the source may be lazy, see models.Weights).
+const convertChunk = 1 << 20
+
+// readRows passes the named weight of shape dims to fn a chunk of whole
+// rows at a time, in order (vals is reused between calls).
+func (b *Backend) readRows(name string, dims []int, fn func(lo, hi int, vals []float32) error) error {
+	_, shape, err := b.weights.Shape(name)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(shape, dims) {
+		return fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, dims)
+	}
+	rows, cols := 1, 1
+	if len(dims) > 0 {
+		cols = dims[len(dims)-1]
+		for _, d := range dims[:len(dims)-1] {
+			rows *= d
+		}
+	}
+	step := max(1, convertChunk/max(cols, 1))
+	bp := convertBufs.Get().(*[]float32)
+	defer convertBufs.Put(bp)
+	if need := min(rows, step) * cols; cap(*bp) < need {
+		*bp = make([]float32, need)
+	}
+	buf := *bp
+	for lo := 0; lo < rows; lo += step {
+		hi := min(rows, lo+step)
+		vals := buf[:(hi-lo)*cols]
+		if err := b.weights.ReadRows(name, lo, hi, vals); err != nil {
+			return err
+		}
+		if err := fn(lo, hi, vals); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// convertBufs recycles readRows's chunk buffers: a load converts hundreds
+// of weights, and a fresh buffer each would be garbage the heap grows by
+// until the next collection (the load's peak, not its steady state).
+var convertBufs = sync.Pool{New: func() any { return new([]float32) }}
+
+// quantizeRows quantizes whole rows of values into dst's blocks of format
+// f (row blocks are independent, so a chunk of rows is quantized alone).
+func quantizeRows(f wire.Format, dst []byte, vals []float32) error {
+	switch f {
+	case wire.Q8_0:
+		return wire.QuantizeQ8_0(dst, vals)
+	case wire.Q4_K:
+		return wire.QuantizeQ4_K(dst, vals)
+	case wire.Q4_0:
+		return wire.QuantizeQ4_0(dst, vals)
+	}
+	return fmt.Errorf("no quantizer for %v", f)
 }
 
 // blockFormat is the wire block layout of a quantized IR type.
@@ -765,16 +828,21 @@ func (b *Backend) bf16Weights(p *Program, n *ir.Node) ([]uint16, error) {
 
 // roundBF16 rounds the named weight of node n to bf16 (not cached).
 func (b *Backend) roundBF16(p *Program, n *ir.Node, name string) ([]uint16, error) {
-	src, shape, err := b.weights.Get(name)
+	dims := p.dims[n.ID]
+	total := 1
+	for _, d := range dims {
+		total *= d
+	}
+	data := make([]uint16, total)
+	err := b.readRows(name, dims, func(lo, hi int, vals []float32) error {
+		out := data[lo*dims[len(dims)-1]:]
+		for i, v := range vals {
+			out[i] = safetensors.F32ToBF16(v)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	if !slices.Equal(shape, p.dims[n.ID]) {
-		return nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, p.dims[n.ID])
-	}
-	data := make([]uint16, len(src))
-	for i, v := range src {
-		data[i] = safetensors.F32ToBF16(v)
+		return nil, fmt.Errorf("round %q to bf16: %w", name, err)
 	}
 	return data, nil
 }
@@ -1002,7 +1070,9 @@ func (b *Backend) Preload(m *ir.Module, release bool) error {
 			}
 			var err error
 			switch {
-			case partOnly[i] && (quantized || half):
+			case partOnly[i]:
+				// The stack holds its rows (built below, from the source).
+
 			case quantized:
 				_, err = b.quantized(p, n)
 			case half:

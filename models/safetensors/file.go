@@ -163,6 +163,38 @@ func (f *File) Float32(name string) ([]float32, error) {
 	return out, nil
 }
 
+// DecodeRange converts elements [lo, hi) of a tensor (F32, BF16 or F16)
+// into dst (len hi-lo), then drops the file pages it read from the
+// process's resident set: they stay in the page cache and fault back on
+// the next read. Streaming a checkpoint through a conversion therefore
+// does not leave the file resident (a mapping's pages count in RSS).
+func (f *File) DecodeRange(name string, lo, hi int64, dst []float32) error {
+	in, ok := f.infos[name]
+	if !ok {
+		return fmt.Errorf("safetensors %s: no tensor %q", f.path, name)
+	}
+	if f.data == nil {
+		return fmt.Errorf("safetensors %s: file is closed", f.path)
+	}
+	size, ok := dtypeSizes[in.DType]
+	if !ok || !IsFloat(in.DType) {
+		return fmt.Errorf("safetensors %s: tensor %q: unsupported dtype %s (want F32, BF16 or F16)", f.path, name, in.DType)
+	}
+	if lo < 0 || hi < lo || hi > in.Elems() || int64(len(dst)) != hi-lo {
+		return fmt.Errorf("safetensors %s: tensor %q: elements [%d, %d) of %d into %d", f.path, name, lo, hi, in.Elems(), len(dst))
+	}
+	s := in.Offset + lo*int64(size)
+	e := in.Offset + hi*int64(size)
+	if err := DecodeFloat32(in.DType, f.data[s:e], dst); err != nil {
+		return fmt.Errorf("safetensors %s: tensor %q: %w", f.path, name, err)
+	}
+	if f.unmap != nil {
+		head := int64(len(f.buf) - len(f.data)) // the data section's offset in the mapping
+		dropPages(f.buf, head+s, head+e)
+	}
+	return nil
+}
+
 // IsView reports whether Float32(name) returns a view of the file rather
 // than a copy.
 func (f *File) IsView(name string) bool {

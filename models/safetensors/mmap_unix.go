@@ -36,3 +36,18 @@ func mapFile(path string) ([]byte, func() error, error) {
 	}
 	return buf, func() error { return syscall.Munmap(buf) }, nil
 }
+
+// dropPages tells the kernel this process no longer needs the whole pages
+// of mapping buf that lie inside buf[lo:hi]: they leave its resident set
+// (a mapping's pages count in RSS) and stay in the page cache, where the
+// next read finds them. The mapping is read-only and shared, so nothing is
+// lost; a page partly outside [lo, hi) is kept for its neighbour.
+func dropPages(buf []byte, lo, hi int64) {
+	page := int64(os.Getpagesize())
+	lo = (lo + page - 1) / page * page
+	hi = hi / page * page
+	if hi <= lo || hi > int64(len(buf)) {
+		return
+	}
+	_ = syscall.Madvise(buf[lo:hi], syscall.MADV_DONTNEED) // advice only: a refusal leaves pages resident, never wrong
+}

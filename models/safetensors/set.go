@@ -190,6 +190,15 @@ func (s *Set) Float32(name string) ([]float32, error) {
 	return f.Float32(name)
 }
 
+// DecodeRange decodes part of a tensor; see File.DecodeRange.
+func (s *Set) DecodeRange(name string, lo, hi int64, dst []float32) error {
+	f, err := s.file(name)
+	if err != nil {
+		return err
+	}
+	return f.DecodeRange(name, lo, hi, dst)
+}
+
 // IsView reports whether Float32(name) returns a view of a file.
 func (s *Set) IsView(name string) bool {
 	f, ok := s.owner[name]

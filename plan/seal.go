@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -111,23 +110,6 @@ var littleEndian = func() bool {
 	x := uint16(1)
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }()
-
-// f32Bytes returns the little-endian bytes of v: a view on little-endian
-// machines, a copy otherwise.
-func f32Bytes(v []float32) []byte {
-	if len(v) == 0 {
-		return []byte{}
-	}
-	if littleEndian {
-		return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
-	}
-	out := make([]byte, 4*len(v))
-	for i, x := range v {
-		b := math.Float32bits(x)
-		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
-	}
-	return out
-}
 
 // ModelIdentity hashes the weights as the runtime holds them (f32,
 // canonical order; and a tensor's stored blocks, which a q4_k plan

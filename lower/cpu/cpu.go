@@ -617,17 +617,44 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 		// Stacking rows of blocks is stacking the block bytes. A part
 		// that is not resident already is quantized for the stack only
 		// (not kept: the stack holds its blocks).
-		data := make([]byte, 0, rows*(&wire.Matrix{Format: format, Cols: cols}).RowBytes())
+		// A part converts straight into its place in the stack.
+		rb := (&wire.Matrix{Format: format, Cols: cols}).RowBytes()
+		data := make([]byte, rows*rb)
+		off := 0
 		for _, in := range n.Inputs {
-			part, err := b.quantizedPart(p, p.g.Node(in))
+			src := p.g.Node(in)
+			pn, _ := WeightName(p.g, in)
+			b.mu.Lock()
+			part, cached := b.qmats[src.Type.DType.String()+":"+pn]
+			b.mu.Unlock()
+			if src.Op == ir.OpWeight && !cached {
+				size := p.dims[in][0] * rb
+				if off+size > len(data) {
+					return nil, fmt.Errorf("stack part %q overruns the stack's %d rows", pn, rows)
+				}
+				if err := b.quantizeWeightInto(p, src, pn, data[off:off+size]); err != nil {
+					return nil, err
+				}
+				off += size
+				continue
+			}
+			if !cached {
+				var err error
+				if part, err = b.quantized(p, src); err != nil {
+					return nil, err
+				}
+			}
+			prows, err := part.RowMajorData()
 			if err != nil {
 				return nil, err
 			}
-			rows, err := part.RowMajorData()
-			if err != nil {
-				return nil, err
+			if off+len(prows) > len(data) {
+				return nil, fmt.Errorf("stack part %q overruns the stack's %d rows", pn, rows)
 			}
-			data = append(data, rows...)
+			off += copy(data[off:], prows)
+		}
+		if off != len(data) {
+			return nil, fmt.Errorf("stack parts hold %d bytes, %d rows of blocks need %d", off, rows, len(data))
 		}
 		var err error
 		if qm, err = wire.NewMatrix(format, rows, cols, data); err != nil {
@@ -654,28 +681,8 @@ func (b *Backend) interleaves(f wire.Format) bool {
 	return local && quant.Interleaves(f)
 }
 
-// quantizedPart is a stacked operand's blocks: the resident matrix if one
-// is cached, else a fresh quantization that is not kept.
-func (b *Backend) quantizedPart(p *Program, n *ir.Node) (*wire.Matrix, error) {
-	name, ok := WeightName(p.g, n.ID)
-	if !ok {
-		return nil, fmt.Errorf("not a named weight")
-	}
-	b.mu.Lock()
-	qm, ok := b.qmats[n.Type.DType.String()+":"+name]
-	b.mu.Unlock()
-	switch {
-	case ok:
-		return qm, nil
-	case n.Op == ir.OpWeight:
-		return b.quantizeWeight(p, n, name)
-	}
-	return b.quantized(p, n)
-}
-
-// quantizeWeight quantizes the named weight of node n (not cached). A
-// q4_k weight that its file stored as Q4_K is its stored blocks, as they
-// are.
+// quantizeWeight quantizes the named weight of node n (not cached); a
+// q4_k weight its file stored as Q4_K is those blocks, not copied.
 func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (*wire.Matrix, error) {
 	if n.Type.DType == ir.Q4_K {
 		if sb, ok := b.weights.Blocks(name); ok && sb.Type == gguf.Q4_K {
@@ -691,20 +698,46 @@ func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (*wire.Mat
 			return qm, nil
 		}
 	}
-	rows, cols := p.dims[n.ID][0], p.dims[n.ID][1]
-	qm := &wire.Matrix{Format: blockFormat(n.Type.DType), Rows: rows, Cols: cols}
-	rb := qm.RowBytes()
-	qm.Data = make([]byte, rows*rb)
-	err := b.readRows(name, p.dims[n.ID], func(lo, hi int, vals []float32) error {
-		return quantizeRows(qm.Format, qm.Data[lo*rb:hi*rb], vals)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("quantize %q: %w", name, err)
+	qm := &wire.Matrix{Format: blockFormat(n.Type.DType), Rows: p.dims[n.ID][0], Cols: p.dims[n.ID][1]}
+	qm.Data = make([]byte, qm.Rows*qm.RowBytes())
+	if err := b.quantizeWeightInto(p, n, name, qm.Data); err != nil {
+		return nil, err
 	}
 	if err := qm.Validate(); err != nil {
 		return nil, fmt.Errorf("quantize %q: %w", name, err)
 	}
 	return qm, nil
+}
+
+// quantizeWeightInto writes the named weight of node n as row-major
+// blocks into dst (exactly its size), from the source a chunk of rows at a
+// time. A q4_k weight that its file stored as Q4_K is its stored blocks,
+// as they are.
+func (b *Backend) quantizeWeightInto(p *Program, n *ir.Node, name string, dst []byte) error {
+	rows, cols := p.dims[n.ID][0], p.dims[n.ID][1]
+	format := blockFormat(n.Type.DType)
+	rb := (&wire.Matrix{Format: format, Cols: cols}).RowBytes()
+	if len(dst) != rows*rb {
+		return fmt.Errorf("quantize %q: %d bytes for %d rows of %d", name, len(dst), rows, rb)
+	}
+	if n.Type.DType == ir.Q4_K {
+		if sb, ok := b.weights.Blocks(name); ok && sb.Type == gguf.Q4_K {
+			// Stored blocks of another shape would be multiplied
+			// misread, so their size must be exact.
+			if len(sb.Data) != len(dst) {
+				return fmt.Errorf("weight %q as stored: %d bytes of Q4_K blocks, the graph's %v wants %d", name, len(sb.Data), p.dims[n.ID], len(dst))
+			}
+			copy(dst, sb.Data)
+			return nil
+		}
+	}
+	err := b.readRows(name, p.dims[n.ID], func(lo, hi int, vals []float32) error {
+		return quantizeRows(format, dst[lo*rb:hi*rb], vals)
+	})
+	if err != nil {
+		return fmt.Errorf("quantize %q: %w", name, err)
+	}
+	return nil
 }
 
 // convertChunk is about how many values of a weight are read from the
@@ -798,26 +831,38 @@ func (b *Backend) bf16Weights(p *Program, n *ir.Node) ([]uint16, error) {
 			return nil, err
 		}
 	} else {
-		// A part that is not resident already is rounded for the stack
-		// only (not kept: the stack holds its values).
+		// A part that is not resident already is rounded straight into
+		// its place in the stack (not kept: the stack holds its values).
+		data = make([]uint16, elemsOf(p.dims[n.ID]))
+		off := 0
 		for _, in := range n.Inputs {
 			src := p.g.Node(in)
 			pn, _ := WeightName(p.g, in)
+			size := elemsOf(p.dims[in])
+			if off+size > len(data) {
+				return nil, fmt.Errorf("stack part %q overruns the stack's %v", pn, p.dims[n.ID])
+			}
 			b.mu.Lock()
 			part, ok := b.bf16s[pn]
 			b.mu.Unlock()
 			var err error
 			switch {
 			case ok:
+				copy(data[off:off+size], part)
 			case src.Op == ir.OpWeight:
-				part, err = b.roundBF16(p, src, pn)
+				err = b.roundBF16Into(p, src, pn, data[off:off+size])
 			default:
-				part, err = b.bf16Weights(p, src)
+				if part, err = b.bf16Weights(p, src); err == nil {
+					copy(data[off:off+size], part)
+				}
 			}
 			if err != nil {
 				return nil, err
 			}
-			data = append(data, part...)
+			off += size
+		}
+		if off != len(data) {
+			return nil, fmt.Errorf("stack parts hold %d values, the stack %v needs %d", off, p.dims[n.ID], len(data))
 		}
 	}
 	b.mu.Lock()
@@ -828,23 +873,41 @@ func (b *Backend) bf16Weights(p *Program, n *ir.Node) ([]uint16, error) {
 
 // roundBF16 rounds the named weight of node n to bf16 (not cached).
 func (b *Backend) roundBF16(p *Program, n *ir.Node, name string) ([]uint16, error) {
-	dims := p.dims[n.ID]
-	total := 1
-	for _, d := range dims {
-		total *= d
+	data := make([]uint16, elemsOf(p.dims[n.ID]))
+	if err := b.roundBF16Into(p, n, name, data); err != nil {
+		return nil, err
 	}
-	data := make([]uint16, total)
+	return data, nil
+}
+
+// roundBF16Into rounds the named weight of node n to bf16, to nearest
+// even, into dst (exactly its size), from the source a chunk at a time.
+func (b *Backend) roundBF16Into(p *Program, n *ir.Node, name string, dst []uint16) error {
+	dims := p.dims[n.ID]
+	if len(dst) != elemsOf(dims) || len(dims) == 0 {
+		return fmt.Errorf("round %q to bf16: %d values for shape %v", name, len(dst), dims)
+	}
+	c := dims[len(dims)-1]
 	err := b.readRows(name, dims, func(lo, hi int, vals []float32) error {
-		out := data[lo*dims[len(dims)-1]:]
+		out := dst[lo*c:]
 		for i, v := range vals {
 			out[i] = safetensors.F32ToBF16(v)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("round %q to bf16: %w", name, err)
+		return fmt.Errorf("round %q to bf16: %w", name, err)
 	}
-	return data, nil
+	return nil
+}
+
+// elemsOf is the element count of a shape.
+func elemsOf(dims []int) int {
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	return n
 }
 
 // stacked returns (building once per backend) the rows of n's weights

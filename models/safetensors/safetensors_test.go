@@ -635,3 +635,38 @@ func TestF16AllHalves(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRange: a range decodes the same values as Float32 (pages
+// dropped behind it change nothing), and bad ranges, unknown tensors,
+// integer dtypes and a closed file are errors, never a panic.
+func TestDecodeRange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	vals := []float32{1, -2, 3.5, 4, 5, 6}
+	if err := Write(path, []Tensor{
+		{Name: "w", DType: F32, Shape: []int{2, 3}, Data: f32bytes(vals)},
+		{Name: "i", DType: "I32", Shape: []int{1}, Data: make([]byte, 4)},
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 3)
+	if err := f.DecodeRange("w", 2, 5, got); err != nil || got[0] != 3.5 || got[1] != 4 || got[2] != 5 {
+		t.Fatalf("DecodeRange(w, 2, 5) = %v, %v", got, err)
+	}
+	for _, c := range []struct {
+		name   string
+		lo, hi int64
+		n      int
+	}{{"w", -1, 2, 3}, {"w", 4, 2, 0}, {"w", 0, 7, 7}, {"w", 0, 3, 2}, {"nope", 0, 1, 1}, {"i", 0, 1, 1}} {
+		if err := f.DecodeRange(c.name, c.lo, c.hi, make([]float32, c.n)); err == nil {
+			t.Errorf("DecodeRange(%s, %d, %d) into %d accepted", c.name, c.lo, c.hi, c.n)
+		}
+	}
+	f.Close()
+	if err := f.DecodeRange("w", 0, 1, got[:1]); err == nil {
+		t.Error("DecodeRange after Close accepted")
+	}
+}

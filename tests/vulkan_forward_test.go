@@ -23,6 +23,22 @@ import (
 // RoPE, GQA mapping, mask or cache slot (order 1e-2 or more).
 const vulkanForwardTolerance = 1e-4
 
+// vulkanQuantTolerance bounds the q8_0/q4_0 deviation, teacher-forced
+// (both engines decode the cpu's tokens). The engines quantize each
+// activation row to q8 blocks as the cpu does, so an ulp of difference in
+// a norm or an exp that lands on a rounding boundary moves one quant by
+// one step, and this synthetic model (random weights, no trained
+// structure to damp it) carries that step through the layers. Measured
+// on lavapipe over 64 steps, seeds 1-12 and 21 of the synthetic
+// qwen3-tiny: either no quant moves (2.4e-7 to 4.3e-7, as f32) or one does
+// in the prefill and the cache carries it to every later step (5.3e-3 to
+// 2.8e-2). Before this gate was teacher-forced it compared free-running
+// greedy tokens at 1e-4 and passed only on lucky seeds: seeds 1, 2 and 5
+// failed it, by a quant step that forks the sequences. 5e-2 still fails a
+// mis-wired quantized weight: q4_0 weights uploaded as q8_0 deviate by
+// 0.59.
+const vulkanQuantTolerance = 5e-2
+
 // openVulkanForward opens the engine under vulkantest's policy (skip
 // without a driver, fail under GELO_REQUIRE_VULKAN=1, fail on validation
 // errors).
@@ -123,10 +139,19 @@ func TestVulkanForwardParity(t *testing.T) {
 			ref := newSessionOpts(t, m, w, testKey, runtime.Options{MaxContext: maxCtx})
 			wantToks, wantLogits := greedyRun(t, ref, prompt, steps)
 
+			quantized := tc.weights == passes.WeightsQ8_0 || tc.weights == passes.WeightsQ4_0
 			run := func() ([]int, [][]float32, *runtime.Session) {
 				s, err := runtime.NewSession(m, runtime.Adapt(fw.Name(), fw.Compile), runtime.Options{MaxContext: maxCtx})
 				if err != nil {
 					t.Fatal(err)
+				}
+				if quantized {
+					logits := forcedRun(t, s, prompt, wantToks)
+					toks := make([]int, len(logits))
+					for i := range logits {
+						toks[i] = runtime.Argmax(logits[i])
+					}
+					return toks, logits, s
 				}
 				toks, logits := greedyRun(t, s, prompt, steps)
 				return toks, logits, s
@@ -134,16 +159,26 @@ func TestVulkanForwardParity(t *testing.T) {
 			before := fw.Stats()
 			toks, logits, s := run()
 			st := fw.Stats()
+			tol := vulkanForwardTolerance
+			if quantized {
+				tol = vulkanQuantTolerance
+			}
 			var worst float64
 			for i := range logits {
 				worst = math.Max(worst, relErr(logits[i], f64(wantLogits[i])))
 			}
 			t.Logf("%s on %s: max logit deviation from cpu %.2g (relative to max |logit|) over %d steps", tc.name, fw.Name(), worst, steps)
-			if !(worst <= vulkanForwardTolerance) { // NaN fails too
-				t.Errorf("logits deviate by %.3g relative (tolerance %g)", worst, vulkanForwardTolerance)
+			if !(worst <= tol) { // NaN fails too
+				t.Errorf("logits deviate by %.3g relative (tolerance %g)", worst, tol)
 			}
 			for i := range toks {
-				if toks[i] != wantToks[i] {
+				if toks[i] == wantToks[i] {
+					continue
+				}
+				// Every logit within tol x max|logit| of the cpu's can
+				// move the argmax only where the cpu's top two are within
+				// twice that.
+				if !quantized || topMargin(wantLogits[i]) > 2*tol*maxAbs(wantLogits[i]) {
 					t.Fatalf("token %d is %d on %s, %d on cpu", i, toks[i], fw.Name(), wantToks[i])
 				}
 			}
@@ -170,7 +205,7 @@ func TestVulkanForwardParity(t *testing.T) {
 				got, _ := s.Cache(name)
 				want, _ := ref.Cache(name)
 				want = tokenMajor(want, cfg.NumKeyValueHeads, cfg.HeadDimension(), maxCtx)
-				if e := relErr(got, f64(want)); !(e <= vulkanForwardTolerance) {
+				if e := relErr(got, f64(want)); !(e <= tol) {
 					t.Errorf("cache %s deviates by %.3g relative", name, e)
 				}
 			}

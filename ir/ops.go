@@ -454,12 +454,18 @@ func init() {
 			Doc:   "a public named weight tensor",
 			Attrs: []AttrSpec{{Name: "name", Kind: AttrString}}, Declared: true, Secrecy: AlwaysPublic},
 		{Name: OpEmbed, Class: ClassGather,
-			Doc: "gather rows of a table by secret ids", MinInputs: 2, MaxInputs: 2,
+			Doc: "gather rows of a table by secret ids (a bf16 or block table's rows expanded to f32)", MinInputs: 2, MaxInputs: 2,
 			Infer: func(n *Node, in []Type) (Type, error) {
 				if err := expect("ids", in[0], false, 1); err != nil {
 					return Type{}, err
 				}
-				if err := expect("table", in[1], true, 2); err != nil {
+				if in[1].DType.IsQuantized() {
+					// A tied table the LM head holds in blocks: gathered
+					// from those blocks, not from a second f32 copy.
+					if in[1].Rank() != 2 {
+						return Type{}, fmt.Errorf("table must have rank 2, got %v", in[1])
+					}
+				} else if err := expect("table", in[1], true, 2); err != nil {
 					return Type{}, err
 				}
 				return Type{F32, Shape{rows(in[0]), in[1].Shape[1]}}, nil

@@ -23,8 +23,8 @@ var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0, 
 // multiplies them, and so does the TEE where a linear op is kept local (the
 // offload decision), with the same kernels, so a protected plan computes
 // the bits of the unprotected plan in the same format and holds no f32
-// copy of a weight it multiplies. The TEE keeps f32 copies only where it
-// reads them as values (a tied embedding table is gathered in f32).
+// copy of a weight it multiplies. A tied embedding table is gathered
+// from the LM head's converted copy, so no weight is held twice.
 // Runs after fuse (stacked weights are converted as one matrix) and before
 // protect. bf16 weights multiply the same f32 rows as f32 ones (widened
 // exactly), so a bf16 checkpoint gives the f32 plan's bits from half the
@@ -104,10 +104,32 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 		quantized[v] = q
 		return q, nil
 	}
+	// Where each weight a converted matmul reads is multiplied (the first
+	// such matmul's side).
+	multiplied := map[ir.ValueID]ir.Placement{}
+	for _, n := range g.Nodes {
+		if ir.IsLinear(n.Op) && (n.Place == ir.Device || n.Place == ir.TEE) {
+			if _, ok := multiplied[n.Inputs[1]]; !ok {
+				multiplied[n.Inputs[1]] = n.Place
+			}
+		}
+	}
 	for _, n := range g.Nodes {
 		in := make([]ir.ValueID, len(n.Inputs))
 		for i, v := range n.Inputs {
 			in[i] = remap[v]
+		}
+		if place, ok := tiedPlace(g, n, multiplied); ok {
+			// A table a matmul reads converted (a tied embedding, the
+			// LM head's) is gathered from that copy: the TEE holds each
+			// weight once, in the plan's format, as llama.cpp gathers a
+			// quantized token_embd. The rows gathered are the values the
+			// head multiplies by (bf16 widens exactly).
+			q, err := quant(n.Inputs[1], place)
+			if err != nil {
+				return nil, err
+			}
+			in[1] = q
 		}
 		if ir.IsLinear(n.Op) && (n.Place == ir.Device || n.Place == ir.TEE) {
 			q, err := quant(n.Inputs[1], n.Place)
@@ -134,6 +156,16 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 	// sits where its matmuls run (the device if any of them is there).
 	placeWeights(ng)
 	return ng, nil
+}
+
+// tiedPlace reports whether n gathers from a table a converted matmul
+// reads (and where that matmul runs).
+func tiedPlace(g *ir.Graph, n *ir.Node, multiplied map[ir.ValueID]ir.Placement) (ir.Placement, bool) {
+	if n.Op != ir.OpEmbed || len(n.Inputs) != 2 || g.Nodes[n.Inputs[1]].Op != ir.OpWeight {
+		return 0, false
+	}
+	place, ok := multiplied[n.Inputs[1]]
+	return place, ok
 }
 
 // markDevice places a converted weight, and the weights it stacks, on the

@@ -8,17 +8,17 @@ import (
 
 // The weight bytes of a plan follow its weight format: q8_0 blocks are 34
 // bytes per 32 weights, q4_0 18 (the summary once counted them as f32).
-// qwen3-tiny ties its embedding, so the table stays f32 (the TEE gathers
-// from it) and is counted once, at the dtype first seen.
+// qwen3-tiny ties its embedding: the TEE gathers from the LM head's
+// converted table, so it is counted once, in the plan's format.
 func TestSummaryWeightBytes(t *testing.T) {
 	for _, tc := range []struct {
 		weights string
 		bytes   int64
 	}{
 		{WeightsF32, 525824},
-		{WeightsBF16, 329216},
-		{WeightsQ8_0, 237056},
-		{WeightsQ4_0, 187904},
+		{WeightsBF16, 263680},
+		{WeightsQ8_0, 140800},
+		{WeightsQ4_0, 75264},
 	} {
 		m := traced(t)
 		o := DefaultProtect()

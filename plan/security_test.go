@@ -57,6 +57,13 @@ func levelLogits(t *testing.T, level, weights string, prompt []int32, steps int)
 // runLogits is levelLogits on a compiled module.
 func runLogits(t *testing.T, m *ir.Module, w *models.Weights, level string, prompt []int32, steps int) ([][]float32, []int) {
 	t.Helper()
+	return forcedLogits(t, m, w, level, prompt, steps, nil)
+}
+
+// forcedLogits is runLogits decoding the tokens force (its own greedy
+// tokens when force is nil).
+func forcedLogits(t *testing.T, m *ir.Module, w *models.Weights, level string, prompt []int32, steps int, force []int) ([][]float32, []int) {
+	t.Helper()
 	s, done, err := plan.NewSession(plan.EngineOptions{}, w, make([]byte, 32), m, runtime.Options{MaxContext: 80})
 	if err != nil {
 		t.Fatalf("%s: %v", level, err)
@@ -76,6 +83,9 @@ func runLogits(t *testing.T, m *ir.Module, w *models.Weights, level string, prom
 				best = j
 			}
 		}
+		if force != nil {
+			best = force[i]
+		}
 		toks = append(toks, best)
 		if lg, err = s.Decode(int32(best)); err != nil {
 			t.Fatalf("%s decode: %v", level, err)
@@ -93,21 +103,37 @@ func runLogits(t *testing.T, m *ir.Module, w *models.Weights, level string, prom
 // scales with the stack's norm) and bf16 weights (widened exactly: the
 // same products). q8_0 payloads are quantized after mixing, so the
 // shield's energy becomes block-scale rounding on the data: span is
-// refused with quantized weights, exact is gated on tokens there (measured
-// max |dlogit| 0.147); gelo-8x4's q8_0 payloads (8 shield rows at energy
-// 4 in each block) already drift from none's within a dozen steps.
+// refused with quantized weights; exact and whiten decode none's tokens
+// (teacher-forced, so one near-tie cannot fork the two runs: at pass 11
+// of this prompt none's top two logits are 0.0043 apart) within
+// qTol of its logits at every pass (measured max |dlogit| 0.18 exact,
+// 0.14 whiten) and pick none's token wherever none's top two are more
+// than 2 qTol apart. gelo-8x4's q8_0 payloads (8 shield rows at energy 4
+// in each block) already drift from none's within a dozen steps.
 func TestLevelLogits(t *testing.T) {
 	prompt := []int32{1, 2, 3, 4, 5}
-	const steps, tol = 64, 1e-3
+	const steps, tol, qTol = 64, 1e-3, 0.3
 	for _, w := range []string{passes.WeightsF32, passes.WeightsBF16, passes.WeightsQ8_0} {
 		ref, refToks := levelLogits(t, passes.LevelNone, w, prompt, steps)
 		for _, lv := range []string{passes.Level8x4, passes.LevelSpan, passes.LevelWhiten, passes.LevelExact} {
 			if lv != passes.LevelExact && lv != passes.LevelWhiten && w == passes.WeightsQ8_0 {
 				continue
 			}
-			got, toks := levelLogits(t, lv, w, prompt, steps)
-			if !slices.Equal(toks, refToks) {
-				t.Errorf("%s, %s weights: tokens %v, none decodes %v", lv, w, toks, refToks)
+			var got [][]float32
+			if w == passes.WeightsQ8_0 {
+				m, wts := offloaded(t, lv, w, passes.DefaultVerify)
+				got, _ = forcedLogits(t, m, wts, lv, prompt, steps, refToks)
+				for p := range ref {
+					if margin(ref[p]) > 2*qTol && runtime.Argmax(got[p]) != runtime.Argmax(ref[p]) {
+						t.Errorf("%s, %s weights: pass %d picks %d, none %d (none's margin %.3g)", lv, w, p, runtime.Argmax(got[p]), runtime.Argmax(ref[p]), margin(ref[p]))
+					}
+				}
+			} else {
+				var toks []int
+				got, toks = levelLogits(t, lv, w, prompt, steps)
+				if !slices.Equal(toks, refToks) {
+					t.Errorf("%s, %s weights: tokens %v, none decodes %v", lv, w, toks, refToks)
+				}
 			}
 			worst := 0.0
 			for p := range ref {
@@ -116,11 +142,29 @@ func TestLevelLogits(t *testing.T) {
 				}
 			}
 			t.Logf("%s, %s weights: max |dlogit| %.3g over %d passes", lv, w, worst, len(ref))
-			if w != passes.WeightsQ8_0 && worst > tol {
-				t.Errorf("%s, %s weights: max |dlogit| %.3g > %g", lv, w, worst, tol)
+			bound := tol
+			if w == passes.WeightsQ8_0 {
+				bound = qTol
+			}
+			if worst > bound {
+				t.Errorf("%s, %s weights: max |dlogit| %.3g > %g", lv, w, worst, bound)
 			}
 		}
 	}
+}
+
+// margin is the gap between a logit vector's two largest values.
+func margin(l []float32) float64 {
+	a, b := math.Inf(-1), math.Inf(-1)
+	for _, v := range l {
+		switch x := float64(v); {
+		case x > a:
+			a, b = x, a
+		case x > b:
+			b = x
+		}
+	}
+	return a - b
 }
 
 // TestTEELocalBitIdentical is the gate of the TEE-local matmuls: under
@@ -278,9 +322,16 @@ func TestReleaseSource(t *testing.T) {
 		if _, _, err := own.Get(down); err == nil || !strings.Contains(err.Error(), down) || !strings.Contains(err.Error(), "released") {
 			t.Errorf("%s weights: Get of a converted weight after release: %v", w, err)
 		}
-		for _, keep := range []string{models.EmbedName, models.FinalNormName} {
-			if _, _, err := own.Get(keep); err != nil {
-				t.Errorf("%s weights: %s (read as f32 in the TEE) was released: %v", w, keep, err)
+		if _, _, err := own.Get(models.FinalNormName); err != nil {
+			t.Errorf("%s weights: %s (read as f32 in the TEE) was released: %v", w, models.FinalNormName, err)
+		}
+		// The tied table is gathered from the head's converted copy, so
+		// no f32 copy of it, or of any matrix, stays.
+		for _, name := range own.Names() {
+			if _, shape, _ := own.Shape(name); len(shape) == 2 {
+				if _, _, err := own.Get(name); err == nil {
+					t.Errorf("%s weights: the f32 values of %s stayed after the engine converted it", w, name)
+				}
 			}
 		}
 	}

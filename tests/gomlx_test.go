@@ -69,9 +69,13 @@ const gomlxTolerance = 1e-4
 // Measured on qwen3-tiny over 32 steps: 5e-7 to 8e-7 until the first such
 // flip, then 2.1e-2 at the flip's step and up to 1.3e-2 at some later
 // steps (the flipped value stays in the K/V cache); the steps without a
-// flip stay under 1.3e-5. So: every step under 5e-2, the median step under
-// gomlxTolerance, tokens identical. A wrong dequantization or block stride
-// moves every step by order 1.
+// flip stay under 1.3e-5. Since the embedding is gathered from the q8_0
+// table (the plan holds it once), the first flip comes at step 4: 7e-7 to
+// 9e-7 before it, 1.5e-2 at it, and 14 of the 32 steps stay under 1.1e-5.
+// So: every step under 5e-2, a quarter of the steps under gomlxTolerance
+// (an error in every step, such as a wrong rounding, fails it; flips touch
+// only the steps after them), tokens identical. A wrong dequantization or
+// block stride moves every step by order 1.
 const gomlxQ8Tolerance = 5e-2
 
 func gomlxParity(t *testing.T, backend string) {
@@ -125,8 +129,8 @@ func gomlxParity(t *testing.T, backend string) {
 					tol := gomlxTolerance
 					if po.Weights == passes.WeightsQ8_0 {
 						tol = gomlxQ8Tolerance
-						if med := errs[len(errs)/2]; med > gomlxTolerance {
-							t.Errorf("median step's logits deviate by %.3g relative (tolerance %g): more than q8_0 rounding flips", med, gomlxTolerance)
+						if q := errs[len(errs)/4]; q > gomlxTolerance {
+							t.Errorf("a quarter of the steps deviate by %.3g relative or more (tolerance %g): more than q8_0 rounding flips", q, gomlxTolerance)
 						}
 					}
 					t.Logf("%s (%s weights) on %s: max logit deviation from the local device %.2g (relative to max |logit|) over %d steps",

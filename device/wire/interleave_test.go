@@ -60,6 +60,16 @@ func TestInterleave(t *testing.T) {
 			if err := m.Dequantize(gotF); err != nil || !slices.Equal(gotF, wantF) {
 				t.Fatalf("%v %d rows: Dequantize differs (err %v)", f, rows, err)
 			}
+			// The gather of embedding rows: each row through a reused buffer.
+			buf, row := make([]byte, m.RowBytes()), make([]float32, cols)
+			for r := 0; r < rows; r++ {
+				if err := m.DequantizeRowBuf(row, r, buf); err != nil || !slices.Equal(row, wantF[r*cols:(r+1)*cols]) {
+					t.Fatalf("%v %d rows: DequantizeRowBuf(%d) differs (err %v)", f, rows, r, err)
+				}
+			}
+			if m.DequantizeRowBuf(row, rows, buf) == nil || m.DequantizeRowBuf(row, 0, buf[:1]) == nil {
+				t.Fatalf("%v: DequantizeRowBuf accepted a row out of range or a short buffer", f)
+			}
 			if err := m.Interleave(); err != nil || m.Layout != Interleaved8 {
 				t.Fatalf("second Interleave: %v", err)
 			}

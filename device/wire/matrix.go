@@ -158,6 +158,28 @@ func (m *Matrix) DequantizeRow(dst []float32, r int) error {
 	return dequantize(m.Format, dst, row)
 }
 
+// DequantizeRowBuf is DequantizeRow that never allocates: an Interleaved8
+// row is gathered into buf (at least RowBytes long) first. A gather of
+// embedding rows in a decode step uses it.
+func (m *Matrix) DequantizeRowBuf(dst []float32, r int, buf []byte) error {
+	if m.Validate() != nil || r < 0 || r >= m.Rows {
+		return fmt.Errorf("wire: DequantizeRow: row %d out of range (or invalid matrix)", r)
+	}
+	rb := m.RowBytes()
+	if len(dst) < m.Cols {
+		return fmt.Errorf("wire: DequantizeRow: len(dst) = %d < %d", len(dst), m.Cols)
+	}
+	row := m.Data[r*rb : (r+1)*rb : (r+1)*rb]
+	if m.Layout != RowMajor {
+		if len(buf) < rb {
+			return fmt.Errorf("wire: DequantizeRow: buffer of %d bytes, a row is %d", len(buf), rb)
+		}
+		m.copyRow(buf, r)
+		row = buf[:rb]
+	}
+	return dequantize(m.Format, dst[:m.Cols], row)
+}
+
 // Dequantize expands the whole matrix into dst[0:Rows*Cols] (row-major).
 func (m *Matrix) Dequantize(dst []float32) error {
 	if err := m.Validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"gelo/ir"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/cpu/mask"
+	"gelo/models/safetensors"
 )
 
 // kernel lowers one TEE-placed node to its instruction.
@@ -367,7 +368,53 @@ func lowerBiasAdd(l *lowering) (func() error, error) {
 func lowerEmbed(l *lowering) (func() error, error) {
 	ctx, out, in, dims, f, i32 := l.ctx, l.out, l.in, l.dims, l.f, l.i32
 	d, vocab := dims(in[1])[1], dims(in[1])[0]
+	// A table held as blocks or bf16 (the tied LM head's) is gathered from
+	// them: each row expanded to f32, the values the head multiplies by.
+	if qm := l.p.q[in[1]]; qm != nil {
+		buf := make([]byte, qm.RowBytes())
+		return func() error {
+			y, ids := f(out), i32(in[0])
+			if err := checkIDs(ids, vocab, len(y), d); err != nil {
+				return err
+			}
+			for r, id := range ids {
+				if err := qm.DequantizeRowBuf(y[r*d:(r+1)*d], int(id), buf); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil
+	}
+	if tab := l.p.b16[in[1]]; tab != nil {
+		return func() error {
+			y, ids := f(out), i32(in[0])
+			if err := checkIDs(ids, vocab, len(y), d); err != nil {
+				return err
+			}
+			for r, id := range ids {
+				row, dst := tab[int(id)*d:(int(id)+1)*d], y[r*d:(r+1)*d]
+				for j, h := range row {
+					dst[j] = safetensors.BF16ToF32(h)
+				}
+			}
+			return nil
+		}, nil
+	}
 	return func() error { return ctx.Embed(f(out), f(in[1]), i32(in[0]), d, vocab) }, nil
+}
+
+// checkIDs refuses a gather whose ids fall outside the table (or whose
+// output cannot hold its rows), as kernels.Embed does.
+func checkIDs(ids []int32, vocab, outLen, d int) error {
+	if outLen < len(ids)*d {
+		return fmt.Errorf("embed: %d rows of %d need %d values, the output holds %d", len(ids), d, len(ids)*d, outLen)
+	}
+	for r, id := range ids {
+		if id < 0 || int(id) >= vocab {
+			return fmt.Errorf("embed: token id %d at index %d out of range [0,%d)", id, r, vocab)
+		}
+	}
+	return nil
 }
 
 func lowerRMSNorm(l *lowering) (func() error, error) {

@@ -295,6 +295,66 @@ func (f *Forward) smallBuf(key string, mk func() ([]float32, error)) (*buffer, e
 	return b, nil
 }
 
+// embedTable returns the gather's table as f32 rows on the device.
+func (f *Forward) embedTable(g *ir.Graph, n *ir.Node, rows, cols int) (*weight, error) {
+	if n.Type.DType == ir.F32 {
+		return f.matWeight(g, n, rows, cols)
+	}
+	// A table the plan holds in bf16 or blocks (a tied LM head's) is
+	// gathered as those values expanded to f32, which the TEE's gather
+	// computes from the same rounding: uploaded once more, as f32 rows,
+	// since the gather shader reads f32.
+	names, err := weightNames(g, n)
+	if err != nil {
+		return nil, err
+	}
+	key := "embed-" + n.Type.DType.String() + ":" + strings.Join(names, "|")
+	d := f.d
+	d.mu.Lock()
+	w := d.weights[key]
+	d.mu.Unlock()
+	if w != nil {
+		return w, nil
+	}
+	if len(names) != 1 {
+		return nil, fmt.Errorf("embedding table %v: a gather reads one weight", names)
+	}
+	data, _, err := f.weights.Get(names[0])
+	if err != nil {
+		return nil, err
+	}
+	if len(data) != rows*cols {
+		return nil, fmt.Errorf("embedding table %q holds %d values, graph wants [%d, %d]", names[0], len(data), rows, cols)
+	}
+	vals := make([]float32, len(data))
+	switch n.Type.DType {
+	case ir.BF16:
+		for i, v := range data {
+			vals[i] = safetensors.BF16ToF32(safetensors.F32ToBF16(v))
+		}
+	case ir.Q8_0, ir.Q4_0:
+		wf := wire.Q8_0
+		if n.Type.DType == ir.Q4_0 {
+			wf = wire.Q4_0
+		}
+		qm, err := wire.Quantize(wf, data, rows, cols)
+		if err != nil {
+			return nil, fmt.Errorf("embedding table %q: %w", names[0], err)
+		}
+		if err := qm.Dequantize(vals); err != nil {
+			return nil, fmt.Errorf("embedding table %q: %w", names[0], err)
+		}
+	default:
+		return nil, fmt.Errorf("embedding table dtype %v is not wired into the whole-forward engine", n.Type.DType)
+	}
+	if err := d.Upload(key, vals, rows, cols); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.weights[key], nil
+}
+
 // matWeight returns the resident matmul weight of a weight or
 // concat_weights node, uploading it once in the node's dtype.
 func (f *Forward) matWeight(g *ir.Graph, n *ir.Node, rows, cols int) (*weight, error) {

@@ -355,12 +355,9 @@ func (r *recorder) node(n *ir.Node) error {
 			p.tokIn, _ = src.Attrs.Str("name")
 		}
 		p.vocab = p.dims[in[1]][0]
-		w, err := p.f.matWeight(p.g, p.g.Node(in[1]), p.dims[in[1]][0], p.dims[in[1]][1])
+		w, err := p.f.embedTable(p.g, p.g.Node(in[1]), p.dims[in[1]][0], p.dims[in[1]][1])
 		if err != nil {
 			return err
-		}
-		if w.format != fmtF32 {
-			return fmt.Errorf("the embedding table is %s; the gather reads f32", formatNames[w.format])
 		}
 		out, err := r.fresh(d[0], d[1])
 		if err != nil {

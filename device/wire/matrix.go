@@ -94,8 +94,6 @@ func (m *Matrix) Validate() error {
 	switch {
 	case m.Layout > Interleaved8:
 		return fmt.Errorf("wire: unknown layout %d", m.Layout)
-	case m.Layout == Interleaved8 && m.Format != Q8_0 && m.Format != Q4_0:
-		return fmt.Errorf("wire: %s matrices do not interleave", m.Format)
 	}
 	return nil
 }

@@ -608,9 +608,10 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 	}
 	format := blockFormat(n.Type.DType)
 	rows, cols := p.dims[n.ID][0], p.dims[n.ID][1]
+	stored := false // qm.Data is the file's blocks, shared: not reordered
 	if n.Op == ir.OpWeight {
 		var err error
-		if qm, err = b.quantizeWeight(p, n, name); err != nil {
+		if qm, stored, err = b.quantizeWeight(p, n, name); err != nil {
 			return nil, err
 		}
 	} else {
@@ -661,7 +662,7 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 			return nil, err
 		}
 	}
-	if b.interleaves(qm.Format) {
+	if b.interleaves(qm.Format) && !stored {
 		if err := qm.Interleave(); err != nil {
 			return nil, err
 		}
@@ -682,31 +683,32 @@ func (b *Backend) interleaves(f wire.Format) bool {
 }
 
 // quantizeWeight quantizes the named weight of node n (not cached); a
-// q4_k weight its file stored as Q4_K is those blocks, not copied.
-func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (*wire.Matrix, error) {
+// q4_k weight its file stored as Q4_K is those blocks, not copied (stored
+// reports it: the blocks are the Weights', so they stay row-major).
+func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (qm *wire.Matrix, stored bool, err error) {
 	if n.Type.DType == ir.Q4_K {
 		if sb, ok := b.weights.Blocks(name); ok && sb.Type == gguf.Q4_K {
 			qm, err := wire.NewMatrix(wire.Q4_K, p.dims[n.ID][0], p.dims[n.ID][1], sb.Data)
 			if err != nil {
-				return nil, fmt.Errorf("weight %q as stored: %w", name, err)
+				return nil, false, fmt.Errorf("weight %q as stored: %w", name, err)
 			}
 			// NewMatrix accepts extra bytes; stored blocks of another shape
 			// would be multiplied misread, so their size must be exact.
 			if want := qm.Rows * qm.RowBytes(); len(sb.Data) != want {
-				return nil, fmt.Errorf("weight %q as stored: %d bytes of Q4_K blocks, the graph's %v wants %d", name, len(sb.Data), p.dims[n.ID], want)
+				return nil, false, fmt.Errorf("weight %q as stored: %d bytes of Q4_K blocks, the graph's %v wants %d", name, len(sb.Data), p.dims[n.ID], want)
 			}
-			return qm, nil
+			return qm, true, nil
 		}
 	}
-	qm := &wire.Matrix{Format: blockFormat(n.Type.DType), Rows: p.dims[n.ID][0], Cols: p.dims[n.ID][1]}
+	qm = &wire.Matrix{Format: blockFormat(n.Type.DType), Rows: p.dims[n.ID][0], Cols: p.dims[n.ID][1]}
 	qm.Data = make([]byte, qm.Rows*qm.RowBytes())
 	if err := b.quantizeWeightInto(p, n, name, qm.Data); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := qm.Validate(); err != nil {
-		return nil, fmt.Errorf("quantize %q: %w", name, err)
+		return nil, false, fmt.Errorf("quantize %q: %w", name, err)
 	}
-	return qm, nil
+	return qm, false, nil
 }
 
 // quantizeWeightInto writes the named weight of node n as row-major

@@ -104,9 +104,6 @@ func BenchmarkMatVec(b *testing.B) {
 				for _, il := range []bool{false, true} {
 					name := f.String()
 					if il {
-						if f == wire.Q4_K {
-							continue
-						}
 						for _, q := range qs {
 							if err := q.Interleave(); err != nil {
 								b.Fatal(err)
@@ -161,9 +158,6 @@ func BenchmarkGEMM(b *testing.B) {
 			for _, v := range []string{"MatMulQ", "MatMul", "MatMulQ-il"} {
 				withQuant := v == "MatMul"
 				if v == "MatMulQ-il" {
-					if f == wire.Q4_K {
-						continue
-					}
 					w = interleaved(b, w)
 				}
 				b.Run(fmt.Sprintf("%v/%s/m%d_k%d_n%d", f, v, m, k, n), func(b *testing.B) {

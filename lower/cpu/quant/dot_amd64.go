@@ -43,10 +43,10 @@ func q8mm16AVX512(x *int8, dx *float32, sx *int32, w *byte, ldw, nb, rows int, y
 func q4mm16AVX512(x *int8, dx *float32, sx *int32, w *byte, ldw, nb, rows int, y *float32, ldy int)
 
 //go:noescape
-func q4kmv8AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns int, y *float32)
+func q4kmv8AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns, step, pf int, y *float32)
 
 //go:noescape
-func q4kmm28AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns int, y *float32, ldy int)
+func q4kmm28AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns, step, pf int, y *float32, ldy int)
 
 // mm28 sets y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for r < 2, c < 8 with
 // block_q4_K weights (k = 32*nb; activation row r uses dx[r*nb:] and
@@ -59,7 +59,7 @@ func mm28(x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32
 		mm28Go(x, dx, sx, w, ldw, nb, y, ldy)
 		return
 	}
-	q4kmm28AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb/8, &y[0], ldy)
+	q4kmm28AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb/8, wire.BlockBytesQ4_K, 8*ldw, &y[0], ldy)
 }
 
 // The wrappers check every bound the assembly relies on (a panic on an
@@ -78,7 +78,7 @@ func mv8(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb in
 	case wire.Q8_0:
 		q8mv8AVX2(&x[0], &dx[0], &w[0], ldw, nb, &y[0])
 	case wire.Q4_K:
-		q4kmv8AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb/8, &y[0])
+		q4kmv8AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb/8, wire.BlockBytesQ4_K, 8*ldw, &y[0])
 	default:
 		q4mv8AVX2(&x[0], &dx[0], &sx[0], &w[0], ldw, nb, &y[0])
 	}

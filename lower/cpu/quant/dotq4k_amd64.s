@@ -231,8 +231,8 @@ GLOBL k4byte<>(SB), RODATA|NOPTR, $128
 	K4FLOAT(SOFF, MOFF, (DI)(R12*1), (R11)(R12*1), Y12);     \
 	K4NEXT
 
-// K4PREFETCH(OFF): line OFF of the current super-block of the NEXT 8-row
-// tile (R13 = row 8, R14 = row 12).
+// K4PREFETCH(OFF): line OFF of the 8 rows' super-blocks pf bytes ahead
+// (R13 = row 0 + pf, R14 = row 4 + pf).
 #define K4PREFETCH(OFF) \
 	PREFETCHT0 OFF(R13);       \
 	PREFETCHT0 OFF(R13)(BX*1); \
@@ -243,21 +243,27 @@ GLOBL k4byte<>(SB), RODATA|NOPTR, $128
 	PREFETCHT0 OFF(R14)(BX*2); \
 	PREFETCHT0 OFF(R14)(R9*1)
 
-// func q4kmv8AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns int, y *float32)
+// func q4kmv8AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns, step, pf int, y *float32)
 //
 // y[r] = dot(x, row r) for the 8 block_q4_K rows at w + r*ldw, ns >= 1
-// super-blocks (8*ns activation blocks).
-TEXT ·q4kmv8AVX2(SB), NOSPLIT, $512-56
+// super-blocks (8*ns activation blocks), super-block s of row r at
+// w + r*ldw + s*step: step = 144 row-major, ldw = 144 and step = 1152 in
+// an Interleaved8 group. The lines pf bytes past each super-block read
+// are prefetched (the next tile's, 8*ldw, row-major; further along the
+// group's one stream, interleaved).
+TEXT ·q4kmv8AVX2(SB), NOSPLIT, $512-72
 	MOVQ x+0(FP), SI
 	MOVQ dx+8(FP), DI
 	MOVQ sx+16(FP), R11
 	MOVQ w+24(FP), AX
 	MOVQ ldw+32(FP), BX
 	MOVQ ns+40(FP), CX
+	MOVQ step+48(FP), DX
+	MOVQ pf+56(FP), R13
 	LEAQ (BX)(BX*2), R9  // 3*ldw
 	LEAQ (AX)(BX*4), R8  // row 4
-	LEAQ (AX)(BX*8), R13 // row 8 (prefetch)
-	LEAQ (R8)(BX*8), R14 // row 12 (prefetch)
+	LEAQ (R8)(R13*1), R14 // row 4 + pf (prefetch)
+	ADDQ AX, R13          // row 0 + pf (prefetch)
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW   $15, Y15, Y15 // int16 ones
 	VXORPS   Y14, Y14, Y14 // acc
@@ -278,39 +284,41 @@ q4kmv8loop:
 	K4SUBHI(80, 160, 416)
 	K4SUBLO(112, 192, 448)
 	K4SUBHI(112, 224, 480)
-	ADDQ $144, AX
-	ADDQ $144, R8
-	ADDQ $144, R13
-	ADDQ $144, R14
+	ADDQ DX, AX
+	ADDQ DX, R8
+	ADDQ DX, R13
+	ADDQ DX, R14
 	DECQ CX
 	JNZ  q4kmv8loop
 
-	MOVQ    y+48(FP), DX
+	MOVQ    y+64(FP), DX
 	VMOVUPS Y14, (DX)
 	VZEROUPPER
 	RET
 
-// func q4kmm28AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns int, y *float32, ldy int)
+// func q4kmm28AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns, step, pf int, y *float32, ldy int)
 //
 // For r < 2, c < 8: y[r*ldy + c] = dot(activation row r, weight row c):
 // activation row r at x + r*256*ns (scales and sums at dx, sx + r*8*ns),
-// the 8 block_q4_K rows at w + c*ldw, ns >= 1 super-blocks. The headers
-// are unpacked once for both rows.
-TEXT ·q4kmm28AVX2(SB), NOSPLIT, $512-64
+// the 8 block_q4_K rows at w + c*ldw, ns >= 1 super-blocks, with step and
+// pf as in q4kmv8AVX2. The headers are unpacked once for both rows.
+TEXT ·q4kmm28AVX2(SB), NOSPLIT, $512-80
 	MOVQ x+0(FP), SI
 	MOVQ dx+8(FP), DI
 	MOVQ sx+16(FP), R11
 	MOVQ w+24(FP), AX
 	MOVQ ldw+32(FP), BX
 	MOVQ ns+40(FP), CX
+	MOVQ step+48(FP), DX
+	MOVQ pf+56(FP), R13
 	MOVQ CX, R10
 	SHLQ $8, R10         // 256*ns: activation row 1
 	MOVQ CX, R12
 	SHLQ $5, R12         // 4*8*ns: its scales and sums
 	LEAQ (BX)(BX*2), R9  // 3*ldw
 	LEAQ (AX)(BX*4), R8  // row 4
-	LEAQ (AX)(BX*8), R13 // row 8 (prefetch)
-	LEAQ (R8)(BX*8), R14 // row 12 (prefetch)
+	LEAQ (R8)(R13*1), R14 // row 4 + pf (prefetch)
+	ADDQ AX, R13          // row 0 + pf (prefetch)
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW   $15, Y15, Y15 // int16 ones
 	VXORPS   Y14, Y14, Y14 // acc, activation row 0
@@ -330,15 +338,15 @@ q4kmm28loop:
 	K4SUB2HI(80, 160, 416)
 	K4SUB2LO(112, 192, 448)
 	K4SUB2HI(112, 224, 480)
-	ADDQ $144, AX
-	ADDQ $144, R8
-	ADDQ $144, R13
-	ADDQ $144, R14
+	ADDQ DX, AX
+	ADDQ DX, R8
+	ADDQ DX, R13
+	ADDQ DX, R14
 	DECQ CX
 	JNZ  q4kmm28loop
 
-	MOVQ    y+48(FP), DX
-	MOVQ    ldy+56(FP), R10
+	MOVQ    y+64(FP), DX
+	MOVQ    ldy+72(FP), R10
 	VMOVUPS Y14, (DX)
 	VMOVUPS Y12, (DX)(R10*4)
 	VZEROUPPER

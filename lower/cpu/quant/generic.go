@@ -73,25 +73,31 @@ func dotQ4KGo(x []int8, dx []float32, sx []int32, w []byte, nb int) float32 {
 	w = w[: ns*wire.BlockBytesQ4_K : ns*wire.BlockBytesQ4_K]
 	var acc float32
 	for s := 0; s < ns; s++ {
-		blk := w[s*wire.BlockBytesQ4_K : (s+1)*wire.BlockBytesQ4_K : (s+1)*wire.BlockBytesQ4_K]
-		d, dmin := scaleF16(blk), scaleF16(blk[2:])
-		scales, qs := blk[4:16], blk[16:]
-		for j := 0; j < 8; j++ {
-			sc, m := wire.ScaleMinQ4_K(j, scales)
-			d1, m1 := float32(d*float32(sc)), float32(dmin*float32(m))
-			b := 8*s + j
-			xs := x[b*wire.QK : (b+1)*wire.QK : (b+1)*wire.QK]
-			q := qs[32*(j/2) : 32*(j/2)+32 : 32*(j/2)+32]
-			shift := 4 * uint(j&1)
-			var s0, s1 int32
-			for t := 0; t < wire.QK; t += 2 {
-				s0 += int32(q[t]>>shift&0xF) * int32(xs[t])
-				s1 += int32(q[t+1]>>shift&0xF) * int32(xs[t+1])
-			}
-			isum := s0 + s1
-			a, bm := float32(d1*dx[b]), float32(m1*dx[b])
-			acc = float32(acc + float32(float32(float32(isum)*a)-float32(float32(sx[b])*bm)))
+		acc = q4kSuper(acc, w[s*wire.BlockBytesQ4_K:(s+1)*wire.BlockBytesQ4_K:(s+1)*wire.BlockBytesQ4_K], x, dx, sx, s)
+	}
+	return acc
+}
+
+// q4kSuper adds super-block s of a row (blk, one block_q4_K) times the
+// activation row to acc, in dotQ4KGo's order.
+func q4kSuper(acc float32, blk []byte, x []int8, dx []float32, sx []int32, s int) float32 {
+	d, dmin := scaleF16(blk), scaleF16(blk[2:])
+	scales, qs := blk[4:16], blk[16:wire.BlockBytesQ4_K]
+	for j := 0; j < 8; j++ {
+		sc, m := wire.ScaleMinQ4_K(j, scales)
+		d1, m1 := float32(d*float32(sc)), float32(dmin*float32(m))
+		b := 8*s + j
+		xs := x[b*wire.QK : (b+1)*wire.QK : (b+1)*wire.QK]
+		q := qs[32*(j/2) : 32*(j/2)+32 : 32*(j/2)+32]
+		shift := 4 * uint(j&1)
+		var s0, s1 int32
+		for t := 0; t < wire.QK; t += 2 {
+			s0 += int32(q[t]>>shift&0xF) * int32(xs[t])
+			s1 += int32(q[t+1]>>shift&0xF) * int32(xs[t+1])
 		}
+		isum := s0 + s1
+		a, bm := float32(d1*dx[b]), float32(m1*dx[b])
+		acc = float32(acc + float32(float32(float32(isum)*a)-float32(float32(sx[b])*bm)))
 	}
 	return acc
 }

@@ -6,11 +6,33 @@ import "gelo/device/wire"
 // output, read from the interleaved group (see wire.Interleaved8).
 
 // Interleaves reports whether this machine's kernels read matrices of
-// format f faster interleaved (wire.Matrix.Interleave): the AVX2 kernels
-// for Q8_0 and Q4_0. Where the AVX-512 VNNI 16-row GEMM kernels run (they read
-// the row-major layout), matrices stay row-major.
+// format f faster interleaved (wire.Matrix.Interleave): the AVX2 kernels,
+// Q8_0, Q4_0 and Q4_K. Where the AVX-512 VNNI 16-row GEMM kernels run
+// (they read the row-major layout), Q8_0 and Q4_0 matrices stay
+// row-major; Q4_K has no AVX-512 kernel.
 func Interleaves(f wire.Format) bool {
-	return useAsm && !useAVX512 && (f == wire.Q8_0 || f == wire.Q4_0)
+	return useAsm && (f == wire.Q4_K || !useAVX512 && (f == wire.Q8_0 || f == wire.Q4_0))
+}
+
+// q4kILPrefetch is how far ahead of the super-block it reads the Q4_K
+// group kernels prefetch, in bytes along the group's one stream.
+const q4kILPrefetch = 2 * wire.InterleaveRows * wire.BlockBytesQ4_K
+
+// groupBytes is the size of an Interleaved8 group of rows of nb 32-value
+// blocks.
+func groupBytes(f wire.Format, nb int) int {
+	return wire.InterleaveRows * nb * wire.QK / f.BlockValues() * f.BlockBytes()
+}
+
+// dotQ4KILGo is dotQ4KGo of row rr (< 8) of the Interleaved8 group g.
+func dotQ4KILGo(x []int8, dx []float32, sx []int32, g []byte, rr, nb int) float32 {
+	const sb = wire.InterleaveRows * wire.BlockBytesQ4_K
+	var acc float32
+	for s := 0; s < nb/8; s++ {
+		at := s*sb + rr*wire.BlockBytesQ4_K
+		acc = q4kSuper(acc, g[at:at+wire.BlockBytesQ4_K:at+wire.BlockBytesQ4_K], x, dx, sx, s)
+	}
+	return acc
 }
 
 // dotILGo returns row rr (< 8) of the Interleaved8 group g (nb blocks of
@@ -41,24 +63,33 @@ func dotILGo(f wire.Format, x []int8, dx []float32, g []byte, rr, nb int) float3
 }
 
 // mv8ILGo: y[r] = row r of group g times x, r < 8.
-func mv8ILGo(f wire.Format, x []int8, dx []float32, g []byte, nb int, y []float32) {
+func mv8ILGo(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, y []float32) {
 	for r := 0; r < wire.InterleaveRows; r++ {
-		y[r] = dotILGo(f, x, dx, g, r, nb)
+		if f == wire.Q4_K {
+			y[r] = dotQ4KILGo(x, dx, sx, g, r, nb)
+		} else {
+			y[r] = dotILGo(f, x, dx, g, r, nb)
+		}
 	}
 }
 
 // mv8IL sets y[r] = row r of the Interleaved8 group g times x, r < 8.
 func mv8IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, y []float32) {
 	_, _, _ = x[nb*wire.QK-1], dx[nb-1], sx[nb-1]
-	_ = g[nb*wire.InterleaveRows*f.BlockBytes()-1]
+	_ = g[groupBytes(f, nb)-1]
 	_ = y[7]
 	if !useAsm {
-		mv8ILGo(f, x, dx, g, nb, y)
+		mv8ILGo(f, x, dx, sx, g, nb, y)
 		return
 	}
-	if f == wire.Q8_0 {
+	switch f {
+	case wire.Q4_K:
+		q4kmv8AVX2(&x[0], &dx[0], &sx[0], &g[0], wire.BlockBytesQ4_K, nb/8,
+			wire.InterleaveRows*wire.BlockBytesQ4_K, q4kILPrefetch, &y[0])
+		return
+	case wire.Q8_0:
 		q8mv8ILAVX2(&x[0], &dx[0], &g[0], nb, &y[0])
-	} else {
+	default:
 		q4mv8ILAVX2(&x[0], &dx[0], &sx[0], &g[0], nb, &y[0])
 	}
 }
@@ -67,17 +98,21 @@ func mv8IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, 
 // activation row r (x[r*32*nb:], dx[r*nb:], sx[r*nb:]), r < 2, c < 8.
 func mm28IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, y []float32, ldy int) {
 	_, _, _ = x[2*nb*wire.QK-1], dx[2*nb-1], sx[2*nb-1]
-	_ = g[nb*wire.InterleaveRows*f.BlockBytes()-1]
+	_ = g[groupBytes(f, nb)-1]
 	_ = y[ldy+7]
 	if !useAsm {
 		k := nb * wire.QK
-		mv8ILGo(f, x, dx, g, nb, y)
-		mv8ILGo(f, x[k:], dx[nb:], g, nb, y[ldy:])
+		mv8ILGo(f, x, dx, sx, g, nb, y)
+		mv8ILGo(f, x[k:], dx[nb:], sx[nb:], g, nb, y[ldy:])
 		return
 	}
-	if f == wire.Q8_0 {
+	switch f {
+	case wire.Q4_K:
+		q4kmm28AVX2(&x[0], &dx[0], &sx[0], &g[0], wire.BlockBytesQ4_K, nb/8,
+			wire.InterleaveRows*wire.BlockBytesQ4_K, q4kILPrefetch, &y[0], ldy)
+	case wire.Q8_0:
 		q8mm28ILAVX2(&x[0], &dx[0], &g[0], nb, &y[0], ldy)
-	} else {
+	default:
 		q4mm28ILAVX2(&x[0], &dx[0], &sx[0], &g[0], nb, &y[0], ldy)
 	}
 }

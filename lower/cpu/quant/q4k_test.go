@@ -33,8 +33,9 @@ func rawQ4K(rng *rand.Rand, n, k int) *wire.Matrix {
 // TestQ4KModes: the AVX2 Q4_K kernel is bit-identical to the portable code
 // (the canonical order) for matvecs and GEMMs of many shapes (n with every
 // remainder of the 8-row tile and below it), on quantized and raw random
-// blocks, for every worker count; row i of a batch equals the m = 1
-// product of row i alone.
+// blocks, row-major and Interleaved8 (whole groups, a partial last group,
+// fewer than 8 rows), for every worker count; row i of a batch equals the
+// m = 1 product of row i alone.
 func TestQ4KModes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	ctxs := []*Ctx{NewCtx(1), NewCtx(2), NewCtx(3)}
@@ -67,31 +68,33 @@ func TestQ4KModes(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			for _, mode := range asmModes() {
-				for ci, c := range ctxs {
-					y := make([]float32, m*n+1)
-					y[m*n] = 42
-					withAsm(mode, func() {
-						if err := c.MatMul(y, x, m, w, bs); err != nil {
-							t.Fatal(err)
+			for _, wm := range []*wire.Matrix{w, interleaved(t, w)} {
+				for _, mode := range asmModes() {
+					for ci, c := range ctxs {
+						y := make([]float32, m*n+1)
+						y[m*n] = 42
+						withAsm(mode, func() {
+							if err := c.MatMul(y, x, m, wm, bs); err != nil {
+								t.Fatal(err)
+							}
+						})
+						if i := firstDiff(y[:m*n], want); i >= 0 {
+							t.Fatalf("m=%d k=%d n=%d bias=%v layout=%d mode=%d ctx=%d: y[%d] = %g (%#x), go %g (%#x)",
+								m, k, n, bs != nil, wm.Layout, mode, ci, i, y[i], math.Float32bits(y[i]), want[i], math.Float32bits(want[i]))
 						}
-					})
-					if i := firstDiff(y[:m*n], want); i >= 0 {
-						t.Fatalf("m=%d k=%d n=%d bias=%v mode=%d ctx=%d: y[%d] = %g (%#x), go %g (%#x)",
-							m, k, n, bs != nil, mode, ci, i, y[i], math.Float32bits(y[i]), want[i], math.Float32bits(want[i]))
-					}
-					if y[m*n] != 42 {
-						t.Fatal("wrote past m*n")
-					}
-					row := make([]float32, n)
-					i := m / 2
-					withAsm(mode, func() {
-						if err := c.MatMul(row, x[i*k:(i+1)*k], 1, w, bs); err != nil {
-							t.Fatal(err)
+						if y[m*n] != 42 {
+							t.Fatal("wrote past m*n")
 						}
-					})
-					if j := firstDiff(row, want[i*n:(i+1)*n]); j >= 0 {
-						t.Fatalf("m=%d k=%d n=%d mode=%d: row %d alone differs at %d", m, k, n, mode, i, j)
+						row := make([]float32, n)
+						i := m / 2
+						withAsm(mode, func() {
+							if err := c.MatMul(row, x[i*k:(i+1)*k], 1, wm, bs); err != nil {
+								t.Fatal(err)
+							}
+						})
+						if j := firstDiff(row, want[i*n:(i+1)*n]); j >= 0 {
+							t.Fatalf("m=%d k=%d n=%d layout=%d mode=%d: row %d alone differs at %d", m, k, n, wm.Layout, mode, i, j)
+						}
 					}
 				}
 			}

@@ -57,6 +57,12 @@
 // 2x8 tiles (two activation rows through one unpacking of the 8 rows'
 // headers, the second row's weights from L1), each lane in the same order.
 //
+// A Q4_K matrix the CPU keeps for itself is reordered at load into
+// wire.Interleaved8 on every AVX2 machine: per group of 8 weight rows, the
+// rows' super-blocks side by side, so the same kernel (called with a
+// super-block step of 8*144 bytes and a row stride of 144) streams each
+// group from one place and prefetches along that one stream.
+//
 // A Q8_0 or Q4_0 matrix the CPU keeps for itself is reordered at load into
 // wire.Interleaved8 (Interleaves says where: AVX2 without the AVX-512 VNNI
 // kernels): per

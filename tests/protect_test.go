@@ -78,26 +78,6 @@ func greedyRun(t testing.TB, s *runtime.Session, prompt []int32, steps int) ([]i
 	return toks, all
 }
 
-// forcedRun is greedyRun with the tokens given: the session decodes
-// toks[:steps-1] whatever its own logits say, so two engines whose
-// rounding differs are compared on the same inputs at every step instead
-// of on sequences that fork at the first near-tie.
-func forcedRun(t testing.TB, s *runtime.Session, prompt []int32, toks []int) [][]float32 {
-	t.Helper()
-	logits, err := s.Prefill(prompt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := [][]float32{append([]float32(nil), logits...)}
-	for _, tok := range toks[:len(toks)-1] {
-		if logits, err = s.Decode(int32(tok)); err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, append([]float32(nil), logits...))
-	}
-	return all
-}
-
 // maskTolerance bounds how far protected logits may drift from the
 // unprotected ones, relative to the largest |logit|. Masking is exact in
 // real arithmetic (A^T A = I); in f32 every crossing adds round-off from
@@ -391,18 +371,4 @@ func TestPassNumberNeverRepeats(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "pass number 5 was already used") {
 		t.Fatalf("second run with pass 5: %v", err)
 	}
-}
-
-// topMargin is the gap between the two largest logits.
-func topMargin(l []float32) float64 {
-	a, b := math.Inf(-1), math.Inf(-1)
-	for _, v := range l {
-		switch x := float64(v); {
-		case x > a:
-			a, b = x, a
-		case x > b:
-			b = x
-		}
-	}
-	return a - b
 }

@@ -146,7 +146,7 @@ func TestVulkanForwardParity(t *testing.T) {
 					t.Fatal(err)
 				}
 				if quantized {
-					logits := forcedRun(t, s, prompt, wantToks)
+					logits := forced(t, s, prompt, wantToks)
 					toks := make([]int, len(logits))
 					for i := range logits {
 						toks[i] = runtime.Argmax(logits[i])
@@ -178,7 +178,7 @@ func TestVulkanForwardParity(t *testing.T) {
 				// Every logit within tol x max|logit| of the cpu's can
 				// move the argmax only where the cpu's top two are within
 				// twice that.
-				if !quantized || topMargin(wantLogits[i]) > 2*tol*maxAbs(wantLogits[i]) {
+				if !quantized || margin(wantLogits[i]) > 2*tol*maxAbs(wantLogits[i]) {
 					t.Fatalf("token %d is %d on %s, %d on cpu", i, toks[i], fw.Name(), wantToks[i])
 				}
 			}

@@ -295,6 +295,13 @@ func (f *Forward) smallBuf(key string, mk func() ([]float32, error)) (*buffer, e
 	return b, nil
 }
 
+// resident returns the weight uploaded under key, or nil.
+func (d *Device) resident(key string) *weight {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.weights[key]
+}
+
 // embedTable returns the gather's table as f32 rows on the device.
 func (f *Forward) embedTable(g *ir.Graph, n *ir.Node, rows, cols int) (*weight, error) {
 	if n.Type.DType == ir.F32 {
@@ -310,10 +317,7 @@ func (f *Forward) embedTable(g *ir.Graph, n *ir.Node, rows, cols int) (*weight, 
 	}
 	key := "embed-" + n.Type.DType.String() + ":" + strings.Join(names, "|")
 	d := f.d
-	d.mu.Lock()
-	w := d.weights[key]
-	d.mu.Unlock()
-	if w != nil {
+	if w := d.resident(key); w != nil {
 		return w, nil
 	}
 	if len(names) != 1 {
@@ -350,9 +354,7 @@ func (f *Forward) embedTable(g *ir.Graph, n *ir.Node, rows, cols int) (*weight, 
 	if err := d.Upload(key, vals, rows, cols); err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.weights[key], nil
+	return d.resident(key), nil
 }
 
 // matWeight returns the resident matmul weight of a weight or
@@ -376,10 +378,7 @@ func (f *Forward) matWeight(g *ir.Graph, n *ir.Node, rows, cols int) (*weight, e
 	}
 	key := formatNames[format] + ":" + strings.Join(names, "|")
 	d := f.d
-	d.mu.Lock()
-	w := d.weights[key]
-	d.mu.Unlock()
-	if w != nil {
+	if w := d.resident(key); w != nil {
 		return w, nil
 	}
 	var data []float32
@@ -415,9 +414,7 @@ func (f *Forward) matWeight(g *ir.Graph, n *ir.Node, rows, cols int) (*weight, e
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.weights[key], nil
+	return d.resident(key), nil
 }
 
 func weightNames(g *ir.Graph, n *ir.Node) ([]string, error) {

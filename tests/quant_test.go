@@ -366,3 +366,32 @@ func TestBF16Refusals(t *testing.T) {
 		}
 	}
 }
+
+// TestTiedGatherRefusesBadIDs: where the tied embedding is gathered from
+// the LM head's bf16 or block table, a token id outside the vocabulary is
+// refused with an error, in the prefill and in a decode step (the session
+// checks first; the gather's own check, checkIDs, is tested in lower/cpu).
+func TestTiedGatherRefusesBadIDs(t *testing.T) {
+	cfg := tinyConfig(t)
+	w, err := models.SynthesizeAs(cfg, 3, "bf16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{passes.WeightsBF16, passes.WeightsQ8_0, passes.WeightsQ4_0} {
+		po := plain
+		po.Weights = format
+		m := compileModule(t, cfg, models.TraceOptions{}, po)
+		s := newSessionOpts(t, m, w, testKey, runtime.Options{MaxContext: 16})
+		bad := int32(cfg.VocabSize)
+		if _, err := s.Prefill([]int32{1, bad}); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
+			t.Errorf("%s: prefill of id %d: err %v, want outside the vocabulary", format, bad, err)
+		}
+		s = newSessionOpts(t, m, w, testKey, runtime.Options{MaxContext: 16})
+		if _, err := s.Prefill([]int32{1, 2}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Decode(-1); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
+			t.Errorf("%s: decode of id -1: err %v, want outside the vocabulary", format, err)
+		}
+	}
+}

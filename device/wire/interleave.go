@@ -1,6 +1,8 @@
 package wire
 
-// Layout is how a Matrix's blocks lie in Data. Both layouts hold the same
+import "fmt"
+
+// Layout is how a Matrix's blocks lie in Data. Every layout holds the same
 // bytes (Rows * RowBytes()); only their order differs.
 type Layout uint8
 
@@ -8,42 +10,85 @@ const (
 	// RowMajor: row r's blocks at Data[r*RowBytes():], the GGUF layout
 	// and the only one that crosses to a device.
 	RowMajor Layout = iota
-	// Interleaved8: the CPU's layout for its 8-row kernels. Rows go in
-	// groups of 8; group G's bytes are where the row-major rows
-	// 8G..8G+7 are, and within a group block b is 8 blocks' bytes at
-	// b*8*BlockBytes(), so a kernel streams each group from one place.
-	// Q8_0 and Q4_0: first the 8 rows' fp16 scales (row r at 2r), then
-	// the quants in 4-byte pieces, piece p of row r at 16 + 32p + 4r
+	// Interleaved8: the CPU's layout for its 8-row (AVX2) kernels. Rows
+	// go in groups of G = 8; group g's bytes are where the row-major rows
+	// G*g..G*g+G-1 are, and within a group block b is G blocks' bytes at
+	// b*G*BlockBytes(), so a kernel streams each group from one place.
+	// Q8_0 and Q4_0: first the G rows' fp16 scales (row r at 2r), then
+	// the quants in 4-byte pieces, piece p of row r at 2G + 4G*p + 4r
 	// (Q8_0: 8 pieces of 4 int8; Q4_0: 4 pieces of 4 packed bytes, low
 	// nibbles elements 4p..4p+3 and high nibbles 16+4p..); a kernel then
-	// reads one 32-byte vector holding one piece of each of the 8 rows,
-	// so the per-row sums need no horizontal reduction. Q4_K: the 8 rows'
+	// reads one vector holding one piece of each of the G rows, so the
+	// per-row sums need no horizontal reduction. Q4_K: the 8 rows'
 	// block_q4_K super-blocks whole, row r's at 144r (its kernel already
-	// reduces per row). Rows past the last whole group (Rows % 8 of them)
+	// reduces per row). Rows past the last whole group (Rows % G of them)
 	// stay row-major at the end.
 	Interleaved8
+	// Interleaved16: Interleaved8's order with groups of G = 16 rows,
+	// for the AVX-512 kernels (one 64-byte vector holds a piece of each
+	// of the 16 rows). Q8_0 and Q4_0 only.
+	Interleaved16
 )
 
 // InterleaveRows is the group size of Interleaved8.
 const InterleaveRows = 8
 
-// Interleave reorders Data in place from RowMajor to Interleaved8 (a no-op
-// when already interleaved).
-func (m *Matrix) Interleave() error {
+// GroupRows returns the rows per group of layout l (1 for RowMajor).
+func (l Layout) GroupRows() int {
+	switch l {
+	case Interleaved8:
+		return 8
+	case Interleaved16:
+		return 16
+	}
+	return 1
+}
+
+// String names the layout.
+func (l Layout) String() string {
+	switch l {
+	case RowMajor:
+		return "row-major"
+	case Interleaved8:
+		return "interleaved8"
+	case Interleaved16:
+		return "interleaved16"
+	}
+	return fmt.Sprintf("layout(%d)", uint8(l))
+}
+
+// Interleave reorders a RowMajor Data in place into Interleaved8 (a no-op
+// when already so).
+func (m *Matrix) Interleave() error { return m.InterleaveTo(Interleaved8) }
+
+// InterleaveTo reorders a RowMajor Data in place into layout l (a no-op
+// when already in l). A matrix in another interleaved layout, or a Q4_K
+// matrix asked for Interleaved16, is refused.
+func (m *Matrix) InterleaveTo(l Layout) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	if m.Layout == Interleaved8 {
+	if m.Layout == l {
 		return nil
 	}
-	gb := InterleaveRows * m.RowBytes()
+	if m.Layout != RowMajor {
+		return fmt.Errorf("wire: interleave a %s matrix to %s: only a row-major one is reordered", m.Layout, l)
+	}
+	if l == RowMajor || l > Interleaved16 {
+		return fmt.Errorf("wire: interleave to %s: not an interleaved layout", l)
+	}
+	if l == Interleaved16 && m.Format == Q4_K {
+		return fmt.Errorf("wire: interleave a Q4_K matrix to %s: only Q8_0 and Q4_0 have it", l)
+	}
+	gr := l.GroupRows()
+	gb := gr * m.RowBytes()
 	tmp := make([]byte, gb)
-	for g := 0; g < m.Rows/InterleaveRows; g++ {
+	for g := 0; g < m.Rows/gr; g++ {
 		grp := m.Data[g*gb : (g+1)*gb]
 		copy(tmp, grp)
-		interleaveGroup(m.Format, grp, tmp, m.BlocksPerRow())
+		interleaveGroup(m.Format, gr, grp, tmp, m.BlocksPerRow())
 	}
-	m.Layout = Interleaved8
+	m.Layout = l
 	return nil
 }
 
@@ -64,14 +109,14 @@ func (m *Matrix) RowMajorData() ([]byte, error) {
 	return out, nil
 }
 
-// interleaveGroup writes the 8 row-major rows rows (nb blocks each) into
-// dst in the Interleaved8 order.
-func interleaveGroup(f Format, dst, rows []byte, nb int) {
+// interleaveGroup writes the gr row-major rows rows (nb blocks each) into
+// dst in the interleaved order of groups of gr rows.
+func interleaveGroup(f Format, gr int, dst, rows []byte, nb int) {
 	bb := f.BlockBytes()
 	rb := nb * bb
 	for b := 0; b < nb; b++ {
-		out := dst[b*InterleaveRows*bb:]
-		for r := 0; r < InterleaveRows; r++ {
+		out := dst[b*gr*bb:]
+		for r := 0; r < gr; r++ {
 			blk := rows[r*rb+b*bb:]
 			if f == Q4_K {
 				copy(out[r*bb:(r+1)*bb], blk[:bb])
@@ -79,7 +124,8 @@ func interleaveGroup(f Format, dst, rows []byte, nb int) {
 			}
 			out[2*r], out[2*r+1] = blk[0], blk[1]
 			for p := 0; p < (bb-2)/4; p++ {
-				copy(out[16+32*p+4*r:16+32*p+4*r+4], blk[2+4*p:2+4*p+4])
+				at := 2*gr + 4*gr*p + 4*r
+				copy(out[at:at+4], blk[2+4*p:2+4*p+4])
 			}
 		}
 	}
@@ -88,22 +134,24 @@ func interleaveGroup(f Format, dst, rows []byte, nb int) {
 // copyRow writes row r's row-major blocks into dst[:RowBytes()].
 func (m *Matrix) copyRow(dst []byte, r int) {
 	rb, bb := m.RowBytes(), m.Format.BlockBytes()
-	full := m.Rows / InterleaveRows * InterleaveRows
+	gr := m.Layout.GroupRows()
+	full := m.Rows / gr * gr
 	if m.Layout == RowMajor || r >= full {
 		copy(dst[:rb], m.Data[r*rb:(r+1)*rb])
 		return
 	}
-	g, rr := r/InterleaveRows, r%InterleaveRows
-	grp := m.Data[g*InterleaveRows*rb:]
+	g, rr := r/gr, r%gr
+	grp := m.Data[g*gr*rb:]
 	for b := 0; b < m.BlocksPerRow(); b++ {
-		src, blk := grp[b*InterleaveRows*bb:], dst[b*bb:]
+		src, blk := grp[b*gr*bb:], dst[b*bb:]
 		if m.Format == Q4_K {
 			copy(blk[:bb], src[rr*bb:(rr+1)*bb])
 			continue
 		}
 		blk[0], blk[1] = src[2*rr], src[2*rr+1]
 		for p := 0; p < (bb-2)/4; p++ {
-			copy(blk[2+4*p:2+4*p+4], src[16+32*p+4*rr:])
+			at := 2*gr + 4*gr*p + 4*rr
+			copy(blk[2+4*p:2+4*p+4], src[at:at+4])
 		}
 	}
 }

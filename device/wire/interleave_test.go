@@ -13,8 +13,39 @@ import (
 // block b lie where the layout's documentation says.
 func TestInterleave(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	for _, lay := range []Layout{Interleaved8, Interleaved16} {
+		testInterleave(t, rng, lay)
+	}
+	m, err := Quantize(Q4_K, make([]float32, 8*256), 8, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.InterleaveTo(Interleaved16) == nil {
+		t.Fatal("a Q4_K matrix was interleaved to 16-row groups")
+	}
+	if err := m.Interleave(); err != nil {
+		t.Fatal(err)
+	}
+	if m.InterleaveTo(Interleaved16) == nil {
+		t.Fatal("an Interleaved8 matrix was reordered again")
+	}
+	m.Layout = Interleaved16 + 1
+	if m.Validate() == nil {
+		t.Fatal("a matrix of an unknown layout validated")
+	}
+	m.Layout = Interleaved16
+	if m.Validate() == nil {
+		t.Fatal("a Q4_K matrix in 16-row groups validated")
+	}
+}
+
+func testInterleave(t *testing.T, rng *rand.Rand, lay Layout) {
+	gr := lay.GroupRows()
 	for _, f := range []Format{Q8_0, Q4_0, Q4_K} {
-		for _, rows := range []int{8, 13, 24, 5} {
+		if f == Q4_K && lay == Interleaved16 {
+			continue
+		}
+		for _, rows := range []int{8, 13, 24, 5, 16, 35} {
 			cols := 96
 			if f == Q4_K {
 				cols = 512
@@ -32,28 +63,28 @@ func TestInterleave(t *testing.T) {
 			if err := m.Dequantize(wantF); err != nil {
 				t.Fatal(err)
 			}
-			if err := m.Interleave(); err != nil {
+			if err := m.InterleaveTo(lay); err != nil {
 				t.Fatal(err)
 			}
-			if rows >= 8 && bytes.Equal(m.Data, want) {
-				t.Fatalf("%v %d rows: Interleave changed nothing", f, rows)
+			if rows >= gr && bytes.Equal(m.Data, want) {
+				t.Fatalf("%v %s %d rows: Interleave changed nothing", f, lay, rows)
 			}
 			bb, nb := f.BlockBytes(), cols/f.BlockValues()
-			if f == Q4_K && rows >= 8 {
+			if f == Q4_K && rows >= gr {
 				// Row 3's super-block 1 of group 0, whole.
 				r, b := 3, 1
 				at := b*8*bb + r*bb
 				if got, exp := m.Data[at:at+bb], want[r*nb*bb+b*bb:][:bb]; !bytes.Equal(got, exp) {
 					t.Fatalf("%v: super-block at %d differs", f, at)
 				}
-			} else if rows >= 8 {
-				// Row 3, block 2, piece 1 of group 0.
-				r, b, p := 3, 2, 1
-				at := b*8*bb + 16 + 32*p + 4*r
+			} else if rows >= gr {
+				// Row gr-3, block 2, piece 1 of group 0.
+				r, b, p := gr-3, 2, 1
+				at := b*gr*bb + 2*gr + 4*gr*p + 4*r
 				if got, exp := m.Data[at:at+4], want[r*nb*bb+b*bb+2+4*p:][:4]; !bytes.Equal(got, exp) {
 					t.Fatalf("%v: piece at %d = %v, want %v", f, at, got, exp)
 				}
-				if got, exp := m.Data[b*8*bb+2*r:][:2], want[r*nb*bb+b*bb:][:2]; !bytes.Equal(got, exp) {
+				if got, exp := m.Data[b*gr*bb+2*r:][:2], want[r*nb*bb+b*bb:][:2]; !bytes.Equal(got, exp) {
 					t.Fatalf("%v: scale = %v, want %v", f, got, exp)
 				}
 			}
@@ -80,17 +111,9 @@ func TestInterleave(t *testing.T) {
 			if m.DequantizeRowBuf(row, rows, buf) == nil || m.DequantizeRowBuf(row, 0, buf[:1]) == nil {
 				t.Fatalf("%v: DequantizeRowBuf accepted a row out of range or a short buffer", f)
 			}
-			if err := m.Interleave(); err != nil || m.Layout != Interleaved8 {
+			if err := m.InterleaveTo(lay); err != nil || m.Layout != lay {
 				t.Fatalf("second Interleave: %v", err)
 			}
 		}
-	}
-	m, err := Quantize(Q4_K, make([]float32, 8*256), 8, 256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Layout = Interleaved8 + 1
-	if m.Validate() == nil {
-		t.Fatal("a matrix of an unknown layout validated")
 	}
 }

@@ -92,8 +92,10 @@ func (m *Matrix) Validate() error {
 		return fmt.Errorf("wire: %s matrix %d x %d needs %d bytes, has %d", m.Format, m.Rows, m.Cols, need, len(m.Data))
 	}
 	switch {
-	case m.Layout > Interleaved8:
+	case m.Layout > Interleaved16:
 		return fmt.Errorf("wire: unknown layout %d", m.Layout)
+	case m.Layout == Interleaved16 && m.Format == Q4_K:
+		return fmt.Errorf("wire: a Q4_K matrix has no %s layout", m.Layout)
 	}
 	return nil
 }
@@ -111,7 +113,7 @@ func (m *Matrix) BlocksPerRow() int {
 func (m *Matrix) RowBytes() int { return m.BlocksPerRow() * m.Format.BlockBytes() }
 
 // Row returns the row-major blocks of row r (a view of Data; a copy for an
-// Interleaved8 matrix), or nil when r is out of range or the matrix is
+// interleaved matrix), or nil when r is out of range or the matrix is
 // invalid.
 func (m *Matrix) Row(r int) []byte {
 	if m.Validate() != nil || r < 0 || r >= m.Rows {
@@ -156,7 +158,7 @@ func (m *Matrix) DequantizeRow(dst []float32, r int) error {
 	return dequantize(m.Format, dst, row)
 }
 
-// DequantizeRowBuf is DequantizeRow that never allocates: an Interleaved8
+// DequantizeRowBuf is DequantizeRow that never allocates: an interleaved
 // row is gathered into buf (at least RowBytes long) first. A gather of
 // embedding rows in a decode step uses it.
 func (m *Matrix) DequantizeRowBuf(dst []float32, r int, buf []byte) error {

@@ -662,8 +662,8 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 			return nil, err
 		}
 	}
-	if b.interleaves(qm.Format) && !stored {
-		if err := qm.Interleave(); err != nil {
+	if l := b.layout(qm.Format); l != wire.RowMajor && !stored {
+		if err := qm.InterleaveTo(l); err != nil {
 			return nil, err
 		}
 	}
@@ -673,13 +673,15 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 	return qm, nil
 }
 
-// interleaves reports whether the backend keeps format f matrices in the
-// CPU kernels' faster wire.Interleaved8 layout: when its kernels read it
-// faster and every product on them runs here (the TEE, or the local
-// device that shares the matrices), since a device reads row-major blocks.
-func (b *Backend) interleaves(f wire.Format) bool {
-	_, local := b.dev.(*LocalDevice)
-	return local && quant.Interleaves(f)
+// layout is the layout the backend keeps format f matrices in: the CPU
+// kernels' faster interleaved one (quant.LayoutFor) when every product on
+// them runs here (the TEE, or the local device that shares the matrices),
+// row-major otherwise, since a device reads row-major blocks.
+func (b *Backend) layout(f wire.Format) wire.Layout {
+	if _, local := b.dev.(*LocalDevice); !local {
+		return wire.RowMajor
+	}
+	return quant.LayoutFor(f)
 }
 
 // quantizeWeight quantizes the named weight of node n (not cached); a

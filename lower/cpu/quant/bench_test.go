@@ -89,28 +89,25 @@ func BenchmarkMatVec(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				qs := make([]*wire.Matrix, copiesFor(len(w.Data), cold))
-				qs[0] = w
-				for i := 1; i < len(qs); i++ {
-					cp := *w
-					cp.Data = append([]byte(nil), w.Data...)
-					qs[i] = &cp
-				}
 				var a wire.Activations
 				if err := a.Quantize(x, 1, k); err != nil {
 					b.Fatal(err)
 				}
-				runtime.GC()
-				for _, il := range []bool{false, true} {
-					name := f.String()
-					if il {
-						for _, q := range qs {
-							if err := q.Interleave(); err != nil {
-								b.Fatal(err)
-							}
-						}
-						name += "-il"
+				for _, lay := range []wire.Layout{wire.RowMajor, wire.Interleaved8, wire.Interleaved16} {
+					if lay == wire.Interleaved16 && f == wire.Q4_K {
+						continue
 					}
+					qs := make([]*wire.Matrix, copiesFor(len(w.Data), cold))
+					for i := range qs {
+						cp := *w
+						cp.Data = append([]byte(nil), w.Data...)
+						if err := cp.InterleaveTo(lay); err != nil {
+							b.Fatal(err)
+						}
+						qs[i] = &cp
+					}
+					runtime.GC()
+					name := f.String() + layoutSuffix(lay)
 					b.Run(fmt.Sprintf("%s/in%d_out%d/%s", name, k, n, temp), func(b *testing.B) {
 						c := NewCtx(0)
 						defer c.Close()
@@ -155,10 +152,15 @@ func BenchmarkGEMM(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, v := range []string{"MatMulQ", "MatMul", "MatMulQ-il"} {
+			for _, v := range []string{"MatMulQ", "MatMul", "MatMulQ-il", "MatMulQ-il16"} {
 				withQuant := v == "MatMul"
-				if v == "MatMulQ-il" {
+				switch {
+				case v == "MatMulQ-il":
 					w = interleaved(b, w)
+				case v == "MatMulQ-il16" && f == wire.Q4_K:
+					continue
+				case v == "MatMulQ-il16":
+					w = interleavedAs(b, rowMajor(b, w), wire.Interleaved16)
 				}
 				b.Run(fmt.Sprintf("%v/%s/m%d_k%d_n%d", f, v, m, k, n), func(b *testing.B) {
 					c := NewCtx(0)
@@ -355,4 +357,27 @@ func BenchmarkGEMM16(b *testing.B) {
 			}
 		}
 	}
+}
+
+// layoutSuffix names a benchmark's weight layout: "" row-major, "-il"
+// Interleaved8, "-il16" Interleaved16.
+func layoutSuffix(l wire.Layout) string {
+	switch l {
+	case wire.Interleaved8:
+		return "-il"
+	case wire.Interleaved16:
+		return "-il16"
+	}
+	return ""
+}
+
+// rowMajor returns a row-major copy of w.
+func rowMajor(b testing.TB, w *wire.Matrix) *wire.Matrix {
+	data, err := w.RowMajorData()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rm := *w
+	rm.Data, rm.Layout = append([]byte(nil), data...), wire.RowMajor
+	return &rm
 }

@@ -38,3 +38,11 @@ func q4kmv8AVX2(*int8, *float32, *int32, *byte, int, int, int, int, *float32) {
 func q4kmm28AVX2(*int8, *float32, *int32, *byte, int, int, int, int, *float32, int) {
 	panic("no assembly")
 }
+func q8mv16ILAVX512(*int8, *float32, *int32, *byte, int, *float32) { panic("no assembly") }
+func q4mv16ILAVX512(*int8, *float32, *int32, *byte, int, *float32) { panic("no assembly") }
+func q8mm16ILAVX512(*int8, *float32, *int32, *byte, int, int, *float32, int) {
+	panic("no assembly")
+}
+func q4mm16ILAVX512(*int8, *float32, *int32, *byte, int, int, *float32, int) {
+	panic("no assembly")
+}

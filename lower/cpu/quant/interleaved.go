@@ -5,13 +5,23 @@ import "gelo/device/wire"
 // Products with wire.Interleaved8 weights: the same canonical order per
 // output, read from the interleaved group (see wire.Interleaved8).
 
-// Interleaves reports whether this machine's kernels read matrices of
-// format f faster interleaved (wire.Matrix.Interleave): the AVX2 kernels,
-// Q8_0, Q4_0 and Q4_K. Where the AVX-512 VNNI 16-row GEMM kernels run
-// (they read the row-major layout), Q8_0 and Q4_0 matrices stay
-// row-major; Q4_K has no AVX-512 kernel.
-func Interleaves(f wire.Format) bool {
-	return useAsm && (f == wire.Q4_K || !useAVX512 && (f == wire.Q8_0 || f == wire.Q4_0))
+// LayoutFor returns the layout this machine's kernels read matrices of
+// format f fastest in (wire.Matrix.InterleaveTo): with the AVX-512 VNNI
+// kernels, Q8_0 and Q4_0 in 16-row groups (wire.Interleaved16) and Q4_K in
+// 8-row groups; with AVX2, all three in 8-row groups (wire.Interleaved8);
+// row-major where only the portable kernels run.
+func LayoutFor(f wire.Format) wire.Layout {
+	switch {
+	case !useAsm:
+		return wire.RowMajor
+	case f == wire.Q4_K:
+		return wire.Interleaved8
+	case f != wire.Q8_0 && f != wire.Q4_0:
+		return wire.RowMajor
+	case useAVX512:
+		return wire.Interleaved16
+	}
+	return wire.Interleaved8
 }
 
 // q4kILPrefetch is how far ahead of the super-block it reads the Q4_K
@@ -24,6 +34,9 @@ func groupBytes(f wire.Format, nb int) int {
 	return wire.InterleaveRows * nb * wire.QK / f.BlockValues() * f.BlockBytes()
 }
 
+// mv16Rows is the group size of wire.Interleaved16.
+const mv16Rows = 16
+
 // dotQ4KILGo is dotQ4KGo of row rr (< 8) of the Interleaved8 group g.
 func dotQ4KILGo(x []int8, dx []float32, sx []int32, g []byte, rr, nb int) float32 {
 	const sb = wire.InterleaveRows * wire.BlockBytesQ4_K
@@ -35,18 +48,20 @@ func dotQ4KILGo(x []int8, dx []float32, sx []int32, g []byte, rr, nb int) float3
 	return acc
 }
 
-// dotILGo returns row rr (< 8) of the Interleaved8 group g (nb blocks of
-// format f, Q8_0 or Q4_0) times the activation row (x, dx, nb blocks).
-func dotILGo(f wire.Format, x []int8, dx []float32, g []byte, rr, nb int) float32 {
+// dotILGo returns row rr (< gr) of the interleaved group g of gr rows (nb
+// blocks of format f, Q8_0 or Q4_0) times the activation row (x, dx, nb
+// blocks).
+func dotILGo(f wire.Format, gr int, x []int8, dx []float32, g []byte, rr, nb int) float32 {
 	bb := f.BlockBytes()
-	gb := wire.InterleaveRows * bb
+	gb := gr * bb
 	var acc float32
 	for b := 0; b < nb; b++ {
 		blk := g[b*gb : (b+1)*gb : (b+1)*gb]
 		xs := x[b*wire.QK : (b+1)*wire.QK : (b+1)*wire.QK]
 		var isum int32
 		for p := 0; p < (bb-2)/4; p++ {
-			q := blk[16+32*p+4*rr : 16+32*p+4*rr+4 : 16+32*p+4*rr+4]
+			at := 2*gr + 4*gr*p + 4*rr
+			q := blk[at : at+4 : at+4]
 			for t := 0; t < 4; t++ {
 				if f == wire.Q8_0 {
 					isum += int32(int8(q[t])) * int32(xs[4*p+t])
@@ -68,7 +83,7 @@ func mv8ILGo(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int
 		if f == wire.Q4_K {
 			y[r] = dotQ4KILGo(x, dx, sx, g, r, nb)
 		} else {
-			y[r] = dotILGo(f, x, dx, g, r, nb)
+			y[r] = dotILGo(f, wire.InterleaveRows, x, dx, g, r, nb)
 		}
 	}
 }
@@ -117,18 +132,74 @@ func mm28IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 	}
 }
 
+// mv16IL sets y[r] = row r of the Interleaved16 group g (Q8_0 or Q4_0)
+// times x, r < 16.
+func mv16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, y []float32) {
+	_, _, _ = x[nb*wire.QK-1], dx[nb-1], sx[nb-1]
+	_ = g[mv16Rows*nb*f.BlockBytes()-1]
+	_ = y[mv16Rows-1]
+	if !useAsm || !useAVX512 {
+		for r := 0; r < mv16Rows; r++ {
+			y[r] = dotILGo(f, mv16Rows, x, dx, g, r, nb)
+		}
+		return
+	}
+	if f == wire.Q8_0 {
+		q8mv16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb, &y[0])
+	} else {
+		q4mv16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb, &y[0])
+	}
+}
+
+// mm16IL sets y[r*ldy+c] = row c of the Interleaved16 group g (Q8_0 or
+// Q4_0) times activation row r (x[r*32*nb:], dx[r*nb:], sx[r*nb:]), r <
+// rows, c < 16.
+func mm16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb, rows int, y []float32, ldy int) {
+	_, _, _ = x[rows*nb*wire.QK-1], dx[rows*nb-1], sx[rows*nb-1]
+	_ = g[mv16Rows*nb*f.BlockBytes()-1]
+	_ = y[(rows-1)*ldy+mv16Rows-1]
+	if !useAsm || !useAVX512 {
+		k := nb * wire.QK
+		for i := 0; i < rows; i++ {
+			for r := 0; r < mv16Rows; r++ {
+				y[i*ldy+r] = dotILGo(f, mv16Rows, x[i*k:], dx[i*nb:], g, r, nb)
+			}
+		}
+		return
+	}
+	if f == wire.Q8_0 {
+		q8mm16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb, rows, &y[0], ldy)
+	} else {
+		q4mm16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb, rows, &y[0], ldy)
+	}
+}
+
 // doInterleaved computes the task's block of y, rows i0..i1 of the
-// activations by weight rows j0..j1 (j0 a multiple of 8), from an
-// Interleaved8 matrix: whole groups through the 8-row kernels (two
-// activation rows per call, the last odd row alone), rows past the last
-// whole group (row-major) one by one.
+// activations by weight rows j0..j1 (j0 a multiple of the group size),
+// from an interleaved matrix: whole groups through the group kernels
+// (Interleaved8: two activation rows per call, the last odd row alone;
+// Interleaved16: up to mm16Rows activation rows per call, one row through
+// the matvec kernel), rows past the last whole group (row-major) one by
+// one.
 func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 	f, n, nb, ldw := j.w.Format, j.n, j.nb, j.ldw
 	k := nb * wire.QK
 	wd := j.w.Data
-	full := min(j1, j.w.Rows/wire.InterleaveRows*wire.InterleaveRows)
-	for jg := j0; jg < full; jg += wire.InterleaveRows {
+	gr := j.w.Layout.GroupRows()
+	full := min(j1, j.w.Rows/gr*gr)
+	for jg := j0; jg < full; jg += gr {
 		g := wd[jg*ldw:]
+		if gr == mv16Rows {
+			if i1-i0 == 1 {
+				mv16IL(f, j.q[i0*k:], j.dx[i0*nb:], j.sx[i0*nb:], g, nb, j.y[i0*n+jg:])
+				continue
+			}
+			for i := i0; i < i1; i += mm16Rows {
+				r := min(mm16Rows, i1-i)
+				mm16IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, r, j.y[i*n+jg:], n)
+			}
+			continue
+		}
 		i := i0
 		for ; i+2 <= i1; i += 2 {
 			mm28IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, j.y[i*n+jg:], n)

@@ -49,8 +49,9 @@ type matmulJob struct {
 // m = 1 (decode) streams w once, split into ~128 KiB tasks of weight rows,
 // eight rows per kernel call. m >= 2 tiles the product into tasks of (64
 // activation rows) x (a ~192 KiB panel of w) computed with 2x4 micro-tiles
-// (a wire.Interleaved8 w: 2x8 tiles of whole 8-row groups, and the rows
-// past the last whole group one at a time).
+// (an interleaved w: tiles of whole groups, 2x8 for wire.Interleaved8 and
+// up to 16x16 for wire.Interleaved16, and the rows past the last whole
+// group one at a time).
 // It returns an error (computing nothing) on a shape mismatch.
 func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []float32) error {
 	if err := w.Validate(); err != nil {
@@ -75,12 +76,13 @@ func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []
 	j.m, j.n, j.nb = m, n, k/wire.QK
 	j.ldw = w.RowBytes()
 	switch {
-	case w.Layout == wire.Interleaved8:
-		// Whole groups of 8 weight rows per task.
+	case w.Layout != wire.RowMajor:
+		// Whole groups of weight rows per task.
+		gr := w.Layout.GroupRows()
 		j.gemm = m > 1
-		per := max(8, (mvTaskBytes/j.ldw)&^7)
+		per := max(gr, mvTaskBytes/j.ldw/gr*gr)
 		if m > 1 {
-			per = max(8, (gemmPanelBytes/j.ldw)&^7)
+			per = max(gr, gemmPanelBytes/j.ldw/gr*gr)
 		}
 		j.colsPer, j.colTasks = per, max(1, n/per)
 		j.rowsPer, j.rowTasks = 1, 1
@@ -132,7 +134,7 @@ func (j *matmulJob) do(task int) {
 	if ib == j.rowTasks-1 {
 		i1 = j.m
 	}
-	if j.w.Layout == wire.Interleaved8 {
+	if j.w.Layout != wire.RowMajor {
 		j.doInterleaved(i0, i1, j0, j1)
 		return
 	}

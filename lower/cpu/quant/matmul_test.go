@@ -264,9 +264,9 @@ func TestMatMulQExtremes(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := refMatMul(&a, w, nil)
-		il := interleaved(t, w)
+		il, il16 := interleaved(t, w), interleavedAs(t, w, wire.Interleaved16)
 		for _, asm := range asmModes() {
-			for _, wm := range []*wire.Matrix{w, il} {
+			for _, wm := range []*wire.Matrix{w, il, il16} {
 				y := make([]float32, m*n)
 				withAsm(asm, func() {
 					if err := c.MatMulQ(y, &a, wm, nil); err != nil {
@@ -308,18 +308,25 @@ func checkModes(t *testing.T, modes []int, ctxs []*Ctx, a *wire.Activations, w *
 
 // interleaved returns an Interleaved8 copy of w.
 func interleaved(t testing.TB, w *wire.Matrix) *wire.Matrix {
+	return interleavedAs(t, w, wire.Interleaved8)
+}
+
+// interleavedAs returns a copy of w in layout l.
+func interleavedAs(t testing.TB, w *wire.Matrix, l wire.Layout) *wire.Matrix {
 	il := *w
 	il.Data = append([]byte(nil), w.Data...)
-	if err := il.Interleave(); err != nil {
+	if err := il.InterleaveTo(l); err != nil {
 		t.Fatal(err)
 	}
 	return &il
 }
 
-// TestMatMulQInterleaved: an Interleaved8 matrix gives the reference's
-// bits in every kernel mode and worker count, for m = 1 (decode) and GEMM
-// row counts (odd ones take the one-row kernel for the last row), with
-// whole groups only, a partial last group, and fewer than 8 rows.
+// TestMatMulQInterleaved: an Interleaved8 or Interleaved16 matrix gives
+// the reference's bits in every kernel mode and worker count, for m = 1
+// (decode) and GEMM row counts (Interleaved8: odd ones take the one-row
+// kernel for the last row; Interleaved16: more than 16 rows take several
+// calls), with whole groups only, a partial last group, and fewer rows
+// than a group.
 func TestMatMulQInterleaved(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	ctxs := []*Ctx{NewCtx(1), NewCtx(2), NewCtx(3)}
@@ -331,15 +338,24 @@ func TestMatMulQInterleaved(t *testing.T) {
 	shapes := [][3]int{ // m, k, n
 		{1, 32, 8}, {1, 96, 13}, {1, 1024, 264}, {1, 3072, 40}, {1, 64, 5},
 		{2, 64, 16}, {3, 96, 21}, {5, 256, 64}, {17, 128, 100}, {67, 64, 72}, {130, 96, 9}, {4, 32, 3},
+		{1, 1024, 48}, {1, 64, 37}, {16, 96, 32}, {33, 64, 50}, {2, 32, 16},
 	}
-	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+	for _, lay := range []wire.Layout{wire.Interleaved8, wire.Interleaved16} {
+		for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0} {
+			testInterleavedShapes(t, rng, ctxs, lay, f, shapes)
+		}
+	}
+}
+
+func testInterleavedShapes(t *testing.T, rng *rand.Rand, ctxs []*Ctx, lay wire.Layout, f wire.Format, shapes [][3]int) {
+	{
 		for _, sh := range shapes {
 			m, k, n := sh[0], sh[1], sh[2]
 			w, err := wire.Quantize(f, randData(rng, n*k, 0.1), n, k)
 			if err != nil {
 				t.Fatal(err)
 			}
-			il := interleaved(t, w)
+			il := interleavedAs(t, w, lay)
 			var a wire.Activations
 			if err := a.Quantize(randData(rng, m*k, 1), m, k); err != nil {
 				t.Fatal(err)

@@ -63,9 +63,8 @@
 // super-block step of 8*144 bytes and a row stride of 144) streams each
 // group from one place and prefetches along that one stream.
 //
-// A Q8_0 or Q4_0 matrix the CPU keeps for itself is reordered at load into
-// wire.Interleaved8 (Interleaves says where: AVX2 without the AVX-512 VNNI
-// kernels): per
+// A Q8_0 or Q4_0 matrix the CPU keeps for itself is reordered at load
+// (LayoutFor says into what): wire.Interleaved8 with AVX2 only, per
 // group of 8 weight rows and block, the 8 fp16 scales, then 32-byte
 // vectors each holding a 4-byte piece of every row. One VPMADDUBSW and
 // VPMADDWD per piece (Q4_0: the low and high nibbles of a piece times two
@@ -76,7 +75,11 @@
 // of 8 strided rows. The float part is the same per-lane order, so
 // interleaved products are bit-identical to row-major ones. Decode runs one
 // activation row per group call, GEMMs two (the weight piece loaded once
-// for both).
+// for both). With the AVX-512 VNNI kernels the groups are of 16 rows
+// (wire.Interleaved16): a 64-byte vector of pieces is exactly the
+// transposed tile the row-major VNNI GEMM builds in registers, so decode
+// (one VPDPBUSD per piece and activation dword) and GEMMs (up to 16
+// activation rows per group call) read it as it lies.
 //
 // Elsewhere (or with the purego build tag) the portable Go kernels run.
 package quant

@@ -97,7 +97,7 @@ func TestMatMulTBF16NoAllocs(t *testing.T) {
 func BenchmarkMatVecBF16(b *testing.B) {
 	for _, sz := range [][2]int{{1024, 3072}, {3072, 1024}, {1024, 151936}} {
 		k, n := sz[0], sz[1]
-		for _, format := range []string{"f32", "bf16"} {
+		for _, format := range []string{"f32", "bf16", "bf16dot"} {
 			b.Run(fmt.Sprintf("in%d_out%d/%s", k, n, format), func(b *testing.B) {
 				c := NewCtx(0)
 				defer c.Close()
@@ -120,7 +120,11 @@ func BenchmarkMatVecBF16(b *testing.B) {
 				}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					c.MatMulTBF16(y, x, ws[i%len(ws)], 1, k, n, nil)
+					if format == "bf16dot" {
+						c.MatMulTBF16Dot(y, x, ws[i%len(ws)], 1, k, n, nil)
+					} else {
+						c.MatMulTBF16(y, x, ws[i%len(ws)], 1, k, n, nil)
+					}
 				}
 				b.StopTimer()
 				reportBW(b, int64(n*k*2))
@@ -129,13 +133,13 @@ func BenchmarkMatVecBF16(b *testing.B) {
 	}
 }
 
-// BenchmarkGEMMBF16: a 16-row product (a protected decode step) with f32
-// and with bf16 weights, cold (cycling through more than the LLC).
+// BenchmarkGEMMBF16: a 16-row product (a protected decode step) and a
+// 128-row one (prefill) with f32 weights, bf16 weights widened (exact) and
+// the bf16 dot product (bf16dot), cold (cycling through more than the LLC).
 func BenchmarkGEMMBF16(b *testing.B) {
-	const m = 16
-	for _, sz := range [][2]int{{1024, 3072}, {3072, 1024}} {
-		k, n := sz[0], sz[1]
-		for _, format := range []string{"f32", "bf16"} {
+	for _, sz := range [][3]int{{16, 1024, 3072}, {16, 3072, 1024}, {128, 1024, 3072}} {
+		m, k, n := sz[0], sz[1], sz[2]
+		for _, format := range []string{"f32", "bf16", "bf16dot"} {
 			b.Run(fmt.Sprintf("m%d_k%d_n%d/%s", m, k, n, format), func(b *testing.B) {
 				c := NewCtx(0)
 				defer c.Close()
@@ -158,7 +162,11 @@ func BenchmarkGEMMBF16(b *testing.B) {
 					bytes = int64(n * k * 2)
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
-						c.MatMulTBF16(y, x, ws[i%len(ws)], m, k, n, nil)
+						if format == "bf16dot" {
+							c.MatMulTBF16Dot(y, x, ws[i%len(ws)], m, k, n, nil)
+						} else {
+							c.MatMulTBF16(y, x, ws[i%len(ws)], m, k, n, nil)
+						}
 					}
 				}
 				b.StopTimer()

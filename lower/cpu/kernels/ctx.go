@@ -42,11 +42,15 @@ type Ctx struct {
 	rope ropeJob
 	meas measureJob
 	fz   fusedJob
+	bd   bf16DotJob
+	rb   roundJob
 
 	// scores holds one attention score buffer per worker.
 	scores [][]float32
 	// wide holds one widened bf16 weight panel per worker (MatMulTBF16).
 	wide [][]float32
+	// xb16 holds the input rows rounded to bf16 (MatMulTBF16Dot).
+	xb16 []uint16
 	// kvWide holds one chunk of widened 16-bit cache rows per worker
 	// (Attention); kvRow one f32 cache row (the fused appends).
 	kvWide, kvRow [][]float32

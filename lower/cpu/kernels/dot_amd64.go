@@ -262,3 +262,29 @@ func wsumH16(f KVFormat, out, p []float32, v []uint16, ldv, t, d int, acc bool) 
 		wsumBF16AVX2(&out[0], &p[0], &v[0], ldv, t, d, a)
 	}
 }
+
+// useBF16Dot selects the AVX512_BF16 kernels of MatMulTBF16Dot (the
+// portable code computes the same bits where they are absent).
+var useBF16Dot = useAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16
+
+//go:noescape
+func bf16Dot1x8AVX512(x *uint16, w *uint16, ldw, k, ntiles int, y *float32)
+
+//go:noescape
+func bf16Dot4x6AVX512(x *uint16, ldx int, w *uint16, ldw, k, ntiles int, y *float32, ldy int)
+
+// bf16Dot1x8 checks the bounds bf16Dot1x8AVX512 relies on and calls it.
+func bf16Dot1x8(x []uint16, w []uint16, ldw, k, ntiles int, y []float32) {
+	_ = x[k-1]
+	_ = w[(8*ntiles-1)*ldw+k-1]
+	_ = y[8*ntiles-1]
+	bf16Dot1x8AVX512(&x[0], &w[0], ldw, k, ntiles, &y[0])
+}
+
+// bf16Dot4x6 checks the bounds bf16Dot4x6AVX512 relies on and calls it.
+func bf16Dot4x6(x []uint16, ldx int, w []uint16, ldw, k, ntiles int, y []float32, ldy int) {
+	_ = x[3*ldx+k-1]
+	_ = w[(6*ntiles-1)*ldw+k-1]
+	_ = y[3*ldy+6*ntiles-1]
+	bf16Dot4x6AVX512(&x[0], ldx, &w[0], ldw, k, ntiles, &y[0], ldy)
+}

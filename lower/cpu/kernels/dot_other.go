@@ -62,3 +62,11 @@ func gemv1x8H16(f KVFormat, x []float32, w []uint16, ldw, k, ntiles int, y []flo
 func wsumH16(f KVFormat, out, p []float32, v []uint16, ldv, t, d int, acc bool) {
 	panic("kernels: wsumH16 without assembly")
 }
+
+// useBF16Dot is always false without assembly kernels.
+var useBF16Dot = false
+
+func bf16Dot1x8([]uint16, []uint16, int, int, int, []float32) { panic("kernels: no assembly") }
+func bf16Dot4x6([]uint16, int, []uint16, int, int, int, []float32, int) {
+	panic("kernels: no assembly")
+}

@@ -29,3 +29,13 @@ type Device interface {
 	// a quantized plan) by a resident quantized weight.
 	MatMulQ(op, weight string, x *wire.Activations, y []float32) error
 }
+
+// BF16Dotter is a Device that also multiplies bf16 weights by the bf16
+// dot product (the bf16dot weight format): MatMul on a weight uploaded
+// with UploadBF16Dot rounds its rows to bf16 and accumulates the exact
+// pair products in binary32, as the TEE's kernel does. The payload it is
+// sent is already bf16-exact, so the product stays within the probes'
+// binary32 model.
+type BF16Dotter interface {
+	UploadBF16Dot(name string, w []uint16, rows, cols int) error
+}

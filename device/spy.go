@@ -90,6 +90,20 @@ func (s *SpyDevice) UploadBF16(name string, w []uint16, rows, cols int) error {
 	return s.Inner.UploadBF16(name, w, rows, cols)
 }
 
+// UploadBF16Dot records the weight's name and shape, then forwards it to
+// an inner device with the bf16 dot product (an error otherwise).
+func (s *SpyDevice) UploadBF16Dot(name string, w []uint16, rows, cols int) error {
+	dd, ok := s.Inner.(BF16Dotter)
+	if !ok {
+		return fmt.Errorf("spy: upload %q: the wrapped device (%T) has no bf16 dot product", name, s.Inner)
+	}
+	s.mu.Lock()
+	s.uploads = append(s.uploads, name)
+	s.shapes[name] = [2]int{rows, cols}
+	s.mu.Unlock()
+	return dd.UploadBF16Dot(name, w, rows, cols)
+}
+
 // MatMul records the rows sent and the product returned.
 func (s *SpyDevice) MatMul(op, weight string, x []float32, m int, y []float32) error {
 	s.mu.Lock()

@@ -266,6 +266,14 @@ func WritesCache(op string) bool {
 
 // IsLinear reports whether op is a linear layer over public weights (x W^T,
 // operand 1 the weight, an optional operand 2 the bias).
+// AttrBF16Dot marks a linear op on bf16 weights that multiplies by the
+// bf16 dot product (its input rounded to bf16, f32 accumulation: the
+// "bf16dot" weight format) instead of widening the weights exactly.
+const AttrBF16Dot = "bf16_dot"
+
+// linearAttrs are the optional attributes of the linear ops.
+var linearAttrs = []AttrSpec{{Name: AttrBF16Dot, Kind: AttrBool, Optional: true}}
+
 func IsLinear(op string) bool { return ClassOf(op) == ClassLinear }
 
 // Storage follows in-place results (KV-cache writes) and views into
@@ -487,10 +495,10 @@ func init() {
 			}},
 		{Name: OpMatMul, Class: ClassLinear,
 			Doc: "x W^T (+ b): a linear layer with W laid out [out, in]", MinInputs: 2, MaxInputs: 3,
-			Infer: linearType},
+			Attrs: linearAttrs, Infer: linearType},
 		{Name: OpLMHead, Class: ClassLinear,
 			Doc: "x W^T over the vocabulary: the logits", MinInputs: 2, MaxInputs: 2,
-			Infer: linearType},
+			Attrs: linearAttrs, Infer: linearType},
 		{Name: OpQKNorm, Class: ClassElementwise,
 			Doc: "per-head RMSNorm of Q or K", MinInputs: 2, MaxInputs: 2,
 			Attrs: []AttrSpec{{Name: "heads", Kind: AttrInt}, {Name: "head_dim", Kind: AttrInt}, {Name: "eps", Kind: AttrFloat}},

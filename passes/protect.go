@@ -115,9 +115,9 @@ func (o ProtectOptions) Check() error {
 		return fmt.Errorf("--cadence %q: want per-forward or per-offload", o.Cadence)
 	}
 	switch o.Weights {
-	case "", WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0, WeightsQ4_K:
+	case "", WeightsF32, WeightsBF16, WeightsBF16Dot, WeightsQ8_0, WeightsQ4_0, WeightsQ4_K:
 	default:
-		return fmt.Errorf("--weights %q: want f32, bf16, q8_0, q4_0 or q4_k", o.Weights)
+		return fmt.Errorf("--weights %q: want f32, bf16, bf16dot, q8_0, q4_0 or q4_k", o.Weights)
 	}
 	switch o.Topology {
 	case "", PerSequence, Shared:

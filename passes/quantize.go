@@ -10,13 +10,17 @@ import (
 const (
 	WeightsF32  = "f32"
 	WeightsBF16 = "bf16"
-	WeightsQ8_0 = "q8_0"
-	WeightsQ4_0 = "q4_0"
-	WeightsQ4_K = "q4_k"
+	// WeightsBF16Dot: bf16 weights multiplied by the bf16 dot product
+	// (inputs rounded to bf16): the speed mode of a bf16 checkpoint,
+	// never its default (bf16 is exact).
+	WeightsBF16Dot = "bf16dot"
+	WeightsQ8_0    = "q8_0"
+	WeightsQ4_0    = "q4_0"
+	WeightsQ4_K    = "q4_k"
 )
 
 // WeightFormats lists the formats --weights takes.
-var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0, WeightsQ4_K}
+var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsBF16Dot, WeightsQ8_0, WeightsQ4_0, WeightsQ4_K}
 
 // Quantize gives every matmul (the LM head included) its weights in bf16
 // or a GGUF block format, on either side of the boundary: the device
@@ -30,17 +34,23 @@ var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsQ8_0, WeightsQ4_0, 
 // exactly), so a bf16 checkpoint gives the f32 plan's bits from half the
 // weight bytes; for q8_0 and q4_0 the rows are quantized to q8_0 blocks
 // first: for a crossing protect makes the mask emit them (the quantize
-// epilogue), a TEE-local product quantizes its own input.
+// epilogue), a TEE-local product quantizes its own input. bf16dot stores
+// bf16 weights and marks every matmul on them ir.AttrBF16Dot: the bf16 dot
+// product, its input rounded to bf16 (a crossing's payload is rounded
+// before it leaves, so the device multiplies exactly what was sent).
 func Quantize(format string) Pass {
-	return Pass{Name: "quantize", Doc: "matmul weights in f32, bf16, q8_0, q4_0 or q4_k (device and TEE-local alike)",
+	return Pass{Name: "quantize", Doc: "matmul weights in f32, bf16, bf16dot, q8_0, q4_0 or q4_k (device and TEE-local alike)",
 		Run: func(m *ir.Module) error {
 			var dt ir.DType
+			dot := false
 			switch format {
 			case "", WeightsF32:
 				m.Meta["weights"] = WeightsF32
 				return nil
 			case WeightsBF16:
 				dt = ir.BF16
+			case WeightsBF16Dot:
+				dt, dot = ir.BF16, true
 			case WeightsQ8_0:
 				dt = ir.Q8_0
 			case WeightsQ4_0:
@@ -48,10 +58,10 @@ func Quantize(format string) Pass {
 			case WeightsQ4_K:
 				dt = ir.Q4_K
 			default:
-				return fmt.Errorf("--weights %q: want f32, bf16, q8_0, q4_0 or q4_k", format)
+				return fmt.Errorf("--weights %q: want f32, bf16, bf16dot, q8_0, q4_0 or q4_k", format)
 			}
 			for i, g := range m.Graphs {
-				ng, err := quantizeGraph(g, dt)
+				ng, err := quantizeGraph(g, dt, dot)
 				if err != nil {
 					return fmt.Errorf("graph %s: %w", g.Name, err)
 				}
@@ -62,7 +72,7 @@ func Quantize(format string) Pass {
 		}}
 }
 
-func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
+func quantizeGraph(g *ir.Graph, dt ir.DType, dot bool) (*ir.Graph, error) {
 	ng := &ir.Graph{Name: g.Name, Params: g.Params}
 	remap := make([]ir.ValueID, len(g.Nodes))
 	quantized := map[ir.ValueID]ir.ValueID{} // f32 weight operand -> its quantized copy
@@ -131,14 +141,23 @@ func quantizeGraph(g *ir.Graph, dt ir.DType) (*ir.Graph, error) {
 			}
 			in[1] = q
 		}
+		cn := n
 		if ir.IsLinear(n.Op) && (n.Place == ir.Device || n.Place == ir.TEE) {
 			q, err := quant(n.Inputs[1], n.Place)
 			if err != nil {
 				return nil, err
 			}
 			in[1] = q
+			if dot {
+				c := *n
+				c.Attrs = ir.Attrs{ir.AttrBF16Dot: true}
+				for k, v := range n.Attrs {
+					c.Attrs[k] = v
+				}
+				cn = &c
+			}
 		}
-		v, err := copyNode(ng, n, in)
+		v, err := copyNode(ng, cn, in)
 		if err != nil {
 			return nil, err
 		}

@@ -115,6 +115,11 @@ func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*
 	if kv := m.Meta["kv_dtype"]; kv != "" && eo.Backend != "" && eo.Backend != "cpu" {
 		return nil, fmt.Errorf("%w: --backend %s keeps an f32 KV cache; this plan was compiled with --kv-dtype %s (use --backend cpu, or compile with --kv-dtype f32)", ErrEngine, eo.Backend, kv)
 	}
+	// So do the bf16 dot product's plans: the whole-forward engines widen
+	// bf16 weights exactly.
+	if m.Meta["weights"] == passes.WeightsBF16Dot && eo.Backend != "" && eo.Backend != "cpu" {
+		return nil, fmt.Errorf("%w: --backend %s has no bf16 dot product; this plan was compiled with --weights bf16dot (use --backend cpu, or compile with --weights bf16)", ErrEngine, eo.Backend)
+	}
 	switch eo.Backend {
 	case "", "cpu":
 	case "gomlx":

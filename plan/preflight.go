@@ -116,7 +116,7 @@ func need(r Run) (Need, error) {
 	}
 	// The device keeps its own copy in its format (f32 shares the TEE's).
 	switch r.Weights {
-	case passes.WeightsBF16:
+	case passes.WeightsBF16, passes.WeightsBF16Dot:
 		n.DeviceWeights, err = models.Mul(int(params), 2)
 	case passes.WeightsQ8_0:
 		n.DeviceWeights, err = models.Mul(int(params/32+1), 34)

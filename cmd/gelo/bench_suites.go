@@ -131,7 +131,7 @@ func (e *benchEnv) benchFusion(masks []string) error {
 func weightBytes(cfg *models.Config, format string) int64 {
 	dt := ir.F32
 	switch format {
-	case passes.WeightsBF16:
+	case passes.WeightsBF16, passes.WeightsBF16Dot:
 		dt = ir.BF16
 	case passes.WeightsQ8_0:
 		dt = ir.Q8_0

@@ -96,7 +96,7 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	fs.StringVar(&mf.cadence, "cadence", d.Cadence, "mask cadence: per-forward or per-offload")
 	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
 	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")
-	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every matmul, offloaded or TEE-local: f32, bf16, q8_0, q4_0 or q4_k (GGUF blocks)")
+	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every matmul, offloaded or TEE-local: f32, bf16, bf16dot (bf16 weights, inputs rounded to bf16: the CPU's bf16 dot product, a speed mode), q8_0, q4_0 or q4_k (GGUF blocks)")
 	fs.StringVar(&mf.kvDType, "kv-dtype", "f32", "KV cache element type of the TEE's engine: f32, f16 or bf16 (K and V rounded to nearest even on append, read widened to f32; --backend gomlx and vulkan take f32 only)")
 	fs.StringVar(&mf.topology, "topology", d.Topology, "batched decode: per-sequence masks, or shared (one mask over the batch)")
 	fs.BoolVar(&mf.center, "center", d.Center, "send multi-row crossings centred (mean row apart)")

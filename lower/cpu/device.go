@@ -10,7 +10,10 @@ import (
 	"gelo/lower/cpu/quant"
 )
 
-var _ device.Device = (*LocalDevice)(nil)
+var (
+	_ device.Device     = (*LocalDevice)(nil)
+	_ device.BF16Dotter = (*LocalDevice)(nil)
+)
 
 // LocalDevice runs the device side in this process on the same kernels:
 // the reference device, and what the spy wraps in the leak tests.
@@ -25,6 +28,7 @@ type LocalDevice struct {
 type localWeight struct {
 	data       []float32
 	bf16       []uint16 // a bf16 weight, in place of data
+	dot        bool     // bf16 multiplied by the bf16 dot product
 	rows, cols int
 }
 
@@ -87,6 +91,20 @@ func (d *LocalDevice) UploadBF16(name string, w []uint16, rows, cols int) error 
 	return nil
 }
 
+// UploadBF16Dot keeps a reference to the public bf16 weight, multiplied
+// by the bf16 dot product (kernels.MatMulTBF16Dot).
+func (d *LocalDevice) UploadBF16Dot(name string, w []uint16, rows, cols int) error {
+	if err := d.UploadBF16(name, w, rows, cols); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	lw := d.w[name]
+	lw.dot = true
+	d.w[name] = lw
+	return nil
+}
+
 // MatMul computes y = x W^T with the resident weight.
 func (d *LocalDevice) MatMul(op, weight string, x []float32, m int, y []float32) error {
 	d.mu.RLock()
@@ -98,6 +116,10 @@ func (d *LocalDevice) MatMul(op, weight string, x []float32, m int, y []float32)
 	if len(x) != m*w.cols || len(y) != m*w.rows {
 		return fmt.Errorf("device %s %q: x holds %d values and y %d, want %d x %d and %d x %d",
 			op, weight, len(x), len(y), m, w.cols, m, w.rows)
+	}
+	if w.dot {
+		d.ctx.MatMulTBF16Dot(y, x, w.bf16, m, w.cols, w.rows, nil)
+		return nil
 	}
 	if w.bf16 != nil {
 		d.ctx.MatMulTBF16(y, x, w.bf16, m, w.cols, w.rows, nil)

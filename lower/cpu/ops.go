@@ -2,7 +2,9 @@ package cpu
 
 import (
 	"fmt"
+	"slices"
 
+	"gelo/device"
 	"gelo/ir"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/cpu/mask"
@@ -439,6 +441,9 @@ func lowerMatMul(l *lowering) (func() error, error) {
 		return func() error { return qc.MatMul(f(out), f(in[0]), rows, qm, bias) }, nil
 	}
 	if w := p.b16[in[1]]; w != nil {
+		if dot, _ := l.n.Attrs.Bool(ir.AttrBF16Dot); dot {
+			return func() error { ctx.MatMulTBF16Dot(f(out), f(in[0]), w, rows, k, nOut, bias); return nil }, nil
+		}
 		return func() error { ctx.MatMulTBF16(f(out), f(in[0]), w, rows, k, nOut, bias); return nil }, nil
 	}
 	if p.f32[in[1]] == nil {
@@ -580,7 +585,18 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 		return nil, fmt.Errorf("upload %q: %w", name, err)
 	}
 	var send func() error
-	if data := p.b16[w]; data != nil {
+	dot, _ := n.Attrs.Bool(ir.AttrBF16Dot)
+	if data := p.b16[w]; data != nil && dot {
+		dd, ok := b.dev.(device.BF16Dotter)
+		if !ok {
+			return nil, fmt.Errorf("device %s %q: the device (%T) has no bf16 dot product (--weights bf16dot): use --device local, or --weights bf16", n.Op, name, b.dev)
+		}
+		if err := payloadOnlyMatMuls(p.g, n.Inputs[0]); err != nil {
+			return nil, err
+		}
+		name = "bf16dot:" + name
+		send = func() error { return dd.UploadBF16Dot(name, data, wr, wc) }
+	} else if data := p.b16[w]; data != nil {
 		name = "bf16:" + name
 		send = func() error { return b.dev.UploadBF16(name, data, wr, wc) }
 	} else {
@@ -590,10 +606,39 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 		return nil, fmt.Errorf("upload %q: %w", name, err)
 	}
 	x, out, rows, dev, tr := n.Inputs[0], n.ID, p.dims[n.ID][0], b.dev, b.traffic
+	if dot {
+		// The payload leaves rounded to bf16 (what the dot product
+		// multiplies), so the device computes exactly the product of
+		// what it was sent and the probes check that.
+		return func() error {
+			tr.add(rows, 4*rows*wc, 4*rows*wr)
+			pay := p.f32[p.storage(x)][:rows*wc]
+			kernels.RoundToBF16(pay)
+			return dev.MatMul(n.Op, name, pay, rows, p.f32[out])
+		}, nil
+	}
 	return func() error {
 		tr.add(rows, 4*rows*wc, 4*rows*wr)
 		return dev.MatMul(n.Op, name, p.f32[p.storage(x)], rows, p.f32[out])
 	}, nil
+}
+
+// payloadOnlyMatMuls refuses a bf16dot crossing whose payload x (rounded
+// to bf16 in place before it leaves) anything but bf16dot linear ops and
+// the probes of their products reads: nothing in the TEE may see the
+// rounded values in place of its own.
+func payloadOnlyMatMuls(g *ir.Graph, x ir.ValueID) error {
+	for _, c := range g.Nodes {
+		if !slices.Contains(c.Inputs, x) {
+			continue
+		}
+		dot, _ := c.Attrs.Bool(ir.AttrBF16Dot)
+		if ir.IsLinear(c.Op) && dot && c.Inputs[0] == x || c.Op == ir.OpProbe {
+			continue
+		}
+		return fmt.Errorf("bf16dot payload %v is also read by %v = %s, which must not see it rounded", x, c.ID, c.Op)
+	}
+	return nil
 }
 
 // useSlot records that the next instruction uses n's mask slot.

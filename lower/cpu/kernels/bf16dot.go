@@ -98,6 +98,20 @@ func (j *roundJob) do(_ *Ctx, task, _ int) {
 	RoundBF16(j.dst[i0:i1], j.src[i0:i1])
 }
 
+// RoundToBF16 rounds v in place to bf16 values (RoundBF16's rounding,
+// widened back): the payload of a bf16dot crossing, which the device then
+// multiplies exactly as the dot product would.
+func RoundToBF16(v []float32) {
+	for i, x := range v {
+		b := math.Float32bits(x)
+		if b&0x7fffffff > 0x7f800000 {
+			v[i] = math.Float32frombits((b | 0x400000) &^ 0xffff)
+			continue
+		}
+		v[i] = math.Float32frombits((b + 0x7fff + (b>>16)&1) &^ 0xffff)
+	}
+}
+
 type bf16DotJob struct {
 	y, bias  []float32
 	xb, w    []uint16

@@ -35,19 +35,27 @@ if [ ! -x "$llama/build/bin/llama-bench" ]; then
 fi
 
 (cd "$root" && go build -o "$work/gelo" ./cmd/gelo)
+# gelo's bf16dot (the bf16 dot product, a speed mode) is compared with
+# llama.cpp's bf16 file, which llama.cpp multiplies the same way.
+gguf_of() { echo "${1%dot}"; }
 for f in $formats; do
-  [ -f "$work/$model-$f.gguf" ] || "$work/gelo" export --model "$model" --gguf "$work/$model-$f.gguf" --type "$f" --tokenizer "$tok"
+  g=$(gguf_of "$f")
+  [ -f "$work/$model-$g.gguf" ] || "$work/gelo" export --model "$model" --gguf "$work/$model-$g.gguf" --type "$g" --tokenizer "$tok"
 done
 
 # Interleaved rounds: every format on both engines per round; take the
 # medians over rounds (gelo prints TTFT and TPOT per level and length).
 for r in $(seq 1 "$rounds"); do
   for f in $formats; do
-    echo "== round $r $f llama.cpp" >&2
-    # -d 0,512: decode (tg64) from an empty context and after 512 tokens,
-    # the depths gelo's two runs below decode at.
-    "$llama/build/bin/llama-bench" -m "$work/$model-$f.gguf" -t "$threads" -p 128,512 -n 64 -d 0,512 -r 1 -o csv \
-      | tail -n +2 | sed "s/^/round=$r,/" >> "$work/llama.csv"
+    g=$(gguf_of "$f")
+    # bf16dot's llama.cpp run is bf16's when that format is listed too.
+    if [ "$g" = "$f" ] || ! echo " $formats " | grep -q " $g "; then
+      echo "== round $r $f llama.cpp" >&2
+      # -d 0,512: decode (tg64) from an empty context and after 512 tokens,
+      # the depths gelo's two runs below decode at.
+      "$llama/build/bin/llama-bench" -m "$work/$model-$g.gguf" -t "$threads" -p 128,512 -n 64 -d 0,512 -r 1 -o csv \
+        | tail -n +2 | sed "s/^/round=$r,/" >> "$work/llama.csv"
+    fi
     echo "== round $r $f gelo" >&2
     # The built-in variant is the exported model (same seed; the export's
     # blocks are what --weights computes from the same f32 values). The

@@ -20,6 +20,9 @@ import sys
 work = sys.argv[1] if len(sys.argv) > 1 else "/tmp/gelo-llamacpp"
 # llama-bench's model_type ends with the file type ("all F32", "BF16", "Q4_K - Small", ...).
 fmt_of = {"all F32": "f32", "BF16": "bf16", "Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_K": "q4_k"}
+# gelo formats compared with another llama.cpp file: the bf16 dot product
+# against llama.cpp's bf16 (which rounds its activations to bf16 too).
+llama_of = {"bf16dot": "bf16"}
 
 
 def llama():
@@ -89,14 +92,15 @@ def med(d, key):
 
 
 L, G = llama(), gelo()
-formats = sorted({k[0] for k in list(L) + list(G)}, key=lambda f: list(fmt_of.values()).index(f) if f in fmt_of.values() else 9)
+order = list(fmt_of.values()) + list(llama_of)
+formats = sorted({k[0] for k in list(L) + list(G)}, key=lambda f: order.index(f) if f in order else 99)
 print("medians over rounds; tok/s (gelo: the exact level, the default; none in parentheses)")
 print(f"{'format':6} {'probe GB/s':>10} | {'prefill n=128':>24} | {'prefill n=512':>24} | {'decode from empty':>28} | {'decode after 512':>24}")
 print(f"{'':6} {'':>10} | {'gelo':>11} {'llama.cpp':>9} x | {'gelo':>11} {'llama.cpp':>9} x | {'gelo':>11} {'llama.cpp':>9} x {'%bound':>6} | {'gelo':>11} {'llama.cpp':>9} x")
 for f in formats:
     cells = [f"{f:6} {med(G, (f, 'bw')):10.1f}"]
     for gk, lk in (("pp128", "pp128@d0"), ("pp512", "pp512@d0"), ("tg@d8", "tg64@d0"), ("tg@d512", "tg64@d512")):
-        g, gn, l = med(G, (f, "exact " + gk)), med(G, (f, "none " + gk)), med(L, (f, lk))
+        g, gn, l = med(G, (f, "exact " + gk)), med(G, (f, "none " + gk)), med(L, (llama_of.get(f, f), lk))
         c = f"{g:5.1f} ({gn:5.1f}) {l:9.1f} {g / l:4.2f}"
         if gk == "tg@d8":
             c += f" {100 * med(G, (f, 'exact bound@d8')):5.0f}%"

@@ -624,9 +624,9 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 }
 
 // payloadOnlyMatMuls refuses a bf16dot crossing whose payload x (rounded
-// to bf16 in place before it leaves) anything but bf16dot linear ops and
-// the probes of their products reads: nothing in the TEE may see the
-// rounded values in place of its own.
+// to bf16 in place before it leaves) is read by anything other than
+// bf16dot linear ops and the probes of their products: nothing in the TEE
+// may see the rounded values in place of its own.
 func payloadOnlyMatMuls(g *ir.Graph, x ir.ValueID) error {
 	for _, c := range g.Nodes {
 		if !slices.Contains(c.Inputs, x) {

@@ -26,7 +26,10 @@ const (
 	Interleaved8
 	// Interleaved16: Interleaved8's order with groups of G = 16 rows,
 	// for the AVX-512 kernels (one 64-byte vector holds a piece of each
-	// of the 16 rows). Q8_0 and Q4_0 only.
+	// of the 16 rows). Q4_K too, in pieces: per super-block, first the 4
+	// dwords of the 16 rows' headers (d and dmin, then the 12 bytes of
+	// packed scales), dword k of row r at 64k + 4r, then the 128 quant
+	// bytes in 4-byte pieces, bytes 4p..4p+3 of row r at 256 + 64p + 4r.
 	Interleaved16
 )
 
@@ -62,8 +65,7 @@ func (l Layout) String() string {
 func (m *Matrix) Interleave() error { return m.InterleaveTo(Interleaved8) }
 
 // InterleaveTo reorders a RowMajor Data in place into layout l (a no-op
-// when already in l). A matrix in another interleaved layout, or a Q4_K
-// matrix asked for Interleaved16, is refused.
+// when already in l). A matrix in another interleaved layout is refused.
 func (m *Matrix) InterleaveTo(l Layout) error {
 	if err := m.Validate(); err != nil {
 		return err
@@ -76,9 +78,6 @@ func (m *Matrix) InterleaveTo(l Layout) error {
 	}
 	if l == RowMajor || l > Interleaved16 {
 		return fmt.Errorf("wire: interleave to %s: not an interleaved layout", l)
-	}
-	if l == Interleaved16 && m.Format == Q4_K {
-		return fmt.Errorf("wire: interleave a Q4_K matrix to %s: only Q8_0 and Q4_0 have it", l)
 	}
 	gr := l.GroupRows()
 	gb := gr * m.RowBytes()
@@ -118,7 +117,13 @@ func interleaveGroup(f Format, gr int, dst, rows []byte, nb int) {
 		out := dst[b*gr*bb:]
 		for r := 0; r < gr; r++ {
 			blk := rows[r*rb+b*bb:]
-			if f == Q4_K {
+			switch {
+			case f == Q4_K && gr == 16:
+				for p := 0; p < bb/4; p++ {
+					copy(out[64*p+4*r:64*p+4*r+4], blk[4*p:4*p+4])
+				}
+				continue
+			case f == Q4_K:
 				copy(out[r*bb:(r+1)*bb], blk[:bb])
 				continue
 			}
@@ -144,7 +149,13 @@ func (m *Matrix) copyRow(dst []byte, r int) {
 	grp := m.Data[g*gr*rb:]
 	for b := 0; b < m.BlocksPerRow(); b++ {
 		src, blk := grp[b*gr*bb:], dst[b*bb:]
-		if m.Format == Q4_K {
+		switch {
+		case m.Format == Q4_K && gr == 16:
+			for p := 0; p < bb/4; p++ {
+				copy(blk[4*p:4*p+4], src[64*p+4*rr:64*p+4*rr+4])
+			}
+			continue
+		case m.Format == Q4_K:
 			copy(blk[:bb], src[rr*bb:(rr+1)*bb])
 			continue
 		}

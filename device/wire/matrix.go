@@ -94,8 +94,6 @@ func (m *Matrix) Validate() error {
 	switch {
 	case m.Layout > Interleaved16:
 		return fmt.Errorf("wire: unknown layout %d", m.Layout)
-	case m.Layout == Interleaved16 && m.Format == Q4_K:
-		return fmt.Errorf("wire: a Q4_K matrix has no %s layout", m.Layout)
 	}
 	return nil
 }

@@ -94,9 +94,6 @@ func BenchmarkMatVec(b *testing.B) {
 					b.Fatal(err)
 				}
 				for _, lay := range []wire.Layout{wire.RowMajor, wire.Interleaved8, wire.Interleaved16} {
-					if lay == wire.Interleaved16 && f == wire.Q4_K {
-						continue
-					}
 					qs := make([]*wire.Matrix, copiesFor(len(w.Data), cold))
 					for i := range qs {
 						cp := *w
@@ -157,8 +154,6 @@ func BenchmarkGEMM(b *testing.B) {
 				switch {
 				case v == "MatMulQ-il":
 					w = interleaved(b, w)
-				case v == "MatMulQ-il16" && f == wire.Q4_K:
-					continue
 				case v == "MatMulQ-il16":
 					w = interleavedAs(b, rowMajor(b, w), wire.Interleaved16)
 				}

@@ -62,6 +62,15 @@
 // rows' super-blocks side by side, so the same kernel (called with a
 // super-block step of 8*144 bytes and a row stride of 144) streams each
 // group from one place and prefetches along that one stream.
+// Where the AVX-512 VNNI kernels run it goes into wire.Interleaved16
+// instead: per super-block, the 16 rows' header dwords as 4 vectors (one
+// lane a row, so no transpose) and the quant bytes as 64-byte vectors of
+// 4-byte pieces. One kernel (q4kmm16ILAVX512) serves decode and GEMMs: it
+// unpacks the 16 rows' d1 and m1 once per super-block into its frame,
+// splits each pair of sub-blocks' 8 pieces into nibbles once, and for
+// every activation row takes the exact sub-block sums by VPDPBUSD (the
+// nibbles are unsigned; the min is the sx term) and the float part per
+// lane in the order above.
 //
 // A Q8_0 or Q4_0 matrix the CPU keeps for itself is reordered at load
 // (LayoutFor says into what): wire.Interleaved8 with AVX2 only, per

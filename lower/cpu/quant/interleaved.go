@@ -7,16 +7,14 @@ import "gelo/device/wire"
 
 // LayoutFor returns the layout this machine's kernels read matrices of
 // format f fastest in (wire.Matrix.InterleaveTo): with the AVX-512 VNNI
-// kernels, Q8_0 and Q4_0 in 16-row groups (wire.Interleaved16) and Q4_K in
-// 8-row groups; with AVX2, all three in 8-row groups (wire.Interleaved8);
+// kernels, in 16-row groups (wire.Interleaved16); with AVX2, in 8-row
+// groups (wire.Interleaved8); Q8_0, Q4_0 and Q4_K alike;
 // row-major where only the portable kernels run.
 func LayoutFor(f wire.Format) wire.Layout {
 	switch {
 	case !useAsm:
 		return wire.RowMajor
-	case f == wire.Q4_K:
-		return wire.Interleaved8
-	case f != wire.Q8_0 && f != wire.Q4_0:
+	case f != wire.Q8_0 && f != wire.Q4_0 && f != wire.Q4_K:
 		return wire.RowMajor
 	case useAVX512:
 		return wire.Interleaved16
@@ -132,16 +130,44 @@ func mm28IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 	}
 }
 
-// mv16IL sets y[r] = row r of the Interleaved16 group g (Q8_0 or Q4_0)
-// times x, r < 16.
+// dotQ4KIL16Go is dotQ4KGo of row rr (< 16) of the Q4_K Interleaved16
+// group g: each super-block gathered back from its pieces.
+func dotQ4KIL16Go(x []int8, dx []float32, sx []int32, g []byte, rr, nb int) float32 {
+	const sb = mv16Rows * wire.BlockBytesQ4_K
+	var acc float32
+	var blk [wire.BlockBytesQ4_K]byte
+	for s := 0; s < nb/8; s++ {
+		src := g[s*sb : (s+1)*sb]
+		for p := 0; p < wire.BlockBytesQ4_K/4; p++ {
+			copy(blk[4*p:4*p+4], src[64*p+4*rr:])
+		}
+		acc = q4kSuper(acc, blk[:], x, dx, sx, s)
+	}
+	return acc
+}
+
+// dotIL16Go is row rr (< 16) of the Interleaved16 group g times x.
+func dotIL16Go(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, rr, nb int) float32 {
+	if f == wire.Q4_K {
+		return dotQ4KIL16Go(x, dx, sx, g, rr, nb)
+	}
+	return dotILGo(f, mv16Rows, x, dx, g, rr, nb)
+}
+
+// mv16IL sets y[r] = row r of the Interleaved16 group g (Q8_0, Q4_0 or
+// Q4_K) times x, r < 16.
 func mv16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, y []float32) {
 	_, _, _ = x[nb*wire.QK-1], dx[nb-1], sx[nb-1]
-	_ = g[mv16Rows*nb*f.BlockBytes()-1]
+	_ = g[mv16Rows*nb*wire.QK/f.BlockValues()*f.BlockBytes()-1]
 	_ = y[mv16Rows-1]
 	if !useAsm || !useAVX512 {
 		for r := 0; r < mv16Rows; r++ {
-			y[r] = dotILGo(f, mv16Rows, x, dx, g, r, nb)
+			y[r] = dotIL16Go(f, x, dx, sx, g, r, nb)
 		}
+		return
+	}
+	if f == wire.Q4_K {
+		q4kmm16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb/8, 1, &y[0], mv16Rows)
 		return
 	}
 	if f == wire.Q8_0 {
@@ -151,20 +177,24 @@ func mv16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 	}
 }
 
-// mm16IL sets y[r*ldy+c] = row c of the Interleaved16 group g (Q8_0 or
-// Q4_0) times activation row r (x[r*32*nb:], dx[r*nb:], sx[r*nb:]), r <
+// mm16IL sets y[r*ldy+c] = row c of the Interleaved16 group g (Q8_0,
+// Q4_0 or Q4_K) times activation row r (x[r*32*nb:], dx[r*nb:], sx[r*nb:]), r <
 // rows, c < 16.
 func mm16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb, rows int, y []float32, ldy int) {
 	_, _, _ = x[rows*nb*wire.QK-1], dx[rows*nb-1], sx[rows*nb-1]
-	_ = g[mv16Rows*nb*f.BlockBytes()-1]
+	_ = g[mv16Rows*nb*wire.QK/f.BlockValues()*f.BlockBytes()-1]
 	_ = y[(rows-1)*ldy+mv16Rows-1]
 	if !useAsm || !useAVX512 {
 		k := nb * wire.QK
 		for i := 0; i < rows; i++ {
 			for r := 0; r < mv16Rows; r++ {
-				y[i*ldy+r] = dotILGo(f, mv16Rows, x[i*k:], dx[i*nb:], g, r, nb)
+				y[i*ldy+r] = dotIL16Go(f, x[i*k:], dx[i*nb:], sx[i*nb:], g, r, nb)
 			}
 		}
+		return
+	}
+	if f == wire.Q4_K {
+		q4kmm16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb/8, rows, &y[0], ldy)
 		return
 	}
 	if f == wire.Q8_0 {

@@ -33,8 +33,8 @@ func rawQ4K(rng *rand.Rand, n, k int) *wire.Matrix {
 // TestQ4KModes: the AVX2 Q4_K kernel is bit-identical to the portable code
 // (the canonical order) for matvecs and GEMMs of many shapes (n with every
 // remainder of the 8-row tile and below it), on quantized and raw random
-// blocks, row-major and Interleaved8 (whole groups, a partial last group,
-// fewer than 8 rows), for every worker count; row i of a batch equals the
+// blocks, row-major, Interleaved8 and Interleaved16 (whole groups, a
+// partial last group, fewer rows than a group), for every worker count; row i of a batch equals the
 // m = 1 product of row i alone.
 func TestQ4KModes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
@@ -46,7 +46,7 @@ func TestQ4KModes(t *testing.T) {
 	}()
 	for si, sh := range [][3]int{ // m, k, n
 		{1, 256, 1}, {1, 256, 8}, {1, 512, 9}, {1, 1024, 100}, {1, 3072, 37}, {2, 256, 3},
-		{3, 768, 17}, {7, 1024, 64}, {40, 512, 33}, {67, 256, 21},
+		{3, 768, 17}, {7, 1024, 64}, {40, 512, 33}, {67, 256, 21}, {1, 512, 48}, {20, 256, 35},
 	} {
 		m, k, n := sh[0], sh[1], sh[2]
 		var w *wire.Matrix
@@ -68,7 +68,7 @@ func TestQ4KModes(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			for _, wm := range []*wire.Matrix{w, interleaved(t, w)} {
+			for _, wm := range []*wire.Matrix{w, interleaved(t, w), interleavedAs(t, w, wire.Interleaved16)} {
 				for _, mode := range asmModes() {
 					for ci, c := range ctxs {
 						y := make([]float32, m*n+1)

@@ -113,27 +113,14 @@ func RoundToBF16(v []float32) {
 }
 
 type bf16DotJob struct {
-	y, bias  []float32
-	xb, w    []uint16
-	m, k, n  int
-	colsPer  int
-	colTasks int
-	rowsPer  int
-	rowTasks int
+	y, bias []float32
+	xb, w   []uint16
+	k       int
+	split
 }
 
 func (j *bf16DotJob) do(_ *Ctx, task, _ int) {
-	ib, jb := task%j.rowTasks, task/j.rowTasks
-	j0 := jb * j.colsPer
-	j1 := j0 + j.colsPer
-	if jb == j.colTasks-1 {
-		j1 = j.n
-	}
-	i0 := ib * j.rowsPer
-	i1 := i0 + j.rowsPer
-	if ib == j.rowTasks-1 {
-		i1 = j.m
-	}
+	i0, i1, j0, j1 := j.split.bounds(task)
 	k, n := j.k, j.n
 	asm := useBF16Dot && k%bf16DotChunk == 0 && k > 0
 	switch {

@@ -16,12 +16,33 @@ const (
 type matmulJob struct {
 	y, x, w, bias []float32
 	wb            []uint16 // bf16 weights (MatMulTBF16), in place of w
-	m, k, n       int
+	k             int
 	gemm          bool
-	colsPer       int // columns of y per task (the last task takes the rest)
-	colTasks      int
-	rowsPer       int // rows of y per task (the last task takes the rest)
-	rowTasks      int
+	split
+}
+
+// split is a product's tasks: rowTasks x colTasks blocks of y, the last
+// of each taking the rest.
+type split struct {
+	m, n     int // rows and columns of y
+	colsPer  int // columns of y per task
+	colTasks int
+	rowsPer  int // rows of y per task
+	rowTasks int
+}
+
+// bounds returns task's block of y: rows i0..i1, columns j0..j1.
+func (s *split) bounds(task int) (i0, i1, j0, j1 int) {
+	ib, jb := task%s.rowTasks, task/s.rowTasks
+	j0, j1 = jb*s.colsPer, (jb+1)*s.colsPer
+	if jb == s.colTasks-1 {
+		j1 = s.n
+	}
+	i0, i1 = ib*s.rowsPer, (ib+1)*s.rowsPer
+	if ib == s.rowTasks-1 {
+		i1 = s.m
+	}
+	return i0, i1, j0, j1
 }
 
 // MatMulT computes y[m,n] = x[m,k] · w[n,k]^T (+ bias[n] when bias is not
@@ -93,17 +114,7 @@ func (c *Ctx) matmul(y, x, w []float32, wb []uint16, m, k, n int, bias []float32
 }
 
 func (j *matmulJob) do(c *Ctx, task, worker int) {
-	ib, jb := task%j.rowTasks, task/j.rowTasks
-	j0 := jb * j.colsPer
-	j1 := j0 + j.colsPer
-	if jb == j.colTasks-1 {
-		j1 = j.n
-	}
-	i0 := ib * j.rowsPer
-	i1 := i0 + j.rowsPer
-	if ib == j.rowTasks-1 {
-		i1 = j.m
-	}
+	i0, i1, j0, j1 := j.split.bounds(task)
 	k, n := j.k, j.n
 	// w holds weight rows from wBase on: all of them, or the task's panel
 	// of bf16 rows widened into this worker's scratch.

@@ -207,7 +207,7 @@ func passes(run Run) ([]payload, error) {
 		sort.Slice(cs, func(i, j int) bool { return cs[i].Index < cs[j].Index })
 		p := payload{truth: t, u0: dense(cs[0])}
 		for _, c := range cs[1:] {
-			if run.DeepWeight != "" && strings.HasPrefix(c.Weight, run.DeepWeight) && p.deep == nil {
+			if run.DeepWeight != "" && strings.HasPrefix(device.WeightName(c.Weight), run.DeepWeight) && p.deep == nil {
 				p.deep = dense(c)
 			}
 		}

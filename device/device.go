@@ -8,7 +8,11 @@
 // implements Device, runtime and the tests wrap it, and it imports neither.
 package device
 
-import "gelo/device/wire"
+import (
+	"strings"
+
+	"gelo/device/wire"
+)
 
 // Device is the untrusted side of the boundary: public weights are
 // uploaded once, then each device-placed matmul sends its operand rows and
@@ -38,4 +42,14 @@ type Device interface {
 // binary32 model.
 type BF16Dotter interface {
 	UploadBF16Dot(name string, w []uint16, rows, cols int) error
+}
+
+// WeightName is the model weight an uploaded name stands for: the cpu
+// backend prefixes a converted weight's name with its format ("bf16:",
+// "bf16dot:", "q8_0:", ...), and a model's tensor names hold no colon.
+func WeightName(uploaded string) string {
+	if i := strings.IndexByte(uploaded, ':'); i >= 0 {
+		return uploaded[i+1:]
+	}
+	return uploaded
 }

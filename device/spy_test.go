@@ -71,3 +71,18 @@ func TestSpyRecordsEveryCrossing(t *testing.T) {
 		t.Fatalf("matmul on an unknown weight: %v", err)
 	}
 }
+
+// TestWeightName: an uploaded name's format prefix is dropped; a model's
+// own name is left as it is.
+func TestWeightName(t *testing.T) {
+	for in, want := range map[string]string{
+		"model.layers.3.self_attn.q_proj":         "model.layers.3.self_attn.q_proj",
+		"bf16:model.layers.3.self_attn.q_proj":    "model.layers.3.self_attn.q_proj",
+		"bf16dot:model.layers.3.self_attn.q_proj": "model.layers.3.self_attn.q_proj",
+		"q4_k:lm_head.weight":                     "lm_head.weight",
+	} {
+		if got := WeightName(in); got != want {
+			t.Errorf("WeightName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

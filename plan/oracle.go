@@ -25,10 +25,13 @@ type Oracle struct {
 	maxT   int
 }
 
-// NewOracle compiles model's config unprotected for the oracle.
-func NewOracle(model *models.Model, eo EngineOptions, weightPrefix string, batch, maxContext int) (*Oracle, error) {
+// NewOracle compiles model's config unprotected for the oracle, in weight
+// format weights (the attacked plans' own: the attacker knows the public
+// format, and its rows must be those the plans compute; "" is f32).
+func NewOracle(model *models.Model, eo EngineOptions, weights, weightPrefix string, batch, maxContext int) (*Oracle, error) {
 	o := Level(passes.LevelNone)
 	o.Mask = passes.MaskNone
+	o.Weights = weights
 	m, err := Compile(models.Source{}, model.Config, o, nil)
 	if err != nil {
 		return nil, err
@@ -81,7 +84,7 @@ func (o *Oracle) rows(prefix, chunk []int32) ([][]float32, error) {
 		return nil, err
 	}
 	for _, c := range eng.Spy.Record()[mark:] {
-		if c.Dir == device.ToDevice && strings.HasPrefix(c.Weight, o.prefix) {
+		if c.Dir == device.ToDevice && strings.HasPrefix(device.WeightName(c.Weight), o.prefix) {
 			if c.Rows != len(chunk) {
 				return nil, fmt.Errorf("oracle: crossing %s has %d rows for %d candidates", c.Weight, c.Rows, len(chunk))
 			}

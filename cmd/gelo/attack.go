@@ -106,6 +106,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	knownPrompts := fs.Int("known-prompts", 16, "random-token prompts the attacker records as known plaintext (training rows for the ridge inverters)")
 	knownLen := fs.Int("known-len", 64, "tokens per known-plaintext prompt")
 	out := fs.String("out", "", "directory for report.md and report.json")
+	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every condition's plan: "+strings.Join(passes.WeightFormats, ", ")+" (the payloads the attacks read are those of that format)")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
@@ -198,7 +199,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	// condition: one for the whole run.
 	var oracle *plan.Oracle
 	if *seqPrompts > 0 {
-		if oracle, err = plan.NewOracle(model, mf.engineOptions(), deep, 64, maxCtx); err != nil {
+		if oracle, err = plan.NewOracle(model, mf.engineOptions(), mf.weights, deep, 64, maxCtx); err != nil {
 			return err
 		}
 		defer oracle.Close()
@@ -206,11 +207,12 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	// The attacks read two payloads a pass (attack.Run: the first
 	// device-bound one and the deep one): the spy copies only those.
 	keep := func(dir device.Direction, index int, weight string) bool {
-		return dir == device.ToDevice && (index == 0 || strings.HasPrefix(weight, deep))
+		return dir == device.ToDevice && (index == 0 || strings.HasPrefix(device.WeightName(weight), deep))
 	}
 	var reports []*attack.Report
 	for _, c := range chosen {
 		o := c.opt()
+		o.Weights = mf.weights
 		if lv, ok := passes.LookupLevel(o.Security); ok && lv.FullSpan && *levelOffload == "attacked" {
 			o.OffloadAll, o.OffloadOnly = false, []string{"model.layers.0.self_attn.q_proj", deep}
 			c.label = strings.Replace(c.label, "every linear op offloaded", "only the attacked crossings offloaded (layer 0's QKV and "+deep+"'s; the rest in the TEE)", 1)

@@ -3,6 +3,8 @@ package kernels
 import (
 	"fmt"
 	"math"
+
+	"gelo/models/safetensors"
 )
 
 // The bf16 dot product: the speed mode of a bf16 plan (weights "bf16dot").
@@ -68,17 +70,12 @@ func (c *Ctx) MatMulTBF16Dot(y, x []float32, w []uint16, m, k, n int, bias []flo
 	j.y, j.w, j.bias, j.xb = nil, nil, nil, nil
 }
 
-// RoundBF16 sets dst[i] to src[i] rounded to bfloat16, nearest even (a NaN
-// stays a quiet NaN of the same sign).
+// RoundBF16 sets dst[i] to src[i] rounded to bfloat16 (safetensors'
+// F32ToBF16: nearest even, a NaN stays a quiet NaN of its sign).
 func RoundBF16(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
 	for i, v := range src {
-		b := math.Float32bits(v)
-		if b&0x7fffffff > 0x7f800000 {
-			dst[i] = uint16(b>>16) | 0x40
-			continue
-		}
-		dst[i] = uint16((b + 0x7fff + (b>>16)&1) >> 16)
+		dst[i] = safetensors.F32ToBF16(v)
 	}
 }
 
@@ -103,12 +100,7 @@ func (j *roundJob) do(_ *Ctx, task, _ int) {
 // multiplies exactly as the dot product would.
 func RoundToBF16(v []float32) {
 	for i, x := range v {
-		b := math.Float32bits(x)
-		if b&0x7fffffff > 0x7f800000 {
-			v[i] = math.Float32frombits((b | 0x400000) &^ 0xffff)
-			continue
-		}
-		v[i] = math.Float32frombits((b + 0x7fff + (b>>16)&1) &^ 0xffff)
+		v[i] = safetensors.BF16ToF32(safetensors.F32ToBF16(x))
 	}
 }
 

@@ -82,26 +82,22 @@ func (d *LocalDevice) Upload(name string, w []float32, rows, cols int) error {
 // UploadBF16 keeps a reference to the public bf16 weight; it is never
 // written.
 func (d *LocalDevice) UploadBF16(name string, w []uint16, rows, cols int) error {
-	if rows <= 0 || cols <= 0 || len(w) != rows*cols {
-		return fmt.Errorf("device upload %q: %d bf16 values for shape [%d, %d]", name, len(w), rows, cols)
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.w[name] = localWeight{bf16: w, rows: rows, cols: cols}
-	return nil
+	return d.uploadBF16(name, w, rows, cols, false)
 }
 
 // UploadBF16Dot keeps a reference to the public bf16 weight, multiplied
 // by the bf16 dot product (kernels.MatMulTBF16Dot).
 func (d *LocalDevice) UploadBF16Dot(name string, w []uint16, rows, cols int) error {
-	if err := d.UploadBF16(name, w, rows, cols); err != nil {
-		return err
+	return d.uploadBF16(name, w, rows, cols, true)
+}
+
+func (d *LocalDevice) uploadBF16(name string, w []uint16, rows, cols int, dot bool) error {
+	if rows <= 0 || cols <= 0 || len(w) != rows*cols {
+		return fmt.Errorf("device upload %q: %d bf16 values for shape [%d, %d]", name, len(w), rows, cols)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	lw := d.w[name]
-	lw.dot = true
-	d.w[name] = lw
+	d.w[name] = localWeight{bf16: w, dot: dot, rows: rows, cols: cols}
 	return nil
 }
 

@@ -585,8 +585,11 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 		return nil, fmt.Errorf("upload %q: %w", name, err)
 	}
 	var send func() error
+	data := p.b16[w]
 	dot, _ := n.Attrs.Bool(ir.AttrBF16Dot)
-	if data := p.b16[w]; data != nil && dot {
+	dot = dot && data != nil
+	switch {
+	case dot:
 		dd, ok := b.dev.(device.BF16Dotter)
 		if !ok {
 			return nil, fmt.Errorf("device %s %q: the device (%T) has no bf16 dot product (--weights bf16dot): use --device local, or --weights bf16", n.Op, name, b.dev)
@@ -596,10 +599,10 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 		}
 		name = "bf16dot:" + name
 		send = func() error { return dd.UploadBF16Dot(name, data, wr, wc) }
-	} else if data := p.b16[w]; data != nil {
+	case data != nil:
 		name = "bf16:" + name
 		send = func() error { return b.dev.UploadBF16(name, data, wr, wc) }
-	} else {
+	default:
 		send = func() error { return b.dev.Upload(name, p.f32[w], wr, wc) }
 	}
 	if err := b.uploadOnce(name, send); err != nil {

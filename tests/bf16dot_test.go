@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"gelo/device"
+	"gelo/lower/cpu"
+	"gelo/lower/cpu/kernels"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
@@ -109,8 +112,14 @@ func TestBF16Dot(t *testing.T) {
 	}
 }
 
+// noDot is a device without the bf16 dot product (only device.Device's
+// methods).
+type noDot struct{ device.Device }
+
 // TestBF16DotRefusals: the whole-forward engines (which widen bf16
-// exactly) refuse a bf16dot plan, naming the flag.
+// exactly) refuse a bf16dot plan, naming the flag; so does the cpu
+// backend whose device has no bf16 dot product, when it compiles the
+// plan's first device matmul.
 func TestBF16DotRefusals(t *testing.T) {
 	cfg, _ := models.Variant("qwen3-tiny")
 	ckpt, err := models.SynthesizeAs(cfg, 23, "bf16")
@@ -125,5 +134,16 @@ func TestBF16DotRefusals(t *testing.T) {
 		if err == nil || !errors.Is(err, plan.ErrEngine) || !strings.Contains(err.Error(), "bf16dot") {
 			t.Errorf("--backend %s ran a bf16dot plan (err %v)", be, err)
 		}
+	}
+	ctx := kernels.NewCtx(1)
+	defer ctx.Close()
+	be := cpu.New(ckpt, cpu.Options{SessionKey: testKey, Device: noDot{cpu.NewLocalDevice(ctx)}})
+	defer be.Close()
+	s, err := runtime.NewSession(m, runtime.Adapt(be.Name(), be.Compile), runtime.Options{MaxContext: 16})
+	if err == nil {
+		_, err = s.Prefill(testPrompt(4, cfg.VocabSize))
+	}
+	if err == nil || !strings.Contains(err.Error(), "no bf16 dot product") {
+		t.Errorf("a device without the bf16 dot product ran a bf16dot plan (err %v)", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -117,6 +118,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	suite := fs.String("suite", "masks", "comma-separated suites: masks (TTFT/TPOT per family, per-bucket split), fusion, weights, replay, batch, security (the levels' frontier), verify (integrity probes' cost), serve (a loopback load run of gelo serve at 1, 8 and 32 clients, --prefill tokens in, --decode out), device (local against --device, or with --backend vulkan the cpu backend against the whole-forward Vulkan engine, its default suite: TTFT, TPOT, submits, dispatches and bytes per token, the cost of one crossing), or all")
 	measure := fs.Bool("measure", true, "security suite: also measure TTFT, TPOT and batched tok/s per level (slow on wide models)")
 	batch := fs.Int("batch", 8, "B of the batch suite")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the suites (not the probes) to this file, for go tool pprof")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
@@ -207,6 +209,17 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "decode bound (B=1, plain) %.2f tok/s = %.1f GB/s / %s per token (%s device weights)\n\n",
 		bound, bw, passes.HumanBytes(bytesPerTok), format)
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: --cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: --cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	env := &benchEnv{mf: &mf, l: l, key: key, workers: mf.workers, bw: bw, steps: *decodeSteps, maxCtx: mf.maxContext, out: stdout}
 	for _, suite := range suites {
 		var err error

@@ -376,3 +376,59 @@ func rowMajor(b testing.TB, w *wire.Matrix) *wire.Matrix {
 	rm.Data, rm.Layout = append([]byte(nil), data...), wire.RowMajor
 	return &rm
 }
+
+// layerShapes are one Qwen3-0.6B layer's matmuls in decode order, in (k)
+// and out (n): q, k, v, o, gate, up, down.
+var layerShapes = [][2]int{{1024, 2048}, {1024, 1024}, {1024, 1024}, {2048, 1024}, {1024, 3072}, {1024, 3072}, {3072, 1024}}
+
+// BenchmarkDecodeLayers streams the matmuls of a decode step the way the
+// engine does (one activation row, each matrix once, in layer order, in
+// the layout this machine's kernels read: LayoutFor), over enough layers
+// (copies of one) to exceed the last-level cache. MB/s is weight bytes
+// per second; compare it with the bandwidth probe gelo bench prints.
+func BenchmarkDecodeLayers(b *testing.B) {
+	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0, wire.Q4_K} {
+		var layer []*wire.Matrix
+		var acts []*wire.Activations
+		bytes := 0
+		for _, sz := range layerShapes {
+			k, n := sz[0], sz[1]
+			w, err := wire.Quantize(f, benchWeights(k, n), n, k)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := w.InterleaveTo(LayoutFor(f)); err != nil {
+				b.Fatal(err)
+			}
+			var a wire.Activations
+			if err := a.Quantize(benchWeights(k, 1), 1, k); err != nil {
+				b.Fatal(err)
+			}
+			layer, acts = append(layer, w), append(acts, &a)
+			bytes += len(w.Data)
+		}
+		layers := make([][]*wire.Matrix, copiesFor(bytes, true))
+		for l := range layers {
+			for _, w := range layer {
+				cp := *w
+				cp.Data = append([]byte(nil), w.Data...)
+				layers[l] = append(layers[l], &cp)
+			}
+		}
+		runtime.GC()
+		b.Run(f.String()+layoutSuffix(LayoutFor(f)), func(b *testing.B) {
+			c := NewCtx(0)
+			defer c.Close()
+			y := make([]float32, 3072)
+			b.SetBytes(int64(bytes))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for m, w := range layers[i%len(layers)] {
+					if err := c.MatMulQ(y, acts[m], w, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -30,8 +30,8 @@ type matmulJob struct {
 	m, n, nb int
 	ldw      int // bytes per weight row
 	gemm     bool
-	colsPer  int // weight rows (columns of y) per task; the last takes the rest
-	colTasks int
+	colUnit  int // tasks split the weight rows (columns of y) in whole units of this many rows,
+	colTasks int // evenly (the last task also takes the rows past the last whole unit)
 	rowsPer  int // activation rows per task (GEMM); the last takes the rest
 	rowTasks int
 }
@@ -46,8 +46,8 @@ type matmulJob struct {
 // of an m-row product is bit-identical to the m = 1 product of row i alone,
 // and the assembly is bit-identical to the portable code.
 //
-// m = 1 (decode) streams w once, split into ~128 KiB tasks of weight rows,
-// eight rows per kernel call. m >= 2 tiles the product into tasks of (64
+// m = 1 (decode) streams w once, split evenly into ~128 KiB tasks of
+// weight rows (a multiple of the worker count), eight rows per kernel call. m >= 2 tiles the product into tasks of (64
 // activation rows) x (a ~192 KiB panel of w) computed with 2x4 micro-tiles
 // (an interleaved w: tiles of whole groups, 2x8 for wire.Interleaved8 and
 // up to 16x16 for wire.Interleaved16, and the rows past the last whole
@@ -75,32 +75,36 @@ func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []
 	j.q, j.dx, j.sx = xq.Quants(), xq.Scales(), xq.Sums()
 	j.m, j.n, j.nb = m, n, k/wire.QK
 	j.ldw = w.RowBytes()
+	// unit: the rows a kernel call takes (an interleaved group, 8 for
+	// the matvec, 4 or 16 for a GEMM tile); per: the rows a task should
+	// take (a panel kept in L2 for a GEMM).
+	var unit, per int
 	switch {
 	case w.Layout != wire.RowMajor:
-		// Whole groups of weight rows per task.
-		gr := w.Layout.GroupRows()
-		j.gemm = m > 1
-		per := max(gr, mvTaskBytes/j.ldw/gr*gr)
-		if m > 1 {
-			per = max(gr, gemmPanelBytes/j.ldw/gr*gr)
-		}
-		j.colsPer, j.colTasks = per, max(1, n/per)
-		j.rowsPer, j.rowTasks = 1, 1
-		if m > 1 {
-			j.rowsPer, j.rowTasks = gemmRowBlock, max(1, m/gemmRowBlock)
-		}
+		unit = w.Layout.GroupRows()
+		per = max(unit, gemmPanelBytes/j.ldw/unit*unit)
 	case m == 1:
-		j.gemm = false
-		per := max(8, (mvTaskBytes/j.ldw)&^7)
-		j.colsPer, j.colTasks = per, max(1, n/per)
-		j.rowsPer, j.rowTasks = 1, 1
+		unit = 8
+	case useAVX512 && (w.Format == wire.Q8_0 || w.Format == wire.Q4_0):
+		unit = 16 // whole 16-column tiles
+		per = max(unit, (gemmPanelBytes/j.ldw)&^15)
 	default:
-		j.gemm = true
-		per := max(4, (gemmPanelBytes/j.ldw)&^3)
-		if useAVX512 && (w.Format == wire.Q8_0 || w.Format == wire.Q4_0) {
-			per = max(16, (gemmPanelBytes/j.ldw)&^15) // whole 16-column tiles
-		}
-		j.colsPer, j.colTasks = per, max(1, n/per)
+		unit = 4
+		per = max(unit, (gemmPanelBytes/j.ldw)&^3)
+	}
+	j.gemm = m > 1
+	j.colUnit, j.rowsPer, j.rowTasks = unit, 1, 1
+	units := max(1, n/unit)
+	if m == 1 {
+		// Decode: ~mvTaskBytes of weights per task, the task count a
+		// multiple of the workers and the units split evenly, so that no
+		// worker is left a task more than the others at the end.
+		t := max(1, (n*j.ldw+mvTaskBytes-1)/mvTaskBytes)
+		wk := c.Workers()
+		t = (t + wk - 1) / wk * wk
+		j.colTasks = min(t, units)
+	} else {
+		j.colTasks = max(1, n/per)
 		j.rowsPer, j.rowTasks = gemmRowBlock, max(1, m/gemmRowBlock)
 	}
 	c.run(j, j.colTasks*j.rowTasks)
@@ -124,8 +128,9 @@ func (c *Ctx) MatMul(y, x []float32, m int, w *wire.Matrix, bias []float32) erro
 
 func (j *matmulJob) do(task int) {
 	ib, jb := task%j.rowTasks, task/j.rowTasks
-	j0 := jb * j.colsPer
-	j1 := j0 + j.colsPer
+	units := max(1, j.n/j.colUnit)
+	j0 := units * jb / j.colTasks * j.colUnit
+	j1 := units * (jb + 1) / j.colTasks * j.colUnit
 	if jb == j.colTasks-1 {
 		j1 = j.n
 	}

@@ -223,14 +223,33 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 				}
 				base := KVOffset(int(j.seq[r]), g, 0, j.kvH, hd, maxT)
 				tc := min(attnChunk, T-t0)
+				i := i0
+				if wsum2Asm(f, hd) {
+					// Two query heads a pass over the chunk: its rows
+					// read (and widened) once, each head's bits those of
+					// its own wsum.
+					var v []float32
+					var h []uint16
+					if f == KVF32 {
+						v = j.vc.F32[base+t0*hd:]
+					} else {
+						h = j.vc.H16[base+t0*hd:]
+					}
+					for ; i+2 <= i1; i += 2 {
+						wsum2(f, j.out[(r*j.heads+i)*hd:], j.out[(r*j.heads+i+1)*hd:], score(r, i)[t0:], score(r, i+1)[t0:], v, h, hd, tc, hd, t0 > 0)
+					}
+					if i == i1 {
+						continue
+					}
+				}
 				if direct {
-					for i := i0; i < i1; i++ {
+					for ; i < i1; i++ {
 						wsumH16(f, j.out[(r*j.heads+i)*hd:], score(r, i)[t0:], j.vc.H16[base+t0*hd:], hd, tc, hd, t0 > 0)
 					}
 					continue
 				}
 				V := j.vc.rows(base+t0*hd, tc, hd, wide)
-				for i := i0; i < i1; i++ {
+				for ; i < i1; i++ {
 					wsum(j.out[(r*j.heads+i)*hd:], score(r, i)[t0:], V, hd, tc, hd, t0 > 0)
 				}
 			}

@@ -288,3 +288,43 @@ func bf16Dot4x6(x []uint16, ldx int, w []uint16, ldw, k, ntiles int, y []float32
 	_ = y[3*ldy+6*ntiles-1]
 	bf16Dot4x6AVX512(&x[0], ldx, &w[0], ldw, k, ntiles, &y[0], ldy)
 }
+
+//go:noescape
+func wsum2F32AVX512(out0, out1, p0, p1 *float32, v *float32, ldv, t, d, acc int)
+
+//go:noescape
+func wsum2F16AVX512(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
+
+//go:noescape
+func wsum2BF16AVX512(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
+
+// wsum2Asm reports whether wsum2 takes head width d.
+func wsum2Asm(f KVFormat, d int) bool {
+	return useAVX512 && d%128 == 0 && (f != KVF16 || useF16C)
+}
+
+// wsum2 is wsum (or wsumH16) of two query heads sharing one V chunk (v
+// for an f32 cache, h for a 16-bit one): out0 from p0 and out1 from p1,
+// each bit-identical to its own wsum call, the V rows read once
+// (wsum2Asm(f, d)).
+func wsum2(f KVFormat, out0, out1, p0, p1 []float32, v []float32, h []uint16, ldv, t, d int, acc bool) {
+	_, _, _, _ = out0[d-1], out1[d-1], p0[t-1], p1[t-1]
+	if !wsum2Asm(f, d) {
+		panic("kernels: wsum2 without its assembly")
+	}
+	a := 0
+	if acc {
+		a = 1
+	}
+	switch f {
+	case KVF32:
+		_ = v[(t-1)*ldv+d-1]
+		wsum2F32AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &v[0], ldv, t, d, a)
+	case KVF16:
+		_ = h[(t-1)*ldv+d-1]
+		wsum2F16AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
+	default:
+		_ = h[(t-1)*ldv+d-1]
+		wsum2BF16AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
+	}
+}

@@ -70,3 +70,9 @@ func bf16Dot1x8([]uint16, []uint16, int, int, int, []float32) { panic("kernels: 
 func bf16Dot4x6([]uint16, int, []uint16, int, int, int, []float32, int) {
 	panic("kernels: no assembly")
 }
+
+func wsum2Asm(f KVFormat, d int) bool { return false }
+
+func wsum2(f KVFormat, out0, out1, p0, p1 []float32, v []float32, h []uint16, ldv, t, d int, acc bool) {
+	panic("kernels: wsum2 without assembly")
+}

@@ -183,3 +183,45 @@ func TestAttentionPrefillBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestWsum2: the two-head AVX-512 weighted sums give, for each head, the
+// bits of the one-head AVX2 kernel (wsum, or wsumH16 on a 16-bit cache),
+// from zero and accumulating, for every cache format.
+func TestWsum2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 23))
+	for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
+		for _, d := range []int{128, 256} {
+			if !wsum2Asm(f, d) {
+				t.Skipf("no AVX-512 here: wsum2 is not used")
+			}
+			for _, T := range []int{1, 7, 64} {
+				for _, acc := range []bool{false, true} {
+					ldv := d + 128
+					raw := randSlice(rng, T*ldv)
+					h, wide := round16(raw, f)
+					if f == KVF32 {
+						wide = raw
+					}
+					p0, p1 := randSlice(rng, T), randSlice(rng, T)
+					init0, init1 := randSlice(rng, d), randSlice(rng, d)
+					out0, out1 := append([]float32(nil), init0...), append([]float32(nil), init1...)
+					wsum2(f, out0, out1, p0, p1, wide, h, ldv, T, d, acc)
+					want0, want1 := append([]float32(nil), init0...), append([]float32(nil), init1...)
+					if f == KVF32 {
+						wsum(want0, p0, wide, ldv, T, d, acc)
+						wsum(want1, p1, wide, ldv, T, d, acc)
+					} else {
+						wsumH16(f, want0, p0, h, ldv, T, d, acc)
+						wsumH16(f, want1, p1, h, ldv, T, d, acc)
+					}
+					if i := bitsEqual(out0, want0); i >= 0 {
+						t.Fatalf("%v d=%d T=%d acc=%v head 0 [%d] = %v, want %v", f, d, T, acc, i, out0[i], want0[i])
+					}
+					if i := bitsEqual(out1, want1); i >= 0 {
+						t.Fatalf("%v d=%d T=%d acc=%v head 1 [%d] = %v, want %v", f, d, T, acc, i, out1[i], want1[i])
+					}
+				}
+			}
+		}
+	}
+}

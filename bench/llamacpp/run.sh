@@ -8,7 +8,8 @@
 #
 # Environment: LLAMA_DIR (a llama.cpp checkout; built here if it has no
 # build/bin/llama-bench), WORK (scratch, default /tmp/gelo-llamacpp),
-# THREADS (default: nproc), TOKENIZER (a tokenizer.json or its directory,
+# THREADS (default: nproc), KV (the KV cache type of both engines: f16,
+# llama.cpp's default, or f32 or bf16; default f16), TOKENIZER (a tokenizer.json or its directory,
 # written into the GGUF files: llama.cpp refuses a file without one;
 # default ../shared/tokenizers/qwen3 beside the checkout).
 set -euo pipefail
@@ -17,6 +18,7 @@ formats=${2:-"f32 bf16 q8_0 q4_0"}
 rounds=${3:-3}
 work=${WORK:-/tmp/gelo-llamacpp}
 threads=${THREADS:-$(nproc)}
+kv=${KV:-f16}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tok=${TOKENIZER:-$root/../shared/tokenizers/qwen3}
 mkdir -p "$work"
@@ -53,7 +55,7 @@ for r in $(seq 1 "$rounds"); do
       echo "== round $r $f llama.cpp" >&2
       # -d 0,512: decode (tg64) from an empty context and after 512 tokens,
       # the depths gelo's two runs below decode at.
-      "$llama/build/bin/llama-bench" -m "$work/$model-$g.gguf" -t "$threads" -p 128,512 -n 64 -d 0,512 -r 1 -o csv \
+      "$llama/build/bin/llama-bench" -m "$work/$model-$g.gguf" -t "$threads" -p 128,512 -n 64 -d 0,512 -r 1 -ctk "$kv" -ctv "$kv" -o csv \
         | tail -n +2 | sed "s/^/round=$r,/" >> "$work/llama.csv"
     fi
     echo "== round $r $f gelo" >&2
@@ -61,10 +63,11 @@ for r in $(seq 1 "$rounds"); do
     # blocks are what --weights computes from the same f32 values). The
     # masks suite decodes after its last prompt: 512 tokens here, 8 in the
     # second run.
-    "$work/gelo" bench --model "$model" --weights "$f" --workers "$threads" --suite masks --masks none,exact --prefill 128,512 --decode 64 \
+    "$work/gelo" bench --model "$model" --weights "$f" --workers "$threads" --kv-dtype "$kv" --suite masks --masks none,exact --prefill 128,512 --decode 64 \
       > "$work/gelo-$r-$f.txt"
-    "$work/gelo" bench --model "$model" --weights "$f" --workers "$threads" --suite masks --masks none,exact --prefill 8 --decode 64 \
+    "$work/gelo" bench --model "$model" --weights "$f" --workers "$threads" --kv-dtype "$kv" --suite masks --masks none,exact --prefill 8 --decode 64 \
       > "$work/gelo-$r-$f-d8.txt"
   done
 done
-python3 "$root/bench/llamacpp/summary.py" "$work" | tee "$work/summary.txt"
+echo "KV cache: $kv on both engines" | tee "$work/summary.txt"
+python3 "$root/bench/llamacpp/summary.py" "$work" | tee -a "$work/summary.txt"

@@ -8,6 +8,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,6 +82,11 @@ func ParseShield(s string) (k int, energy float64, err error) {
 	ev, err2 := strconv.ParseFloat(strings.TrimSpace(es), 64)
 	if !ok || err1 != nil || err2 != nil {
 		return 0, 0, fmt.Errorf("--shield %q: want K,ENERGY such as 8,4.0", s)
+	}
+	// A negative row count or a non-finite or negative energy is no shield
+	// any pass could build; refuse it here, not deep in a pass.
+	if kv < 0 || ev < 0 || math.IsNaN(ev) || math.IsInf(ev, 0) {
+		return 0, 0, fmt.Errorf("--shield %q: K must be >= 0 and ENERGY finite and >= 0", s)
 	}
 	return kv, ev, nil
 }

@@ -179,9 +179,19 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 				if !direct {
 					K = j.kc.rows(base+t0*hd, tc, hd, wide)
 				}
+				// Heads below paired take their full tiles two at a time
+				// (each key row widened once for both).
+				paired := i0
+				if direct && nt > 0 && gemv2Asm(f, hd) {
+					paired = i0 + (i1-i0)/2*2
+					for i := i0; i < paired; i += 2 {
+						q0, q1 := j.q[(r*j.heads+i)*hd:], j.q[(r*j.heads+i+1)*hd:]
+						gemv2x8H16(f, q0, q1, j.kc.H16[base+t0*hd:], hd, hd, nt, score(r, i)[t0:], score(r, i+1)[t0:])
+					}
+				}
 				for i := i0; i < i1; i++ {
 					qi, si := j.q[(r*j.heads+i)*hd:], score(r, i)
-					if nt > 0 {
+					if nt > 0 && i >= paired {
 						if direct {
 							gemv1x8H16(f, qi, j.kc.H16[base+t0*hd:], hd, hd, nt, si[t0:])
 						} else {

@@ -328,3 +328,31 @@ func wsum2(f KVFormat, out0, out1, p0, p1 []float32, v []float32, h []uint16, ld
 		wsum2BF16AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
 	}
 }
+
+//go:noescape
+func gemv2x8F16AVX512(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
+
+//go:noescape
+func gemv2x8BF16AVX512(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
+
+// gemv2Asm reports whether gemv2x8H16 takes keys of format f and width k.
+func gemv2Asm(f KVFormat, k int) bool {
+	return useAVX512 && k%8 == 0 && (f == KVBF16 || (f == KVF16 && useF16C))
+}
+
+// gemv2x8H16 is gemv1x8H16 for two query heads x0 and x1 sharing the keys
+// w (into y0 and y1), each head's bits those of its own gemv1x8H16 call,
+// the keys read and widened once (gemv2Asm(f, k)).
+func gemv2x8H16(f KVFormat, x0, x1 []float32, w []uint16, ldw, k, ntiles int, y0, y1 []float32) {
+	_, _ = x0[k-1], x1[k-1]
+	_ = w[(8*ntiles-1)*ldw+k-1]
+	_, _ = y0[8*ntiles-1], y1[8*ntiles-1]
+	if !gemv2Asm(f, k) {
+		panic("kernels: gemv2x8H16 without its assembly")
+	}
+	if f == KVF16 {
+		gemv2x8F16AVX512(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
+	} else {
+		gemv2x8BF16AVX512(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
+	}
+}

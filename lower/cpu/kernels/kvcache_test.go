@@ -225,3 +225,32 @@ func TestWsum2(t *testing.T) {
 		}
 	}
 }
+
+// TestGemv2: the two-head AVX-512 scores give, for each head, the bits of
+// the one-head AVX2 kernel (gemv1x8H16) on a 16-bit cache.
+func TestGemv2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 24))
+	for _, f := range []KVFormat{KVF16, KVBF16} {
+		for _, k := range []int{8, 128, 136} {
+			if !gemv2Asm(f, k) {
+				t.Skipf("no AVX-512 here: gemv2x8H16 is not used")
+			}
+			for _, nt := range []int{1, 3} {
+				ldw := k + 16
+				h, _ := round16(randSlice(rng, 8*nt*ldw), f)
+				x0, x1 := randSlice(rng, k), randSlice(rng, k)
+				y0, y1 := make([]float32, 8*nt), make([]float32, 8*nt)
+				gemv2x8H16(f, x0, x1, h, ldw, k, nt, y0, y1)
+				w0, w1 := make([]float32, 8*nt), make([]float32, 8*nt)
+				gemv1x8H16(f, x0, h, ldw, k, nt, w0)
+				gemv1x8H16(f, x1, h, ldw, k, nt, w1)
+				if i := bitsEqual(y0, w0); i >= 0 {
+					t.Fatalf("%v k=%d nt=%d head 0 [%d] = %v, want %v", f, k, nt, i, y0[i], w0[i])
+				}
+				if i := bitsEqual(y1, w1); i >= 0 {
+					t.Fatalf("%v k=%d nt=%d head 1 [%d] = %v, want %v", f, k, nt, i, y1[i], w1[i])
+				}
+			}
+		}
+	}
+}

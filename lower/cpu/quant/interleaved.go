@@ -224,9 +224,16 @@ func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 				mv16IL(f, j.q[i0*k:], j.dx[i0*nb:], j.sx[i0*nb:], g, nb, j.y[i0*n+jg:])
 				continue
 			}
+			// The kernel accumulates in its output tile: a contiguous one
+			// here, since 16 rows of y a multiple of 1 KiB apart share
+			// one L1 set (n = 3072: every row), more than its ways.
+			var tile [mm16Rows * mv16Rows]float32
 			for i := i0; i < i1; i += mm16Rows {
 				r := min(mm16Rows, i1-i)
-				mm16IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, r, j.y[i*n+jg:], n)
+				mm16IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, r, tile[:], mv16Rows)
+				for t := range r {
+					copy(j.y[(i+t)*n+jg:(i+t)*n+jg+mv16Rows], tile[t*mv16Rows:(t+1)*mv16Rows])
+				}
 			}
 			continue
 		}

@@ -356,3 +356,6 @@ func gemv2x8H16(f KVFormat, x0, x1 []float32, w []uint16, ldw, k, ntiles int, y0
 		gemv2x8BF16AVX512(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
 	}
 }
+
+//go:noescape
+func f32ToF16F16C(dst *uint16, src *float32, n int)

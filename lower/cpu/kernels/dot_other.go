@@ -82,3 +82,7 @@ func gemv2Asm(f KVFormat, k int) bool { return false }
 func gemv2x8H16(f KVFormat, x0, x1 []float32, w []uint16, ldw, k, ntiles int, y0, y1 []float32) {
 	panic("kernels: gemv2x8H16 without assembly")
 }
+
+func f32ToF16F16C(dst *uint16, src *float32, n int) {
+	panic("kernels: f32ToF16F16C without its assembly")
+}

@@ -77,15 +77,28 @@ func (k KV) store(o int, src []float32) {
 	case KVF32:
 		copy(k.F32[o:o+len(src)], src)
 	case KVF16:
-		dst := k.H16[o : o+len(src)]
-		for i, v := range src {
-			dst[i] = safetensors.F32ToF16(v)
-		}
+		narrowF16(k.H16[o:o+len(src)], src)
 	case KVBF16:
 		dst := k.H16[o : o+len(src)]
 		for i, v := range src {
 			dst[i] = safetensors.F32ToBF16(v)
 		}
+	}
+}
+
+// narrowF16 stores src rounded to binary16 in dst (len(dst) >= len(src)),
+// bit for bit safetensors.F32ToF16: F16C's VCVTPS2PH 8 at a time where
+// present, the tail in Go. A prefill's K and V pass through here; one value
+// at a time in Go they cost about what the prefill's attention did.
+func narrowF16(dst []uint16, src []float32) {
+	n := 0
+	if useF16C && len(src) >= 8 {
+		n = len(src) &^ 7
+		_ = dst[n-1]
+		f32ToF16F16C(&dst[0], &src[0], n)
+	}
+	for i := n; i < len(src); i++ {
+		dst[i] = safetensors.F32ToF16(src[i])
 	}
 }
 

@@ -254,3 +254,32 @@ func TestGemv2(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowF16 holds the F16C narrowing to safetensors.F32ToF16 bit for
+// bit: random bit patterns (every exponent, NaN payloads quiet and
+// signalling), the rounding edges (ties, the largest finite f16 and the
+// first value that overflows, the subnormal range) and lengths with a tail.
+func TestNarrowF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	var src []float32
+	for _, b := range []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001, 0x7fbfffff, 0xffc00001,
+		0x477fe000, 0x477fefff, 0x477ff000, 0x33000000, 0x33000001, 0x38800000, 0x387fc000, 0x00000001, 0x3f801000, 0x3f803000} {
+		src = append(src, math.Float32frombits(b))
+	}
+	for range 1 << 16 {
+		src = append(src, math.Float32frombits(rng.Uint32()))
+	}
+	for range 1 << 14 {
+		// Near f16's range, where rounding decides.
+		src = append(src, math.Float32frombits(0x33000000+rng.Uint32N(0x477ff000-0x33000000+0x2000)|rng.Uint32N(2)<<31))
+	}
+	for _, n := range []int{len(src), 7, 8, 13, 1} {
+		got := make([]uint16, n)
+		narrowF16(got, src[:n])
+		for i, v := range src[:n] {
+			if want := safetensors.F32ToF16(v); got[i] != want {
+				t.Fatalf("n=%d: narrowF16(%#08x) = %#04x, want %#04x", n, math.Float32bits(v), got[i], want)
+			}
+		}
+	}
+}

@@ -19,17 +19,16 @@ const (
 	// (Q8_0: 8 pieces of 4 int8; Q4_0: 4 pieces of 4 packed bytes, low
 	// nibbles elements 4p..4p+3 and high nibbles 16+4p..); a kernel then
 	// reads one vector holding one piece of each of the G rows, so the
-	// per-row sums need no horizontal reduction. Q4_K: the 8 rows'
-	// block_q4_K super-blocks whole, row r's at 144r (its kernel already
-	// reduces per row). Rows past the last whole group (Rows % G of them)
+	// per-row sums need no horizontal reduction. Q4_K in pieces too: per
+	// super-block, first the 4 dwords of the G rows' headers (d and dmin,
+	// then the 12 bytes of packed scales), dword k of row r at 4Gk + 4r,
+	// then the 128 quant bytes in 4-byte pieces, bytes 4p..4p+3 of row r
+	// at 16G + 4Gp + 4r. Rows past the last whole group (Rows % G of them)
 	// stay row-major at the end.
 	Interleaved8
 	// Interleaved16: Interleaved8's order with groups of G = 16 rows,
 	// for the AVX-512 kernels (one 64-byte vector holds a piece of each
-	// of the 16 rows). Q4_K too, in pieces: per super-block, first the 4
-	// dwords of the 16 rows' headers (d and dmin, then the 12 bytes of
-	// packed scales), dword k of row r at 64k + 4r, then the 128 quant
-	// bytes in 4-byte pieces, bytes 4p..4p+3 of row r at 256 + 64p + 4r.
+	// of the 16 rows), Q4_K included.
 	Interleaved16
 )
 
@@ -117,14 +116,11 @@ func interleaveGroup(f Format, gr int, dst, rows []byte, nb int) {
 		out := dst[b*gr*bb:]
 		for r := 0; r < gr; r++ {
 			blk := rows[r*rb+b*bb:]
-			switch {
-			case f == Q4_K && gr == 16:
+			if f == Q4_K {
 				for p := 0; p < bb/4; p++ {
-					copy(out[64*p+4*r:64*p+4*r+4], blk[4*p:4*p+4])
+					at := 4*gr*p + 4*r
+					copy(out[at:at+4], blk[4*p:4*p+4])
 				}
-				continue
-			case f == Q4_K:
-				copy(out[r*bb:(r+1)*bb], blk[:bb])
 				continue
 			}
 			out[2*r], out[2*r+1] = blk[0], blk[1]
@@ -149,14 +145,11 @@ func (m *Matrix) copyRow(dst []byte, r int) {
 	grp := m.Data[g*gr*rb:]
 	for b := 0; b < m.BlocksPerRow(); b++ {
 		src, blk := grp[b*gr*bb:], dst[b*bb:]
-		switch {
-		case m.Format == Q4_K && gr == 16:
+		if m.Format == Q4_K {
 			for p := 0; p < bb/4; p++ {
-				copy(blk[4*p:4*p+4], src[64*p+4*rr:64*p+4*rr+4])
+				at := 4*gr*p + 4*rr
+				copy(blk[4*p:4*p+4], src[at:at+4])
 			}
-			continue
-		case m.Format == Q4_K:
-			copy(blk[:bb], src[rr*bb:(rr+1)*bb])
 			continue
 		}
 		blk[0], blk[1] = src[2*rr], src[2*rr+1]

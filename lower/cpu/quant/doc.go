@@ -58,10 +58,15 @@
 // headers, the second row's weights from L1), each lane in the same order.
 //
 // A Q4_K matrix the CPU keeps for itself is reordered at load into
-// wire.Interleaved8 on every AVX2 machine: per group of 8 weight rows, the
-// rows' super-blocks side by side, so the same kernel (called with a
-// super-block step of 8*144 bytes and a row stride of 144) streams each
-// group from one place and prefetches along that one stream.
+// wire.Interleaved8 on every AVX2 machine: per super-block of a group of
+// 8 weight rows, the rows' header dwords as 4 vectors (one lane a row, no
+// transpose) and the quant bytes as 32-byte vectors of 4-byte pieces.
+// Its kernel (q4kmm8ILAVX2, decode and GEMMs alike) unpacks the 8 rows'
+// d1 and m1 once per super-block, splits each piece into nibbles once for
+// 4 activation rows, and one VPMADDUBSW per piece and activation dword
+// leaves each row's partial sums in its own lane, so no reduction tree
+// runs; the float part is the per-lane order above. The row-major kernel
+// stays for a GGUF file's own blocks.
 // Where the AVX-512 VNNI kernels run it goes into wire.Interleaved16
 // instead: per super-block, the 16 rows' header dwords as 4 vectors (one
 // lane a row, so no transpose) and the quant bytes as 64-byte vectors of

@@ -46,6 +46,9 @@ func q4mm16AVX512(x *int8, dx *float32, sx *int32, w *byte, ldw, nb, rows int, y
 func q4kmv8AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns, step, pf int, y *float32)
 
 //go:noescape
+func q4kmm8ILAVX2(x *int8, dx *float32, sx *int32, w *byte, ns, rows int, y *float32, ldy int)
+
+//go:noescape
 func q4kmm28AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns, step, pf int, y *float32, ldy int)
 
 // mm28 sets y[r*ldy+c] = dot(x[r*k:], w[c*ldw:]) for r < 2, c < 8 with

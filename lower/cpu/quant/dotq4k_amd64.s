@@ -92,6 +92,12 @@ GLOBL k4byte<>(SB), RODATA|NOPTR, $128
 	VPUNPCKHQDQ Y5, Y4, Y1;              \
 	VPUNPCKLQDQ Y7, Y6, Y2;              \
 	VPUNPCKHQDQ Y7, Y6, Y3;              \
+	K4UNPACK
+
+// K4UNPACK: the d1 and m1 of the 8 sub-blocks into the frame from the 8
+// rows' header dwords, dword k of every row in Yk (k < 4). Clobbers
+// Y0-Y10.
+#define K4UNPACK \
 	VPSHUFB     k4dm<>(SB), Y0, Y0;      \
 	VPERMQ      $0xD8, Y0, Y0;           \
 	VCVTPH2PS   X0, Y4;                  \
@@ -243,14 +249,148 @@ GLOBL k4byte<>(SB), RODATA|NOPTR, $128
 	PREFETCHT0 OFF(R14)(BX*2); \
 	PREFETCHT0 OFF(R14)(R9*1)
 
+// The Q4_K kernel on wire.Interleaved8 groups (AVX2): 8 weight rows, one
+// per dword lane, times any number of q8_0 activation rows, in the
+// canonical order of dotQ4KGo. Per super-block the 8 rows' header dwords
+// are loaded as they lie (pre-transposed) and K4UNPACK leaves their d1 and
+// m1 in the frame. Per pair of sub-blocks (32 quant bytes a row: low
+// nibbles sub-block 2c, high ones 2c+1) each 32-byte piece vector holds 4
+// bytes of every row, so one VPMADDUBSW with a broadcast activation dword
+// leaves each row's partial sums in its own lane (no reduction tree); the
+// piece is split into nibbles once for 4 activation rows. The int16 sums
+// of a sub-block (at most 16*15*127 < 2^15) are widened by VPMADDWD and
+// the float part is acc = fl(acc + fl(fl(isum*fl(d1*dx)) -
+// fl(sx*fl(m1*dx)))) per lane, the accumulators in the output tile
+// (zeroed first), sub-blocks in order. Frame: 0..511 d1/m1 (as K4HEAD),
+// 512/520/528(SP) the super-block's x, dx and sx of activation row 0.
+
+// Q8W(Q): Y8, Y9 = the low and high nibbles of the 32 bytes at Q(AX).
+#define Q8W(Q) \
+	VMOVDQU Q(AX), Y9;   \
+	VPAND   Y13, Y9, Y8; \
+	VPSRLW  $4, Y9, Y9;  \
+	VPAND   Y13, Y9, Y9
+
+// Q8F(XL, XH, AL, AH): AL, AH = the int16 pair sums of Y8, Y9 times the
+// activation dwords at XL, XH broadcast (a sub-block pair's first piece);
+// Q8A adds them to AL, AH. Q8A clobbers Y10, Y11.
+#define Q8F(XL, XH, AL, AH) \
+	VPBROADCASTD XL, AL;     \
+	VPMADDUBSW   AL, Y8, AL; \
+	VPBROADCASTD XH, AH;     \
+	VPMADDUBSW   AH, Y9, AH
+
+#define Q8A(XL, XH, AL, AH) \
+	VPBROADCASTD XL, Y10;      \
+	VPMADDUBSW   Y10, Y8, Y10; \
+	VPADDW       Y10, AL, AL;  \
+	VPBROADCASTD XH, Y11;      \
+	VPMADDUBSW   Y11, Y9, Y11; \
+	VPADDW       Y11, AH, AH
+
+// Q8P4(Q8X, C, P): piece P of pair C for the 4 activation rows at SI +
+// r*R10 (R9 = 3*R10), accumulators Y0..Y7 (row r: Y2r low, Y2r+1 high).
+#define Q8P4(Q8X, C, P) \
+	Q8W(128+256*C+32*P);                                          \
+	Q8X(64*C+4*P(SI), 64*C+32+4*P(SI), Y0, Y1);                   \
+	Q8X(64*C+4*P(SI)(R10*1), 64*C+32+4*P(SI)(R10*1), Y2, Y3);     \
+	Q8X(64*C+4*P(SI)(R10*2), 64*C+32+4*P(SI)(R10*2), Y4, Y5);     \
+	Q8X(64*C+4*P(SI)(R9*1), 64*C+32+4*P(SI)(R9*1), Y6, Y7)
+
+#define Q8P1(Q8X, C, P) \
+	Q8W(128+256*C+32*P); \
+	Q8X(64*C+4*P(SI), 64*C+32+4*P(SI), Y0, Y1)
+
+// Q8FLT(AL, AH, C, DXB, SXB, YB): the y row at YB += sub-block 2C's float
+// part, then 2C+1's, from their int16 sums in AL, AH; dx and sx of the
+// activation row at DXB, SXB. Clobbers Y10, Y11.
+#define Q8FLT(AL, AH, C, DXB, SXB, YB) \
+	VPMADDWD     Y15, AL, AL;              \
+	VPMADDWD     Y15, AH, AH;              \
+	VBROADCASTSS 8*C DXB, Y10;             \
+	VMULPS       64*C(SP), Y10, Y11;       \
+	VMULPS       256+64*C(SP), Y10, Y10;   \
+	VCVTDQ2PS    AL, AL;                   \
+	VMULPS       Y11, AL, AL;              \
+	VPBROADCASTD 8*C SXB, Y11;             \
+	VCVTDQ2PS    Y11, Y11;                 \
+	VMULPS       Y10, Y11, Y11;            \
+	VSUBPS       Y11, AL, AL;              \
+	VADDPS       YB, AL, AL;               \
+	VBROADCASTSS 8*C+4 DXB, Y10;           \
+	VMULPS       64*C+32(SP), Y10, Y11;    \
+	VMULPS       256+64*C+32(SP), Y10, Y10; \
+	VCVTDQ2PS    AH, AH;                   \
+	VMULPS       Y11, AH, AH;              \
+	VPBROADCASTD 8*C+4 SXB, Y11;           \
+	VCVTDQ2PS    Y11, Y11;                 \
+	VMULPS       Y10, Y11, Y11;            \
+	VSUBPS       Y11, AH, AH;              \
+	VADDPS       AH, AL, AL;               \
+	VMOVUPS      AL, YB
+
+// Q8PAIR(C, L4, L1, LE): sub-blocks 2C and 2C+1 for every activation
+// row, 4 at a time, then one at a time; the lines 2 super-blocks ahead
+// are prefetched, 5 a pair.
+#define Q8PAIR(C, L4, L1, LE) \
+	PREFETCHT0 2304+320*C(AX);         \
+	PREFETCHT0 2368+320*C(AX);         \
+	PREFETCHT0 2432+320*C(AX);         \
+	PREFETCHT0 2496+320*C(AX);         \
+	PREFETCHT0 2560+320*C(AX);         \
+	MOVQ       512(SP), SI;            \
+	MOVQ       520(SP), DI;            \
+	MOVQ       528(SP), R11;           \
+	MOVQ       y+48(FP), DX;           \
+	MOVQ       rows+40(FP), R8;        \
+	CMPQ       R8, $4;                 \
+	JLT        L1;                     \
+L4:                                    \
+	Q8P4(Q8F, C, 0);                   \
+	Q8P4(Q8A, C, 1);                   \
+	Q8P4(Q8A, C, 2);                   \
+	Q8P4(Q8A, C, 3);                   \
+	Q8P4(Q8A, C, 4);                   \
+	Q8P4(Q8A, C, 5);                   \
+	Q8P4(Q8A, C, 6);                   \
+	Q8P4(Q8A, C, 7);                   \
+	Q8FLT(Y0, Y1, C, (DI), (R11), (DX));                                \
+	Q8FLT(Y2, Y3, C, (DI)(R12*1), (R11)(R12*1), (DX)(BX*1));            \
+	Q8FLT(Y4, Y5, C, (DI)(R12*2), (R11)(R12*2), (DX)(BX*2));            \
+	Q8FLT(Y6, Y7, C, (DI)(R13*1), (R11)(R13*1), (DX)(R14*1));           \
+	LEAQ       (SI)(R10*4), SI;        \
+	LEAQ       (DI)(R12*4), DI;        \
+	LEAQ       (R11)(R12*4), R11;      \
+	LEAQ       (DX)(BX*4), DX;         \
+	SUBQ       $4, R8;                 \
+	CMPQ       R8, $4;                 \
+	JGE        L4;                     \
+L1:                                    \
+	TESTQ      R8, R8;                 \
+	JZ         LE;                     \
+	Q8P1(Q8F, C, 0);                   \
+	Q8P1(Q8A, C, 1);                   \
+	Q8P1(Q8A, C, 2);                   \
+	Q8P1(Q8A, C, 3);                   \
+	Q8P1(Q8A, C, 4);                   \
+	Q8P1(Q8A, C, 5);                   \
+	Q8P1(Q8A, C, 6);                   \
+	Q8P1(Q8A, C, 7);                   \
+	Q8FLT(Y0, Y1, C, (DI), (R11), (DX)); \
+	ADDQ       R10, SI;                \
+	ADDQ       R12, DI;                \
+	ADDQ       R12, R11;               \
+	ADDQ       BX, DX;                 \
+	DECQ       R8;                     \
+	JMP        L1;                     \
+LE:
+
 // func q4kmv8AVX2(x *int8, dx *float32, sx *int32, w *byte, ldw, ns, step, pf int, y *float32)
 //
 // y[r] = dot(x, row r) for the 8 block_q4_K rows at w + r*ldw, ns >= 1
 // super-blocks (8*ns activation blocks), super-block s of row r at
-// w + r*ldw + s*step: step = 144 row-major, ldw = 144 and step = 1152 in
-// an Interleaved8 group. The lines pf bytes past each super-block read
-// are prefetched (the next tile's, 8*ldw, row-major; further along the
-// group's one stream, interleaved).
+// w + r*ldw + s*step (step = 144 row-major). The lines pf bytes past each
+// super-block read are prefetched (the next tile's: pf = 8*ldw).
 TEXT ·q4kmv8AVX2(SB), NOSPLIT, $512-72
 	MOVQ x+0(FP), SI
 	MOVQ dx+8(FP), DI
@@ -349,5 +489,61 @@ q4kmm28loop:
 	MOVQ    ldy+72(FP), R10
 	VMOVUPS Y14, (DX)
 	VMOVUPS Y12, (DX)(R10*4)
+	VZEROUPPER
+	RET
+
+// func q4kmm8ILAVX2(x *int8, dx *float32, sx *int32, w *byte, ns, rows int, y *float32, ldy int)
+//
+// For r < rows, c < 8: y[r*ldy + c] = dot(activation row r, row c of the
+// Q4_K Interleaved8 group at w), activation row r at x + r*256*ns (scales
+// dx + r*8*ns, sums sx + r*8*ns), ns >= 1 super-blocks, rows >= 1.
+TEXT ·q4kmm8ILAVX2(SB), 0, $544-64
+	MOVQ     x+0(FP), SI
+	MOVQ     SI, 512(SP)
+	MOVQ     dx+8(FP), DI
+	MOVQ     DI, 520(SP)
+	MOVQ     sx+16(FP), R11
+	MOVQ     R11, 528(SP)
+	MOVQ     w+24(FP), AX
+	MOVQ     ns+32(FP), CX
+	MOVQ     CX, R10
+	SHLQ     $8, R10               // 256*ns: x row stride
+	LEAQ     (R10)(R10*2), R9
+	MOVQ     CX, R12
+	SHLQ     $5, R12               // 32*ns: dx and sx row stride
+	LEAQ     (R12)(R12*2), R13
+	MOVQ     ldy+56(FP), BX
+	SHLQ     $2, BX                // 4*ldy
+	LEAQ     (BX)(BX*2), R14
+	VMOVDQU  k4m0f<>(SB), Y13
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15         // int16 ones
+	VXORPS   Y0, Y0, Y0
+	MOVQ     y+48(FP), DX
+	MOVQ     rows+40(FP), R8
+
+q4kil8zero:
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	DECQ    R8
+	JNZ     q4kil8zero
+
+q4kil8super:
+	VMOVDQU 0(AX), Y0
+	VMOVDQU 32(AX), Y1
+	VMOVDQU 64(AX), Y2
+	VMOVDQU 96(AX), Y3
+	K4UNPACK
+	Q8PAIR(0, q4kil8r40, q4kil8r10, q4kil8e0)
+	Q8PAIR(1, q4kil8r41, q4kil8r11, q4kil8e1)
+	Q8PAIR(2, q4kil8r42, q4kil8r12, q4kil8e2)
+	Q8PAIR(3, q4kil8r43, q4kil8r13, q4kil8e3)
+	ADDQ $1152, AX
+	ADDQ $256, 512(SP)
+	ADDQ $32, 520(SP)
+	ADDQ $32, 528(SP)
+	DECQ CX
+	JNZ  q4kil8super
+
 	VZEROUPPER
 	RET

@@ -22,10 +22,6 @@ func LayoutFor(f wire.Format) wire.Layout {
 	return wire.Interleaved8
 }
 
-// q4kILPrefetch is how far ahead of the super-block it reads the Q4_K
-// group kernels prefetch, in bytes along the group's one stream.
-const q4kILPrefetch = 2 * wire.InterleaveRows * wire.BlockBytesQ4_K
-
 // groupBytes is the size of an Interleaved8 group of rows of nb 32-value
 // blocks.
 func groupBytes(f wire.Format, nb int) int {
@@ -34,17 +30,6 @@ func groupBytes(f wire.Format, nb int) int {
 
 // mv16Rows is the group size of wire.Interleaved16.
 const mv16Rows = 16
-
-// dotQ4KILGo is dotQ4KGo of row rr (< 8) of the Interleaved8 group g.
-func dotQ4KILGo(x []int8, dx []float32, sx []int32, g []byte, rr, nb int) float32 {
-	const sb = wire.InterleaveRows * wire.BlockBytesQ4_K
-	var acc float32
-	for s := 0; s < nb/8; s++ {
-		at := s*sb + rr*wire.BlockBytesQ4_K
-		acc = q4kSuper(acc, g[at:at+wire.BlockBytesQ4_K:at+wire.BlockBytesQ4_K], x, dx, sx, s)
-	}
-	return acc
-}
 
 // dotILGo returns row rr (< gr) of the interleaved group g of gr rows (nb
 // blocks of format f, Q8_0 or Q4_0) times the activation row (x, dx, nb
@@ -79,7 +64,7 @@ func dotILGo(f wire.Format, gr int, x []int8, dx []float32, g []byte, rr, nb int
 func mv8ILGo(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, y []float32) {
 	for r := 0; r < wire.InterleaveRows; r++ {
 		if f == wire.Q4_K {
-			y[r] = dotQ4KILGo(x, dx, sx, g, r, nb)
+			y[r] = dotQ4KILGo(x, dx, sx, g, wire.InterleaveRows, r, nb)
 		} else {
 			y[r] = dotILGo(f, wire.InterleaveRows, x, dx, g, r, nb)
 		}
@@ -97,9 +82,7 @@ func mv8IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, 
 	}
 	switch f {
 	case wire.Q4_K:
-		q4kmv8AVX2(&x[0], &dx[0], &sx[0], &g[0], wire.BlockBytesQ4_K, nb/8,
-			wire.InterleaveRows*wire.BlockBytesQ4_K, q4kILPrefetch, &y[0])
-		return
+		q4kmm8ILAVX2(&x[0], &dx[0], &sx[0], &g[0], nb/8, 1, &y[0], wire.InterleaveRows)
 	case wire.Q8_0:
 		q8mv8ILAVX2(&x[0], &dx[0], &g[0], nb, &y[0])
 	default:
@@ -121,8 +104,7 @@ func mm28IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 	}
 	switch f {
 	case wire.Q4_K:
-		q4kmm28AVX2(&x[0], &dx[0], &sx[0], &g[0], wire.BlockBytesQ4_K, nb/8,
-			wire.InterleaveRows*wire.BlockBytesQ4_K, q4kILPrefetch, &y[0], ldy)
+		q4kmm8ILAVX2(&x[0], &dx[0], &sx[0], &g[0], nb/8, 2, &y[0], ldy)
 	case wire.Q8_0:
 		q8mm28ILAVX2(&x[0], &dx[0], &g[0], nb, &y[0], ldy)
 	default:
@@ -130,16 +112,38 @@ func mm28IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 	}
 }
 
-// dotQ4KIL16Go is dotQ4KGo of row rr (< 16) of the Q4_K Interleaved16
-// group g: each super-block gathered back from its pieces.
-func dotQ4KIL16Go(x []int8, dx []float32, sx []int32, g []byte, rr, nb int) float32 {
-	const sb = mv16Rows * wire.BlockBytesQ4_K
+// q4kIL8Rows is the most activation rows one Q4_K Interleaved8 group
+// call takes (its output tile: 2 KiB on the stack).
+const q4kIL8Rows = 64
+
+// mm8ILQ4K sets y[r*ldy+c] = row c of the Q4_K Interleaved8 group g
+// times activation row r (x[r*32*nb:], dx[r*nb:], sx[r*nb:]), r < rows,
+// c < 8.
+func mm8ILQ4K(x []int8, dx []float32, sx []int32, g []byte, nb, rows int, y []float32, ldy int) {
+	_, _, _ = x[rows*nb*wire.QK-1], dx[rows*nb-1], sx[rows*nb-1]
+	_ = g[groupBytes(wire.Q4_K, nb)-1]
+	_ = y[(rows-1)*ldy+wire.InterleaveRows-1]
+	if !useAsm {
+		k := nb * wire.QK
+		for i := 0; i < rows; i++ {
+			mv8ILGo(wire.Q4_K, x[i*k:], dx[i*nb:], sx[i*nb:], g, nb, y[i*ldy:])
+		}
+		return
+	}
+	q4kmm8ILAVX2(&x[0], &dx[0], &sx[0], &g[0], nb/8, rows, &y[0], ldy)
+}
+
+// dotQ4KILGo is dotQ4KGo of row rr (< gr) of the Q4_K group g of an
+// Interleaved8 (gr = 8) or Interleaved16 (gr = 16) matrix: each
+// super-block gathered back from its pieces.
+func dotQ4KILGo(x []int8, dx []float32, sx []int32, g []byte, gr, rr, nb int) float32 {
+	sb := gr * wire.BlockBytesQ4_K
 	var acc float32
 	var blk [wire.BlockBytesQ4_K]byte
 	for s := 0; s < nb/8; s++ {
 		src := g[s*sb : (s+1)*sb]
 		for p := 0; p < wire.BlockBytesQ4_K/4; p++ {
-			copy(blk[4*p:4*p+4], src[64*p+4*rr:])
+			copy(blk[4*p:4*p+4], src[4*gr*p+4*rr:])
 		}
 		acc = q4kSuper(acc, blk[:], x, dx, sx, s)
 	}
@@ -149,7 +153,7 @@ func dotQ4KIL16Go(x []int8, dx []float32, sx []int32, g []byte, rr, nb int) floa
 // dotIL16Go is row rr (< 16) of the Interleaved16 group g times x.
 func dotIL16Go(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, rr, nb int) float32 {
 	if f == wire.Q4_K {
-		return dotQ4KIL16Go(x, dx, sx, g, rr, nb)
+		return dotQ4KILGo(x, dx, sx, g, mv16Rows, rr, nb)
 	}
 	return dotILGo(f, mv16Rows, x, dx, g, rr, nb)
 }
@@ -207,8 +211,8 @@ func mm16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb, row
 // doInterleaved computes the task's block of y, rows i0..i1 of the
 // activations by weight rows j0..j1 (j0 a multiple of the group size),
 // from an interleaved matrix: whole groups through the group kernels
-// (Interleaved8: two activation rows per call, the last odd row alone;
-// Interleaved16: up to mm16Rows activation rows per call, one row through
+// (Interleaved8: two activation rows per call, the last odd row alone,
+// Q4_K up to q4kIL8Rows per call into a contiguous tile; Interleaved16: up to mm16Rows activation rows per call, one row through
 // the matvec kernel), rows past the last whole group (row-major) one by
 // one.
 func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
@@ -233,6 +237,19 @@ func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 				mm16IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, r, tile[:], mv16Rows)
 				for t := range r {
 					copy(j.y[(i+t)*n+jg:(i+t)*n+jg+mv16Rows], tile[t*mv16Rows:(t+1)*mv16Rows])
+				}
+			}
+			continue
+		}
+		if f == wire.Q4_K && i1-i0 > 1 {
+			// As the 16-row tile above: rows of y n floats apart would
+			// share L1 sets.
+			var tile [q4kIL8Rows * wire.InterleaveRows]float32
+			for i := i0; i < i1; i += q4kIL8Rows {
+				r := min(q4kIL8Rows, i1-i)
+				mm8ILQ4K(j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, r, tile[:], wire.InterleaveRows)
+				for t := range r {
+					copy(j.y[(i+t)*n+jg:(i+t)*n+jg+wire.InterleaveRows], tile[t*wire.InterleaveRows:(t+1)*wire.InterleaveRows])
 				}
 			}
 			continue

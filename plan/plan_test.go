@@ -106,8 +106,13 @@ func TestOptionsCheck(t *testing.T) {
 	if err := plan.Defaults().Check(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := plan.ParseShield("8;4"); err == nil {
-		t.Error("ParseShield accepted 8;4")
+	for _, bad := range []string{"8;4", "-1,1", "8,-1", "8,NaN", "8,Inf", "8,-Inf", "8", ",4"} {
+		if k, e, err := plan.ParseShield(bad); err == nil {
+			t.Errorf("ParseShield accepted %q (K %d, energy %v)", bad, k, e)
+		}
+	}
+	if k, e, err := plan.ParseShield("0,0"); err != nil || k != 0 || e != 0 {
+		t.Errorf("ParseShield(0,0) = %d, %v, %v", k, e, err)
 	}
 	if k, e, err := plan.ParseShield("16, 2.5"); err != nil || k != 16 || e != 2.5 {
 		t.Errorf("ParseShield(16, 2.5) = %d, %v, %v", k, e, err)

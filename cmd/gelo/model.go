@@ -10,6 +10,7 @@ import (
 
 	"gelo/ir"
 	"gelo/lower/cpu"
+	"gelo/lower/cpu/kernels"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
@@ -231,6 +232,9 @@ func (mf *modelFlags) open(stderr io.Writer) (*models.Model, error) {
 	}
 	if m != nil && m.Notice != "" {
 		fmt.Fprintln(stderr, m.Notice)
+	}
+	if mf.weights == passes.WeightsBF16Dot && !kernels.HasBF16Dot() && (mf.backendName == "" || mf.backendName == "cpu") {
+		fmt.Fprintln(stderr, "warning: this CPU has no AVX512_BF16: --weights bf16dot runs the portable bf16 dot product (the same bits), tens of times slower than --weights bf16; it is a speed mode only where the instruction is")
 	}
 	return m, err
 }

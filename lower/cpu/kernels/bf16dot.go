@@ -32,6 +32,12 @@ import (
 // bit-identical to row i alone, and the portable code is bit-identical to
 // the assembly (the portable one is what runs without AVX512_BF16).
 
+// HasBF16Dot reports whether MatMulTBF16Dot runs the CPU's bf16 dot
+// product here. Without it the portable code computes the same bits tens
+// of times slower than the exact bf16 path (MatMulTBF16), so a bf16dot
+// plan is then slower, not faster.
+func HasBF16Dot() bool { return useBF16Dot }
+
 // bf16DotChunk is the k-values one lane group consumes per step.
 const bf16DotChunk = 32
 

@@ -10,7 +10,8 @@ import (
 // it). Before, each entry compiled the --security level, so none and exact
 // were one plan measured twice. The decode split's device row tells them
 // apart: none sends every matmul to the device, exact keeps them all in the
-// TEE at B = 1, hd3 (custom knobs) masks what crosses.
+// TEE at B = 1 (the TEE matmul row), hd3 (custom knobs) masks what
+// crosses.
 func TestBenchMasksCompilesEachEntry(t *testing.T) {
 	out, errs, code := gelo(t, "bench", "--suite", "masks", "--masks", "none,exact,hd3", "--prefill", "8", "--decode", "2")
 	if code != 0 {
@@ -20,14 +21,27 @@ func TestBenchMasksCompilesEachEntry(t *testing.T) {
 	if !ok {
 		t.Fatalf("no decode split in:\n%s", out)
 	}
-	var device, mask string
+	var device, local, rate, mask string
 	for _, line := range strings.Split(split, "\n") {
 		switch {
 		case device == "" && strings.HasPrefix(line, "device matmul"):
 			device = line
+		case rate == "" && strings.HasPrefix(line, "TEE matmul GB/s"):
+			rate = line
+		case local == "" && strings.HasPrefix(line, "TEE matmul"):
+			local = line
 		case mask == "" && strings.HasPrefix(line, "mask apply+unapply"):
 			mask = line
 		}
+	}
+	// The matmuls exact keeps in the TEE have their own row (they were
+	// counted as "other"), and the decode split prints their streaming rate.
+	l := strings.Fields(strings.TrimPrefix(local, "TEE matmul"))
+	if len(l) != 6 || l[0] != "0s" || l[2] == "0s" {
+		t.Errorf("TEE matmul row %q: want none 0 and exact > 0", local)
+	}
+	if r := strings.Fields(strings.TrimPrefix(rate, "TEE matmul GB/s")); len(r) < 3 || r[0] != "-" {
+		t.Errorf("TEE matmul GB/s row %q: want none - and a rate for exact", rate)
 	}
 	f := strings.Fields(strings.TrimPrefix(device, "device matmul"))
 	if len(f) != 6 {

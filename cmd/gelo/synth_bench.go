@@ -397,6 +397,22 @@ func benchMasks(mf modelFlags, l *models.Model, key []byte, cfg *models.Config, 
 			fmt.Fprintf(stdout, " %11.1f %5.0f%%", gf, 100*gf/peak)
 		}
 		fmt.Fprintf(stdout, "  (of the %.0f GFLOP/s f32 FMA peak)\n", peak)
+		if phase == "decode step (B=1)" {
+			// The weights a step streams over the time its TEE-local
+			// matmuls took: how near the bound the kernels run in place.
+			bytesPerTok := weightBytes(cfg, cmp.Or(mf.weights, passes.WeightsF32))
+			bw := bound * float64(bytesPerTok) / 1e9
+			fmt.Fprintf(stdout, "%-20s", "TEE matmul GB/s")
+			for _, r := range results {
+				if d := r.decBk[cpu.BucketLocal]; d > 0 {
+					gbs := float64(bytesPerTok) / d.Seconds() / 1e9
+					fmt.Fprintf(stdout, " %11.1f %5.0f%%", gbs, 100*gbs/bw)
+				} else {
+					fmt.Fprintf(stdout, " %11s %6s", "-", "")
+				}
+			}
+			fmt.Fprintf(stdout, "  (the plan's weight bytes per step over the TEE matmuls' time; of the %.1f GB/s bound)\n", bw)
+		}
 	}
 	for _, r := range results {
 		if r.family == passes.MaskNone {

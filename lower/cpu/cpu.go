@@ -93,13 +93,14 @@ const (
 	BucketMask      Bucket = iota // mask apply and unapply (A X, A^T Y)
 	BucketShield                  // shield fill and strip, centring
 	BucketDevice                  // device matmuls (what the accelerator does)
+	BucketLocal                   // matmuls kept in the TEE (at B = 1 under exact: all of them)
 	BucketAttention               // TEE attention and KV append
 	BucketProbe                   // integrity probes of device results
 	BucketOther                   // norms, RoPE, residuals, embedding ...
 	NumBuckets
 )
 
-var bucketNames = [NumBuckets]string{"mask apply+unapply", "shield fill+strip", "device matmul", "TEE attention", "integrity probes", "other"}
+var bucketNames = [NumBuckets]string{"mask apply+unapply", "shield fill+strip", "device matmul", "TEE matmul", "TEE attention", "integrity probes", "other"}
 
 func (b Bucket) String() string { return bucketNames[b] }
 
@@ -116,6 +117,8 @@ func bucketOf(op string, place ir.Placement) Bucket {
 		return BucketDevice
 	case info == nil:
 		return BucketOther
+	case info.Class == ir.ClassLinear:
+		return BucketLocal
 	}
 	return costBuckets[info.Cost]
 }

@@ -136,6 +136,12 @@ func q8mm28ILAVX2(x *int8, dx *float32, w *byte, nb int, y *float32, ldy int)
 func q4mm28ILAVX2(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32, ldy int)
 
 //go:noescape
+func q8mm48ILAVX2(x *int8, dx *float32, w *byte, nb int, y *float32, ldy int)
+
+//go:noescape
+func q4mm48ILAVX2(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32, ldy int)
+
+//go:noescape
 func q8mv16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32)
 
 //go:noescape

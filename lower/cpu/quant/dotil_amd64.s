@@ -280,3 +280,203 @@ q4mm28ILloop:
 	VMOVUPS Y13, (DX)(R11*4)
 	VZEROUPPER
 	RET
+
+// The 4-row GEMM kernels on Interleaved8 groups: 8 weight rows by 4
+// activation rows per call, each piece loaded (and, for q4_0, split into
+// nibbles; for q8_0, its absolute value taken) once for the 4 rows, the
+// float accumulators in Y8..Y11. Activation row r at SI + r*BX (R9 =
+// 3*BX), its scales (and q4_0 sums) at r*R11 past theirs (R12 = 3*R11).
+
+// IL8Q8ROWF(P, XR, ACC) / IL8Q8ROW: the q8_0 piece P (Y4, |Y4| in Y5)
+// times activation row XR's dword P: ACC (int32) = / += its sums.
+#define IL8Q8ROWF(P, XR, ACC) \
+	VPBROADCASTD P*4 XR, Y6;   \
+	VPSIGNB      Y4, Y6, Y6;   \
+	VPMADDUBSW   Y6, Y5, Y6;   \
+	VPMADDWD     Y15, Y6, ACC
+
+#define IL8Q8ROW(P, XR, ACC) \
+	VPBROADCASTD P*4 XR, Y6;   \
+	VPSIGNB      Y4, Y6, Y6;   \
+	VPMADDUBSW   Y6, Y5, Y6;   \
+	VPMADDWD     Y15, Y6, Y6;  \
+	VPADDD       Y6, ACC, ACC
+
+#define IL8Q8PIECE4(P, ROW) \
+	VMOVDQU 16+P*32(AX), Y4;   \
+	VPABSB  Y4, Y5;            \
+	ROW(P, (SI), Y0);          \
+	ROW(P, (SI)(BX*1), Y1);    \
+	ROW(P, (SI)(BX*2), Y2);    \
+	ROW(P, (SI)(R9*1), Y3)
+
+// IL8SCALE4: Y8..Y11 += float(Y0..Y3) * (the block's fp16 scales * the
+// rows' dx). Clobbers Y12, Y13.
+#define IL8SCALE4 \
+	VCVTPH2PS    (AX), Y12;         \
+	VBROADCASTSS (DI), Y13;         \
+	VMULPS       Y13, Y12, Y13;     \
+	VCVTDQ2PS    Y0, Y0;            \
+	VMULPS       Y13, Y0, Y0;       \
+	VADDPS       Y0, Y8, Y8;        \
+	VBROADCASTSS (DI)(R11*1), Y13;  \
+	VMULPS       Y13, Y12, Y13;     \
+	VCVTDQ2PS    Y1, Y1;            \
+	VMULPS       Y13, Y1, Y1;       \
+	VADDPS       Y1, Y9, Y9;        \
+	VBROADCASTSS (DI)(R11*2), Y13;  \
+	VMULPS       Y13, Y12, Y13;     \
+	VCVTDQ2PS    Y2, Y2;            \
+	VMULPS       Y13, Y2, Y2;       \
+	VADDPS       Y2, Y10, Y10;      \
+	VBROADCASTSS (DI)(R12*1), Y13;  \
+	VMULPS       Y13, Y12, Y13;     \
+	VCVTDQ2PS    Y3, Y3;            \
+	VMULPS       Y13, Y3, Y3;       \
+	VADDPS       Y3, Y11, Y11
+
+// IL8STORE4: the 4 rows' outputs to y (DX) with stride 4*ldy (R8).
+#define IL8STORE4 \
+	VMOVUPS Y8, (DX);           \
+	ADDQ    R8, DX;             \
+	VMOVUPS Y9, (DX);           \
+	ADDQ    R8, DX;             \
+	VMOVUPS Y10, (DX);          \
+	ADDQ    R8, DX;             \
+	VMOVUPS Y11, (DX)
+
+// func q8mm48ILAVX2(x *int8, dx *float32, w *byte, nb int, y *float32, ldy int)
+//
+// For r < 4, c < 8: y[r*ldy + c] = dot(activation row r, row c of the q8_0
+// Interleaved8 group at w); activation row r at x + 32*nb*r, its scales at
+// dx + nb*r.
+TEXT ·q8mm48ILAVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ dx+8(FP), DI
+	MOVQ w+16(FP), AX
+	MOVQ nb+24(FP), CX
+	MOVQ CX, BX
+	SHLQ $5, BX                // 32*nb: the next activation row
+	LEAQ (BX)(BX*2), R9
+	LEAQ (CX*4), R11           // 4*nb: its scales
+	LEAQ (R11)(R11*2), R12
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15     // int16 ones
+	VXORPS   Y8, Y8, Y8
+	VXORPS   Y9, Y9, Y9
+	VXORPS   Y10, Y10, Y10
+	VXORPS   Y11, Y11, Y11
+
+q8mm48ILloop:
+	PREFETCHT0 1024(AX)
+	PREFETCHT0 1088(AX)
+	PREFETCHT0 1152(AX)
+	PREFETCHT0 1216(AX)
+	PREFETCHT0 1280(AX)
+	IL8Q8PIECE4(0, IL8Q8ROWF)
+	IL8Q8PIECE4(1, IL8Q8ROW)
+	IL8Q8PIECE4(2, IL8Q8ROW)
+	IL8Q8PIECE4(3, IL8Q8ROW)
+	IL8Q8PIECE4(4, IL8Q8ROW)
+	IL8Q8PIECE4(5, IL8Q8ROW)
+	IL8Q8PIECE4(6, IL8Q8ROW)
+	IL8Q8PIECE4(7, IL8Q8ROW)
+	IL8SCALE4
+	ADDQ $32, SI
+	ADDQ $4, DI
+	ADDQ $272, AX
+	DECQ CX
+	JNZ  q8mm48ILloop
+
+	MOVQ y+32(FP), DX
+	MOVQ ldy+40(FP), R8
+	SHLQ $2, R8
+	IL8STORE4
+	VZEROUPPER
+	RET
+
+// IL8Q4ROWF(P, XR, ACC) / IL8Q4ROW: the q4_0 piece P's low (Y4) and high
+// (Y5) nibbles times activation row XR's dwords P and 4+P: ACC (int16) =
+// / += their pair sums (at most 8 adds a block: exact, as IL8Q4PIECE).
+#define IL8Q4ROWF(P, XR, ACC) \
+	VPBROADCASTD P*4 XR, ACC;     \
+	VPMADDUBSW   ACC, Y4, ACC;    \
+	VPBROADCASTD 16+P*4 XR, Y7;   \
+	VPMADDUBSW   Y7, Y5, Y7;      \
+	VPADDW       Y7, ACC, ACC
+
+#define IL8Q4ROW(P, XR, ACC) \
+	VPBROADCASTD P*4 XR, Y6;      \
+	VPMADDUBSW   Y6, Y4, Y6;      \
+	VPADDW       Y6, ACC, ACC;    \
+	VPBROADCASTD 16+P*4 XR, Y7;   \
+	VPMADDUBSW   Y7, Y5, Y7;      \
+	VPADDW       Y7, ACC, ACC
+
+#define IL8Q4PIECE4(P, ROW) \
+	VMOVDQU 16+P*32(AX), Y4;   \
+	VPSRLW  $4, Y4, Y5;        \
+	VPAND   Y14, Y4, Y4;       \
+	VPAND   Y14, Y5, Y5;       \
+	ROW(P, (SI), Y0);          \
+	ROW(P, (SI)(BX*1), Y1);    \
+	ROW(P, (SI)(BX*2), Y2);    \
+	ROW(P, (SI)(R9*1), Y3)
+
+// IL8Q4ISUM(ACC, SXR): ACC = its int16 pair sums widened, minus 8 times
+// the activation block sum at SXR. Clobbers Y6.
+#define IL8Q4ISUM(ACC, SXR) \
+	VPMADDWD     Y15, ACC, ACC; \
+	VPBROADCASTD SXR, Y6;       \
+	VPSLLD       $3, Y6, Y6;    \
+	VPSUBD       Y6, ACC, ACC
+
+// func q4mm48ILAVX2(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32, ldy int)
+//
+// q8mm48ILAVX2 for a q4_0 Interleaved8 group (isum = sum(nibble * x) - 8 *
+// sx; activation row r's sums at sx + nb*r).
+TEXT ·q4mm48ILAVX2(SB), NOSPLIT, $0-56
+	MOVQ x+0(FP), SI
+	MOVQ dx+8(FP), DI
+	MOVQ sx+16(FP), R10
+	MOVQ w+24(FP), AX
+	MOVQ nb+32(FP), CX
+	MOVQ CX, BX
+	SHLQ $5, BX                // 32*nb: the next activation row
+	LEAQ (BX)(BX*2), R9
+	LEAQ (CX*4), R11           // 4*nb: its scales and sums
+	LEAQ (R11)(R11*2), R12
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15     // int16 ones
+	VMOVDQU  il8NibMask<>(SB), Y14
+	VXORPS   Y8, Y8, Y8
+	VXORPS   Y9, Y9, Y9
+	VXORPS   Y10, Y10, Y10
+	VXORPS   Y11, Y11, Y11
+
+q4mm48ILloop:
+	PREFETCHT0 1024(AX)
+	PREFETCHT0 1088(AX)
+	PREFETCHT0 1152(AX)
+	IL8Q4PIECE4(0, IL8Q4ROWF)
+	IL8Q4PIECE4(1, IL8Q4ROW)
+	IL8Q4PIECE4(2, IL8Q4ROW)
+	IL8Q4PIECE4(3, IL8Q4ROW)
+	IL8Q4ISUM(Y0, (R10))
+	IL8Q4ISUM(Y1, (R10)(R11*1))
+	IL8Q4ISUM(Y2, (R10)(R11*2))
+	IL8Q4ISUM(Y3, (R10)(R12*1))
+	IL8SCALE4
+	ADDQ $32, SI
+	ADDQ $4, DI
+	ADDQ $4, R10
+	ADDQ $144, AX
+	DECQ CX
+	JNZ  q4mm48ILloop
+
+	MOVQ y+40(FP), DX
+	MOVQ ldy+48(FP), R8
+	SHLQ $2, R8
+	IL8STORE4
+	VZEROUPPER
+	RET

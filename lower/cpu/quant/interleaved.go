@@ -112,6 +112,27 @@ func mm28IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 	}
 }
 
+// mm48IL sets y[r*ldy+c] = row c of the Interleaved8 group g (Q8_0 or
+// Q4_0) times activation row r (x[r*32*nb:], dx[r*nb:], sx[r*nb:]), r < 4,
+// c < 8: each piece read once for the 4 rows.
+func mm48IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, y []float32, ldy int) {
+	_, _, _ = x[4*nb*wire.QK-1], dx[4*nb-1], sx[4*nb-1]
+	_ = g[groupBytes(f, nb)-1]
+	_ = y[3*ldy+7]
+	if !useAsm {
+		k := nb * wire.QK
+		for r := 0; r < 4; r++ {
+			mv8ILGo(f, x[r*k:], dx[r*nb:], sx[r*nb:], g, nb, y[r*ldy:])
+		}
+		return
+	}
+	if f == wire.Q8_0 {
+		q8mm48ILAVX2(&x[0], &dx[0], &g[0], nb, &y[0], ldy)
+	} else {
+		q4mm48ILAVX2(&x[0], &dx[0], &sx[0], &g[0], nb, &y[0], ldy)
+	}
+}
+
 // q4kIL8Rows is the most activation rows one Q4_K Interleaved8 group
 // call takes (its output tile: 2 KiB on the stack).
 const q4kIL8Rows = 64
@@ -211,8 +232,9 @@ func mm16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb, row
 // doInterleaved computes the task's block of y, rows i0..i1 of the
 // activations by weight rows j0..j1 (j0 a multiple of the group size),
 // from an interleaved matrix: whole groups through the group kernels
-// (Interleaved8: two activation rows per call, the last odd row alone,
-// Q4_K up to q4kIL8Rows per call into a contiguous tile; Interleaved16: up to mm16Rows activation rows per call, one row through
+// (Interleaved8: four activation rows per call, then two, the last odd
+// row alone, Q4_K up to q4kIL8Rows per call into a contiguous tile;
+// Interleaved16: up to mm16Rows activation rows per call, one row through
 // the matvec kernel), rows past the last whole group (row-major) one by
 // one.
 func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
@@ -255,6 +277,9 @@ func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 			continue
 		}
 		i := i0
+		for ; i+4 <= i1; i += 4 {
+			mm48IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, j.y[i*n+jg:], n)
+		}
 		for ; i+2 <= i1; i += 2 {
 			mm28IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, j.y[i*n+jg:], n)
 		}

@@ -88,8 +88,9 @@
 // VCVTPH2PS reads the 8 scales, and a group streams from one place instead
 // of 8 strided rows. The float part is the same per-lane order, so
 // interleaved products are bit-identical to row-major ones. Decode runs one
-// activation row per group call, GEMMs two (the weight piece loaded once
-// for both). With the AVX-512 VNNI kernels the groups are of 16 rows
+// activation row per group call, GEMMs four (the weight piece loaded, and
+// split or made absolute, once for the four; then two, then one). With the
+// AVX-512 VNNI kernels the groups are of 16 rows
 // (wire.Interleaved16): a 64-byte vector of pieces is exactly the
 // transposed tile the row-major VNNI GEMM builds in registers, so decode
 // (one VPDPBUSD per piece and activation dword) and GEMMs (up to 16

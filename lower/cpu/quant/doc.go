@@ -89,7 +89,8 @@
 // of 8 strided rows. The float part is the same per-lane order, so
 // interleaved products are bit-identical to row-major ones. Decode runs one
 // activation row per group call, GEMMs four (the weight piece loaded, and
-// split or made absolute, once for the four; then two, then one). With the
+// split or made absolute, once for the four; the last 1-3 rows one at a
+// time). With the
 // AVX-512 VNNI kernels the groups are of 16 rows
 // (wire.Interleaved16): a 64-byte vector of pieces is exactly the
 // transposed tile the row-major VNNI GEMM builds in registers, so decode

@@ -130,12 +130,6 @@ func q8mv8ILAVX2(x *int8, dx *float32, w *byte, nb int, y *float32)
 func q4mv8ILAVX2(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32)
 
 //go:noescape
-func q8mm28ILAVX2(x *int8, dx *float32, w *byte, nb int, y *float32, ldy int)
-
-//go:noescape
-func q4mm28ILAVX2(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32, ldy int)
-
-//go:noescape
 func q8mm48ILAVX2(x *int8, dx *float32, w *byte, nb int, y *float32, ldy int)
 
 //go:noescape

@@ -30,8 +30,6 @@ func mm16(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb, 
 
 func q8mv8ILAVX2(*int8, *float32, *byte, int, *float32)               { panic("no assembly") }
 func q4mv8ILAVX2(*int8, *float32, *int32, *byte, int, *float32)       { panic("no assembly") }
-func q8mm28ILAVX2(*int8, *float32, *byte, int, *float32, int)         { panic("no assembly") }
-func q4mm28ILAVX2(*int8, *float32, *int32, *byte, int, *float32, int) { panic("no assembly") }
 func q8mm48ILAVX2(*int8, *float32, *byte, int, *float32, int)         { panic("no assembly") }
 func q4mm48ILAVX2(*int8, *float32, *int32, *byte, int, *float32, int) { panic("no assembly") }
 func q4kmm8ILAVX2(*int8, *float32, *int32, *byte, int, int, *float32, int) {

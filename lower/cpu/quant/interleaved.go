@@ -90,28 +90,6 @@ func mv8IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, 
 	}
 }
 
-// mm28IL sets y[r*ldy+c] = row c of the Interleaved8 group g times
-// activation row r (x[r*32*nb:], dx[r*nb:], sx[r*nb:]), r < 2, c < 8.
-func mm28IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, y []float32, ldy int) {
-	_, _, _ = x[2*nb*wire.QK-1], dx[2*nb-1], sx[2*nb-1]
-	_ = g[groupBytes(f, nb)-1]
-	_ = y[ldy+7]
-	if !useAsm {
-		k := nb * wire.QK
-		mv8ILGo(f, x, dx, sx, g, nb, y)
-		mv8ILGo(f, x[k:], dx[nb:], sx[nb:], g, nb, y[ldy:])
-		return
-	}
-	switch f {
-	case wire.Q4_K:
-		q4kmm8ILAVX2(&x[0], &dx[0], &sx[0], &g[0], nb/8, 2, &y[0], ldy)
-	case wire.Q8_0:
-		q8mm28ILAVX2(&x[0], &dx[0], &g[0], nb, &y[0], ldy)
-	default:
-		q4mm28ILAVX2(&x[0], &dx[0], &sx[0], &g[0], nb, &y[0], ldy)
-	}
-}
-
 // mm48IL sets y[r*ldy+c] = row c of the Interleaved8 group g (Q8_0 or
 // Q4_0) times activation row r (x[r*32*nb:], dx[r*nb:], sx[r*nb:]), r < 4,
 // c < 8: each piece read once for the 4 rows.
@@ -232,8 +210,8 @@ func mm16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb, row
 // doInterleaved computes the task's block of y, rows i0..i1 of the
 // activations by weight rows j0..j1 (j0 a multiple of the group size),
 // from an interleaved matrix: whole groups through the group kernels
-// (Interleaved8: four activation rows per call, then two, the last odd
-// row alone, Q4_K up to q4kIL8Rows per call into a contiguous tile;
+// (Interleaved8: four activation rows per call, the last 1-3 one at a
+// time, Q4_K up to q4kIL8Rows per call into a contiguous tile;
 // Interleaved16: up to mm16Rows activation rows per call, one row through
 // the matvec kernel), rows past the last whole group (row-major) one by
 // one.
@@ -280,10 +258,7 @@ func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 		for ; i+4 <= i1; i += 4 {
 			mm48IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, j.y[i*n+jg:], n)
 		}
-		for ; i+2 <= i1; i += 2 {
-			mm28IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, j.y[i*n+jg:], n)
-		}
-		if i < i1 {
+		for ; i < i1; i++ { // the last 1-3 rows (the group is in L1 by then)
 			mv8IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, j.y[i*n+jg:])
 		}
 	}

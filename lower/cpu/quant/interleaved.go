@@ -112,8 +112,12 @@ func mm48IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 }
 
 // q4kIL8Rows is the most activation rows one Q4_K Interleaved8 group
-// call takes (its output tile: 2 KiB on the stack).
+// call takes (its output tile: 2 KiB on the stack, which the Interleaved16
+// GEMMs' mm16Rows x 16 tile shares).
 const q4kIL8Rows = 64
+
+// The shared tile holds the Interleaved16 GEMMs' too.
+const _ = uint(q4kIL8Rows*wire.InterleaveRows - mm16Rows*mv16Rows)
 
 // mm8ILQ4K sets y[r*ldy+c] = row c of the Q4_K Interleaved8 group g
 // times activation row r (x[r*32*nb:], dx[r*nb:], sx[r*nb:]), r < rows,
@@ -221,37 +225,34 @@ func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 	wd := j.w.Data
 	gr := j.w.Layout.GroupRows()
 	full := min(j1, j.w.Rows/gr*gr)
+	// The kernels that accumulate in their output (the Interleaved16 GEMMs
+	// and Q4_K's on Interleaved8) write a contiguous tile, copied out after:
+	// rows of y n floats apart (a multiple of 1 KiB for n = 3072) share one
+	// L1 set, more than its ways. Each kernel zeroes the tile it writes.
+	var tile [q4kIL8Rows * wire.InterleaveRows]float32
+	tiled := gr == mv16Rows || f == wire.Q4_K
+	per := q4kIL8Rows
+	if gr == mv16Rows {
+		per = mm16Rows
+	}
 	for jg := j0; jg < full; jg += gr {
 		g := wd[jg*ldw:]
-		if gr == mv16Rows {
-			if i1-i0 == 1 {
-				mv16IL(f, j.q[i0*k:], j.dx[i0*nb:], j.sx[i0*nb:], g, nb, j.y[i0*n+jg:])
-				continue
-			}
-			// The kernel accumulates in its output tile: a contiguous one
-			// here, since 16 rows of y a multiple of 1 KiB apart share
-			// one L1 set (n = 3072: every row), more than its ways.
-			var tile [mm16Rows * mv16Rows]float32
-			for i := i0; i < i1; i += mm16Rows {
-				r := min(mm16Rows, i1-i)
-				mm16IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, r, tile[:], mv16Rows)
+		if tiled && i1-i0 > 1 {
+			for i := i0; i < i1; i += per {
+				r := min(per, i1-i)
+				if gr == mv16Rows {
+					mm16IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, r, tile[:], gr)
+				} else {
+					mm8ILQ4K(j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, r, tile[:], gr)
+				}
 				for t := range r {
-					copy(j.y[(i+t)*n+jg:(i+t)*n+jg+mv16Rows], tile[t*mv16Rows:(t+1)*mv16Rows])
+					copy(j.y[(i+t)*n+jg:(i+t)*n+jg+gr], tile[t*gr:(t+1)*gr])
 				}
 			}
 			continue
 		}
-		if f == wire.Q4_K && i1-i0 > 1 {
-			// As the 16-row tile above: rows of y n floats apart would
-			// share L1 sets.
-			var tile [q4kIL8Rows * wire.InterleaveRows]float32
-			for i := i0; i < i1; i += q4kIL8Rows {
-				r := min(q4kIL8Rows, i1-i)
-				mm8ILQ4K(j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, r, tile[:], wire.InterleaveRows)
-				for t := range r {
-					copy(j.y[(i+t)*n+jg:(i+t)*n+jg+wire.InterleaveRows], tile[t*wire.InterleaveRows:(t+1)*wire.InterleaveRows])
-				}
-			}
+		if gr == mv16Rows {
+			mv16IL(f, j.q[i0*k:], j.dx[i0*nb:], j.sx[i0*nb:], g, nb, j.y[i0*n+jg:])
 			continue
 		}
 		i := i0

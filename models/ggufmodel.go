@@ -179,12 +179,14 @@ func GGUFConfig(f *gguf.File) (*Config, error) {
 	return c, nil
 }
 
-// GGUFConversion says what loading a GGUF file converted: gelo's weights
-// are f32 in the TEE, so every tensor is dequantized once at load (exactly:
-// each value is what ggml's own dequantization gives).
+// GGUFConversion says what loading a GGUF file converts: gelo's weights
+// are f32 to the TEE, so a tensor is dequantized (exactly: each value is
+// what ggml's own dequantization gives) as it is read, a chunk of rows at
+// a time from the mapped file, and never held whole as f32 unless a plan
+// multiplies it in f32.
 type GGUFConversion struct {
 	Types map[gguf.TensorType]int // tensors per stored type
-	Bytes int64                   // f32 bytes the dequantized tensors hold
+	Bytes int64                   // the tensors' bytes as f32
 }
 
 func (c GGUFConversion) String() string {
@@ -204,66 +206,154 @@ func (c GGUFConversion) String() string {
 	if c.Types[gguf.Q4_K] > 0 {
 		kept = "; a q4_k plan multiplies the Q4_K tensors' own blocks"
 	}
-	return fmt.Sprintf("gguf: %s tensors read as f32 at load, exactly (%d MiB in memory); a quantized plan requantizes them to its device format%s", strings.Join(parts, ", "), c.Bytes>>20, kept)
+	return fmt.Sprintf("gguf: %s tensors, dequantized exactly as the plan reads them (a chunk at a time from the mapped file; %d MiB as f32, never whole); a quantized plan requantizes them to its device format%s", strings.Join(parts, ", "), c.Bytes>>20, kept)
+}
+
+// ggufTensor reads a tensor from a GGUF file's blocks on demand: the
+// source of a lazy tensor of LoadGGUF's weights.
+type ggufTensor struct {
+	name     string // gelo's, for errors
+	typ      gguf.TensorType
+	data     []byte // the tensor's blocks, rows in the file's order
+	cols     int    // values a row
+	rowBytes int
+	// heads > 0 marks a llama q/k projection, stored in llama.cpp's
+	// permutation of its rows (PermuteQK with this many heads).
+	heads, half int
+	mapped      bool // data is a view of the mapping: its pages are dropped after each read
+}
+
+// storedRow is the file's row holding gelo row r (PermuteQK's map).
+func (g *ggufTensor) storedRow(r int) int {
+	if g.heads == 0 {
+		return r
+	}
+	h, i, j := r/(2*g.half), r%(2*g.half)/g.half, r%g.half
+	return h*2*g.half + j*2 + i
+}
+
+// fill writes elements [lo, hi) of the tensor, in gelo's row order, into
+// dst as float32 (a fillFunc), then drops the mapped pages it read.
+func (g *ggufTensor) fill(lo, hi int, dst []float32) error {
+	c := g.cols
+	if g.heads == 0 && lo%c == 0 && hi%c == 0 {
+		b := g.data[lo/c*g.rowBytes : hi/c*g.rowBytes]
+		if err := gguf.Dequantize(g.typ, b, dst); err != nil {
+			return fmt.Errorf("gguf: tensor %s: %w", g.name, err)
+		}
+		g.drop(b)
+		return nil
+	}
+	var scratch []float32
+	for r := lo / c; r*c < hi; r++ {
+		s := g.storedRow(r)
+		b := g.data[s*g.rowBytes : (s+1)*g.rowBytes]
+		a, e := max(lo, r*c), min(hi, (r+1)*c) // the part of row r wanted
+		out := dst[a-lo : e-lo]
+		if e-a < c {
+			if scratch == nil {
+				scratch = make([]float32, c)
+			}
+			out = scratch
+		}
+		if err := gguf.Dequantize(g.typ, b, out); err != nil {
+			return fmt.Errorf("gguf: tensor %s: %w", g.name, err)
+		}
+		if e-a < c {
+			copy(dst[a-lo:e-lo], scratch[a-r*c:e-r*c])
+		}
+		g.drop(b)
+	}
+	return nil
+}
+
+func (g *ggufTensor) drop(b []byte) {
+	if g.mapped {
+		safetensors.DropMapped(b)
+	}
+}
+
+// private returns g reading its own copy of the blocks (data, when not
+// nil, already holds them: a tensor's stored blocks share the copy).
+func (g *ggufTensor) private(data []byte) *ggufTensor {
+	p := *g
+	if data == nil {
+		data = append([]byte(nil), g.data...)
+	}
+	g.drop(g.data)
+	p.data, p.mapped = data, false
+	return &p
 }
 
 // LoadGGUF reads the weights of a GGUF file for cfg (from GGUFConfig):
-// every tensor the config needs, mapped to its gelo name, its shape
-// checked, dequantized to f32, and llama.cpp's Q/K row permutation undone
-// for llama-architecture files.
+// every tensor the config needs, mapped to its gelo name and its shape
+// checked. Each is lazy: dequantized to f32 (and llama.cpp's Q/K row
+// permutation undone, for llama-architecture files) when it is read, from
+// the file's blocks, so the model is never whole in memory as f32. Every
+// value is checked finite here, streamed through scratch with the file's
+// pages dropped behind it. The weights take f: it stays open until their
+// Close, which closes it (and closes it at once when LoadGGUF fails).
 func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 	conv := GGUFConversion{Types: map[gguf.TensorType]int{}}
-	data := map[string][]float32{}
-	blocks := map[string]StoredBlocks{}
+	fail := func(err error) (*Weights, GGUFConversion, error) {
+		_ = f.Close()
+		return nil, conv, err
+	}
 	arch, _ := f.Meta["general.architecture"].String()
-	for _, s := range cfg.TensorSpecs() {
+	specs := cfg.TensorSpecs()
+	srcs := make([]*ggufTensor, len(specs))
+	blocks := map[string]StoredBlocks{}
+	for i, s := range specs {
 		gname := GGUFName(s.Name)
 		t, ok := f.Tensor(gname)
 		if !ok {
-			return nil, conv, fmt.Errorf("gguf: tensor %s (gelo's %s) is missing", gname, s.Name)
+			return fail(fmt.Errorf("gguf: tensor %s (gelo's %s) is missing", gname, s.Name))
 		}
 		if !slices.Equal(t.Shape(), s.Shape) {
-			return nil, conv, fmt.Errorf("gguf: tensor %s has shape %v, the metadata implies %v", gname, t.Shape(), s.Shape)
+			return fail(fmt.Errorf("gguf: tensor %s has shape %v, the metadata implies %v", gname, t.Shape(), s.Shape))
 		}
-		v := make([]float32, s.Elems())
-		if err := gguf.Dequantize(t.Type, f.Data(t), v); err != nil {
-			return nil, conv, fmt.Errorf("gguf: tensor %s: %w", gname, err)
+		g := &ggufTensor{name: s.Name, typ: t.Type, data: f.Data(t), cols: cols(s.Shape), mapped: f.Mapped()}
+		rows := s.Elems() / g.cols
+		if rows == 0 || len(g.data)%rows != 0 {
+			return fail(fmt.Errorf("gguf: tensor %s: %d bytes are not %d rows", gname, len(g.data), rows))
 		}
-		if err := finite(s.Name, v); err != nil {
-			return nil, conv, fmt.Errorf("gguf: %w", err)
-		}
-		var raw []byte
-		if t.Type == gguf.Q4_K && len(s.Shape) == 2 {
-			// Kept as stored (a copy: the mapping closes after load).
-			raw = append([]byte(nil), f.Data(t)...)
-		}
+		g.rowBytes = len(g.data) / rows
 		if arch == "llama" || arch == "mistral" {
-			heads := 0
 			switch {
 			case strings.HasSuffix(s.Name, "q_proj.weight"):
-				heads = cfg.NumAttentionHeads
+				g.heads = cfg.NumAttentionHeads
 			case strings.HasSuffix(s.Name, "k_proj.weight"):
-				heads = cfg.NumKeyValueHeads
+				g.heads = cfg.NumKeyValueHeads
 			}
-			if heads > 0 {
-				v = unpermuteQK(v, s.Shape, heads)
-				if raw != nil {
-					raw = permuteRowBytes(raw, s.Shape[0], heads, true)
-				}
+			if g.heads > 0 {
+				g.half = rows / g.heads / 2
 			}
 		}
-		if raw != nil {
+		if t.Type == gguf.Q4_K && len(s.Shape) == 2 {
+			// Multiplied as stored: a view of the mapping (Private copies
+			// it), or in gelo's row order when the file permuted the rows.
+			raw := g.data
+			if g.heads > 0 {
+				raw = permuteRowBytes(raw, rows, g.heads, true)
+			}
 			blocks[s.Name] = StoredBlocks{Type: t.Type, Data: raw}
 		}
-		data[s.Name] = v
+		srcs[i] = g
 		conv.Types[t.Type]++
-		conv.Bytes += 4 * int64(len(v))
+		conv.Bytes += 4 * int64(s.Elems())
 	}
-	w, err := NewWeights(cfg, data)
-	if err != nil {
-		return nil, conv, err
+	if err := checkFiniteAll(specs, func(i, lo, hi int, dst []float32) error { return srcs[i].fill(lo, hi, dst) }, nil); err != nil {
+		return fail(fmt.Errorf("gguf: %w", err))
+	}
+	w := newWeights(cfg, specs, nil, nil)
+	for i, s := range specs {
+		t := w.tensors[s.Name]
+		t.fill, t.gguf = srcs[i].fill, srcs[i]
+		t.mapped = srcs[i].mapped
+		w.tensors[s.Name] = t
 	}
 	w.blocks = blocks
+	w.closeSource = f.Close
 	return w, conv, nil
 }
 

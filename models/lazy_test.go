@@ -77,6 +77,9 @@ func checkLazy(t *testing.T, open func() *Weights) {
 		if !bytes.Equal(got, f32LE(want[n])) {
 			t.Fatalf("Reader(%s): %d bytes differ from Get's %d", n, len(got), 4*len(want[n]))
 		}
+		if k, err := r.Read(make([]byte, 8)); k != 0 || err != io.EOF {
+			t.Fatalf("Reader(%s) read again after EOF: %d bytes, %v", n, k, err)
+		}
 	}
 	const up = "model.layers.1.mlp.up_proj.weight"
 	if err := w.Release(up); err != nil {

@@ -75,8 +75,8 @@ func Resolve(spec string, seed uint64, synthDType string) (Source, *Config, erro
 type Model struct {
 	Source
 	*Weights
-	// Notice says what loading converted (a GGUF file's tensors
-	// dequantized to f32), "" when nothing was.
+	// Notice says what loading converts (a GGUF file's tensors,
+	// dequantized as they are read), "" when nothing is.
 	Notice string
 }
 
@@ -99,8 +99,7 @@ func OpenAs(spec string, seed uint64, synthDType string, progress func(done, tot
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
-		w, conv, err := LoadGGUF(f, cfg)
+		w, conv, err := LoadGGUF(f, cfg) // the weights close f
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", src.GGUF, err)
 		}

@@ -43,6 +43,9 @@ type Weights struct {
 	// blocks are tensors as a GGUF file stored them, in a block format a
 	// plan can multiply as they are (Q4_K): rows in gelo's order.
 	blocks map[string]StoredBlocks
+	// closeSource releases a source other than set that the tensors
+	// read (a GGUF file's mapping); nil if none.
+	closeSource func() error
 }
 
 // StoredBlocks is a tensor's bytes as its file stored them: type t,
@@ -64,6 +67,30 @@ func (w *Weights) Blocks(name string) (StoredBlocks, bool) {
 	return b, ok && !w.closed
 }
 
+// CopyBlocks copies a tensor's stored blocks (Blocks) into dst, exactly
+// their size, and drops the mapped file's pages it read from the resident
+// set: an engine that stacks stored blocks with others (a fused q/k/v)
+// holds them once, in its stack.
+func (w *Weights) CopyBlocks(name string, dst []byte) error {
+	if w == nil {
+		return errors.New("weights: nil")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, ok := w.blocks[name]
+	if !ok || w.closed {
+		return fmt.Errorf("weights: tensor %q has no stored blocks", name)
+	}
+	if len(b.Data) != len(dst) {
+		return fmt.Errorf("weights: tensor %q: %d bytes of stored blocks into %d", name, len(b.Data), len(dst))
+	}
+	copy(dst, b.Data)
+	if t := w.tensors[name]; t.gguf != nil && t.gguf.mapped && &t.gguf.data[0] == &b.Data[0] {
+		safetensors.DropMapped(b.Data)
+	}
+	return nil
+}
+
 type weight struct {
 	data     []float32
 	shape    []int
@@ -73,6 +100,9 @@ type weight struct {
 	// dst from its source; data is nil until the first Get.
 	fill   fillFunc
 	mapped bool // fill reads the mapped file (Private materializes it)
+	// gguf is fill's source for a GGUF file's tensor: Private copies its
+	// blocks, not their f32 values.
+	gguf *ggufTensor
 }
 
 // fillFunc writes elements [lo, hi) of a tensor, as float32, into dst
@@ -288,12 +318,34 @@ type tensorReader struct {
 	raw        []byte
 	off        int // raw[off:] is read but not yet returned
 	vals       []float32
+	buf        *readerBuf // raw's and vals' memory, from readerBufs
 }
+
+// readerBuf is a tensorReader's chunk memory. Readers take it from
+// readerBufs and give it back at EOF: hashing a model's tensors one after
+// another then reuses two buffers instead of leaving two per tensor to the
+// garbage collector (which, with the model's own weights live, lets the
+// heap grow by about their size before it collects).
+type readerBuf struct {
+	vals []float32
+	raw  []byte
+}
+
+var readerBufs = sync.Pool{New: func() any { return new(readerBuf) }}
 
 func (r *tensorReader) Read(p []byte) (int, error) {
 	if r.off == len(r.raw) {
 		if r.next >= r.rows {
+			if r.buf != nil {
+				r.buf.vals, r.buf.raw = r.vals[:0], r.raw[:0]
+				readerBufs.Put(r.buf)
+				r.buf, r.vals, r.raw, r.off = nil, nil, nil, 0
+			}
 			return 0, io.EOF
+		}
+		if r.buf == nil {
+			r.buf = readerBufs.Get().(*readerBuf)
+			r.vals, r.raw = r.buf.vals, r.buf.raw
 		}
 		n := max(1, readChunk/r.cols)
 		hi := min(r.rows, r.next+n)
@@ -323,7 +375,9 @@ func (r *tensorReader) Read(p []byte) (int, error) {
 // no use for them): the memory is freed once no slice from Get is held.
 // Later Gets of it fail, naming it; its shape stays in Names. A tensor
 // that aliases a mapped file is dropped from the process's view only (the
-// mapping stays until Close). Releasing twice is fine.
+// mapping stays until Close). After Private, a GGUF tensor's copied
+// blocks go too (stored blocks included), and it can no longer be read.
+// Releasing twice is fine.
 func (w *Weights) Release(name string) error {
 	if w == nil {
 		return errors.New("weights: nil")
@@ -338,6 +392,14 @@ func (w *Weights) Release(name string) error {
 		return fmt.Errorf("weights: release: no tensor %q", name)
 	}
 	t.data, t.released = nil, true
+	if t.gguf != nil && !t.gguf.mapped {
+		// A private copy of the file's blocks (Private's): freed, stored
+		// blocks included (an engine that multiplies them as they are
+		// holds its own reference); a mapped source costs nothing and
+		// stays readable.
+		t.fill, t.gguf = nil, nil
+		delete(w.blocks, name)
+	}
 	w.tensors[name] = t
 	for key := range w.stacks {
 		for _, part := range strings.Split(key, "\x00") {
@@ -439,12 +501,24 @@ func (w *Weights) Close() error {
 	defer w.mu.Unlock()
 	w.closed = true
 	w.tensors, w.stacks, w.blocks = nil, nil, nil
+	return w.closeSources()
+}
+
+// closeSources closes the mapped files the tensors read (w.mu held).
+func (w *Weights) closeSources() error {
+	var err error
 	if w.set != nil {
-		err := w.set.Close()
+		err = w.set.Close()
 		w.set = nil
-		if err != nil {
-			return fmt.Errorf("weights: %w", err)
+	}
+	if w.closeSource != nil {
+		if e := w.closeSource(); err == nil {
+			err = e
 		}
+		w.closeSource = nil
+	}
+	if err != nil {
+		return fmt.Errorf("weights: %w", err)
 	}
 	return nil
 }
@@ -531,39 +605,11 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 	// tensor as a view of the mapping, a 16-bit one converted on its
 	// first Get or a chunk at a time by ReadRows. The file is never
 	// resident whole in this process.
-	errs := make([]error, len(specs))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var total, done int64
-	for _, s := range specs {
-		total += int64(s.Elems())
-	}
-	var mu sync.Mutex
-	for range min(runtime.GOMAXPROCS(0), len(specs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			scratch := make([]float32, readChunk)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(specs) {
-					return
-				}
-				errs[i] = checkFinite(set, specs[i], scratch)
-				if progress != nil {
-					mu.Lock()
-					done += int64(specs[i].Elems())
-					progress(done, total)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for i := range specs {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("weights %s: %w", dir, errs[i])
-		}
+	err := checkFiniteAll(specs, func(i, lo, hi int, dst []float32) error {
+		return set.DecodeRange(specs[i].Name, int64(lo), int64(hi), dst)
+	}, progress)
+	if err != nil {
+		return nil, fmt.Errorf("weights %s: %w", dir, err)
 	}
 	if tiedHead {
 		if err := sameTensor(set, LMHeadName, EmbedName, cfg.VocabSize*cfg.HiddenSize); err != nil {
@@ -598,14 +644,60 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 	return w, nil
 }
 
-// checkFinite streams tensor s of set through scratch and refuses NaN or
-// Inf.
-func checkFinite(set *safetensors.Set, s TensorSpec, scratch []float32) error {
-	n := s.Elems()
-	for lo := 0; lo < n; lo += len(scratch) {
-		hi := min(n, lo+len(scratch))
+// checkFiniteAll streams every tensor of specs through scratch, read by
+// read (elements [lo, hi) of specs[i] into dst), on GOMAXPROCS goroutines,
+// and refuses NaN or Inf, naming the first tensor in specs' order that
+// holds one. progress, when not nil, is called after each tensor with the
+// elements done out of the total, one call at a time.
+func checkFiniteAll(specs []TensorSpec, read func(i, lo, hi int, dst []float32) error, progress func(done, total int64)) error {
+	errs := make([]error, len(specs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var total, done int64
+	for _, s := range specs {
+		total += int64(s.Elems())
+	}
+	var mu sync.Mutex
+	for range min(runtime.GOMAXPROCS(0), len(specs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			scratch := make([]float32, readChunk)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(specs) {
+					return
+				}
+				errs[i] = checkFinite(specs[i], func(lo, hi int, dst []float32) error { return read(i, lo, hi, dst) }, scratch)
+				if progress != nil {
+					mu.Lock()
+					done += int64(specs[i].Elems())
+					progress(done, total)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkFinite streams tensor s through scratch, a chunk of whole rows at
+// a time where a row fits, and refuses NaN or Inf.
+func checkFinite(s TensorSpec, read fillFunc, scratch []float32) error {
+	n, step := s.Elems(), len(scratch)
+	if c := cols(s.Shape); c <= step {
+		step -= step % c
+	}
+	for lo := 0; lo < n; lo += step {
+		hi := min(n, lo+step)
 		v := scratch[:hi-lo]
-		if err := set.DecodeRange(s.Name, int64(lo), int64(hi), v); err != nil {
+		if err := read(lo, hi, v); err != nil {
 			return err
 		}
 		if err := finiteAt(s.Name, v, lo); err != nil {
@@ -637,9 +729,11 @@ func sameTensor(set *safetensors.Set, a, b string, n int) error {
 // Private copies every tensor that aliases the mapped file into memory of
 // its own and releases the mapping, so a later write to the file (which a
 // shared mapping would show) cannot change what was hashed and computes.
-// It is a no-op for weights held in memory already.
+// A GGUF file's tensors keep their blocks (copied, stored blocks sharing
+// the copy) and stay lazy; a checkpoint's 16-bit tensors are converted to
+// f32 now. It is a no-op for weights held in memory already.
 func (w *Weights) Private() error {
-	if w == nil || w.closed || w.set == nil {
+	if w == nil || w.closed || (w.set == nil && w.closeSource == nil) {
 		return nil
 	}
 	w.mu.Lock()
@@ -648,7 +742,27 @@ func (w *Weights) Private() error {
 		if t.view && !t.released {
 			t.data, t.view = append([]float32(nil), t.data...), false
 		}
-		if t.mapped {
+		switch {
+		case t.gguf != nil && t.gguf.mapped:
+			var shared []byte
+			if sb, ok := w.blocks[name]; ok {
+				if &sb.Data[0] == &t.gguf.data[0] {
+					sb.Data = append([]byte(nil), sb.Data...)
+					shared = sb.Data
+				} else {
+					sb.Data = append([]byte(nil), sb.Data...) // already gelo's order: a copy of its own
+				}
+				t.gguf.drop(t.gguf.data)
+				w.blocks[name] = sb
+			}
+			if t.released {
+				t.fill, t.gguf = nil, nil // nothing reads it again
+			} else {
+				t.gguf = t.gguf.private(shared)
+				t.fill = t.gguf.fill
+			}
+			t.mapped = false
+		case t.mapped:
 			// Produced now, while the file is what was checked; a
 			// released one can no longer be read (the mapping closes).
 			if t.data == nil && !t.released {
@@ -662,12 +776,7 @@ func (w *Weights) Private() error {
 		}
 		w.tensors[name] = t
 	}
-	err := w.set.Close()
-	w.set = nil
-	if err != nil {
-		return fmt.Errorf("weights: %w", err)
-	}
-	return nil
+	return w.closeSources()
 }
 
 // halfMismatch reports a 16-bit tensor dtype that contradicts the

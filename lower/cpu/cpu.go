@@ -688,10 +688,12 @@ func (b *Backend) layout(f wire.Format) wire.Layout {
 }
 
 // quantizeWeight quantizes the named weight of node n (not cached); a
-// q4_k weight its file stored as Q4_K is those blocks, not copied (stored
-// reports it: the blocks are the Weights', so they stay row-major).
+// q4_k weight its file stored as Q4_K is those blocks: not copied where
+// the backend keeps Q4_K row-major (stored reports it: the blocks are the
+// Weights', so they stay as they are), else copied (the mapped file's
+// pages dropped) and reordered to the kernels' layout like any other.
 func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (qm *wire.Matrix, stored bool, err error) {
-	if n.Type.DType == ir.Q4_K {
+	if n.Type.DType == ir.Q4_K && b.layout(wire.Q4_K) == wire.RowMajor {
 		if sb, ok := b.weights.Blocks(name); ok && sb.Type == gguf.Q4_K {
 			qm, err := wire.NewMatrix(wire.Q4_K, p.dims[n.ID][0], p.dims[n.ID][1], sb.Data)
 			if err != nil {
@@ -734,8 +736,7 @@ func (b *Backend) quantizeWeightInto(p *Program, n *ir.Node, name string, dst []
 			if len(sb.Data) != len(dst) {
 				return fmt.Errorf("weight %q as stored: %d bytes of Q4_K blocks, the graph's %v wants %d", name, len(sb.Data), p.dims[n.ID], len(dst))
 			}
-			copy(dst, sb.Data)
-			return nil
+			return b.weights.CopyBlocks(name, dst)
 		}
 	}
 	err := b.readRows(name, p.dims[n.ID], func(lo, hi int, vals []float32) error {

@@ -207,6 +207,10 @@ func (f *File) Data(t *TensorInfo) []byte {
 // SetCloser sets what Close releases (the mapping of the bytes).
 func (f *File) SetCloser(c func() error) { f.close = c }
 
+// Mapped reports whether the bytes are a mapping that Close releases
+// (set by SetCloser), not memory of the process's own.
+func (f *File) Mapped() bool { return f.close != nil }
+
 // Close unmaps the file.
 func (f *File) Close() error {
 	if f.close == nil {

@@ -25,3 +25,6 @@ func mapFile(path string) ([]byte, func() error, error) {
 
 // dropPages is a no-op where the file is read whole into memory.
 func dropPages([]byte, int64, int64) {}
+
+// DropMapped is a no-op where the file is read whole into memory.
+func DropMapped([]byte) {}

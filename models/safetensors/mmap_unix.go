@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // mapFile maps path read-only. An empty file cannot be mapped and is read
@@ -50,4 +51,22 @@ func dropPages(buf []byte, lo, hi int64) {
 		return
 	}
 	_ = syscall.Madvise(buf[lo:hi], syscall.MADV_DONTNEED) // advice only: a refusal leaves pages resident, never wrong
+}
+
+// DropMapped is dropPages for a view b of a mapping MapFile made (a GGUF
+// tensor's bytes): the whole pages inside b leave the resident set and
+// stay in the page cache. b must lie in such a mapping: on memory of the
+// process's own, MADV_DONTNEED would discard what it holds.
+func DropMapped(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := (addr + page - 1) &^ (page - 1)
+	hi := (addr + uintptr(len(b))) &^ (page - 1)
+	if hi <= lo {
+		return
+	}
+	_ = syscall.Madvise(b[lo-addr:hi-addr], syscall.MADV_DONTNEED) // advice only, as in dropPages
 }

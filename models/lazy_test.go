@@ -5,8 +5,12 @@ import (
 	"encoding/binary"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+
+	"gelo/models/safetensors"
 )
 
 // f32LE is v as little-endian float32 bytes.
@@ -149,29 +153,54 @@ func TestLazyCheckpoint(t *testing.T) {
 	}
 }
 
-// TestPrivateMaterializes: after Private a checkpoint's lazy tensors are
-// in memory of their own (the mapping is closed) with the same values.
-func TestPrivateMaterializes(t *testing.T) {
-	dir, _ := tinyDir(t, "bf16")
-	ref, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := eagerCopy(t, ref)
-	ref.Close()
-	w, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.Private(); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range w.Names() {
-		res, _, _ := w.Shape(n)
-		v, _, err := w.Get(n)
-		if err != nil || !res || !slices.Equal(f32LE(v), f32LE(want[n])) {
-			t.Fatalf("%s after Private: resident %v, err %v, same %v", n, res, err, err == nil && slices.Equal(f32LE(v), f32LE(want[n])))
-		}
+// TestPrivateCopies: after Private a checkpoint's tensors read a copy of
+// their own (the mapping is closed; 16-bit ones stay lazy, converted from
+// the copied bytes): truncating the file changes no value, and a tensor
+// released before Private is no longer readable.
+func TestPrivateCopies(t *testing.T) {
+	for _, dt := range []string{"bf16", "f16", "f32"} {
+		t.Run(dt, func(t *testing.T) {
+			dir, _ := tinyDir(t, dt)
+			ref, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := eagerCopy(t, ref)
+			ref.Close()
+			w, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			const up = "model.layers.1.mlp.up_proj.weight"
+			if err := w.Release(up); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Private(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, safetensors.SingleFile), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range w.Names() {
+				if n == up {
+					if _, _, err := w.Get(n); err == nil {
+						t.Fatal("a tensor released before Private still reads")
+					}
+					continue
+				}
+				v, _, err := w.Get(n)
+				if err != nil || !slices.Equal(f32LE(v), f32LE(want[n])) {
+					t.Fatalf("%s after Private and a truncated file: err %v, same %v", n, err, err == nil && slices.Equal(f32LE(v), f32LE(want[n])))
+				}
+			}
+			// Released after Private, a copy is freed and unreadable.
+			if err := w.Release(EmbedName); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.ReadRows(EmbedName, 0, 1, make([]float32, w.Config.HiddenSize)); err == nil {
+				t.Error("a tensor released after Private still reads")
+			}
+		})
 	}
 }

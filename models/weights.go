@@ -103,6 +103,32 @@ type weight struct {
 	// gguf is fill's source for a GGUF file's tensor: Private copies its
 	// blocks, not their f32 values.
 	gguf *ggufTensor
+	// ownFill: fill reads a copy of the file's bytes that Private made;
+	// Release frees it.
+	ownFill bool
+}
+
+// privateFill copies a checkpoint tensor's bytes out of the mapped file
+// and returns a fillFunc that converts them (w.mu held).
+func (w *Weights) privateFill(name string) (fillFunc, error) {
+	in, err := w.set.Info(name)
+	if err != nil {
+		return nil, fmt.Errorf("weights: %w", err)
+	}
+	size, err := safetensors.DTypeSize(in.DType)
+	if err != nil {
+		return nil, fmt.Errorf("weights: tensor %q: %w", name, err)
+	}
+	raw, err := w.set.CopyBytes(name)
+	if err != nil {
+		return nil, fmt.Errorf("weights: %w", err)
+	}
+	return func(lo, hi int, dst []float32) error {
+		if lo < 0 || hi < lo || hi*size > len(raw) || len(dst) != hi-lo {
+			return fmt.Errorf("elements [%d, %d) of %d into %d", lo, hi, len(raw)/size, len(dst))
+		}
+		return safetensors.DecodeFloat32(in.DType, raw[lo*size:hi*size], dst)
+	}, nil
 }
 
 // fillFunc writes elements [lo, hi) of a tensor, as float32, into dst
@@ -236,6 +262,9 @@ func (w *Weights) resident(name string) (weight, error) {
 	}
 	if cur.data == nil { // else another Get produced it first: keep that one
 		cur.data = buf
+		if cur.ownFill { // the values are here now: Private's copy goes
+			cur.fill, cur.gguf, cur.ownFill = nil, nil, false
+		}
 		w.tensors[name] = cur
 	}
 	return cur, nil
@@ -392,12 +421,12 @@ func (w *Weights) Release(name string) error {
 		return fmt.Errorf("weights: release: no tensor %q", name)
 	}
 	t.data, t.released = nil, true
-	if t.gguf != nil && !t.gguf.mapped {
-		// A private copy of the file's blocks (Private's): freed, stored
-		// blocks included (an engine that multiplies them as they are
-		// holds its own reference); a mapped source costs nothing and
-		// stays readable.
-		t.fill, t.gguf = nil, nil
+	if t.ownFill {
+		// A private copy of the file's bytes (Private's): freed, a GGUF
+		// tensor's stored blocks included (an engine that multiplies them
+		// as they are holds its own reference); a mapped source costs
+		// nothing and stays readable.
+		t.fill, t.gguf, t.ownFill = nil, nil, false
 		delete(w.blocks, name)
 	}
 	w.tensors[name] = t
@@ -465,6 +494,9 @@ func (w *Weights) Stack(names []string) ([]float32, error) {
 			return nil, fmt.Errorf("weights: stack: tensor %q: %w", name, err)
 		}
 		t.data, t.view = part, false
+		if t.ownFill {
+			t.fill, t.gguf, t.ownFill = nil, nil, false
+		}
 		w.tensors[name] = t
 		off += n
 	}
@@ -729,9 +761,10 @@ func sameTensor(set *safetensors.Set, a, b string, n int) error {
 // Private copies every tensor that aliases the mapped file into memory of
 // its own and releases the mapping, so a later write to the file (which a
 // shared mapping would show) cannot change what was hashed and computes.
-// A GGUF file's tensors keep their blocks (copied, stored blocks sharing
-// the copy) and stay lazy; a checkpoint's 16-bit tensors are converted to
-// f32 now. It is a no-op for weights held in memory already.
+// Lazy tensors stay lazy, reading a copy of the file's bytes (a GGUF
+// file's blocks, stored blocks sharing the copy; a checkpoint's 16-bit
+// values), which Release frees; F32 views are copied as f32. It is a
+// no-op for weights held in memory already.
 func (w *Weights) Private() error {
 	if w == nil || w.closed || (w.set == nil && w.closeSource == nil) {
 		return nil
@@ -759,20 +792,22 @@ func (w *Weights) Private() error {
 				t.fill, t.gguf = nil, nil // nothing reads it again
 			} else {
 				t.gguf = t.gguf.private(shared)
-				t.fill = t.gguf.fill
+				t.fill, t.ownFill = t.gguf.fill, true
 			}
 			t.mapped = false
 		case t.mapped:
-			// Produced now, while the file is what was checked; a
-			// released one can no longer be read (the mapping closes).
+			// The file's 16-bit bytes copied now, while the file is what
+			// was checked, and still converted on use; a released one can
+			// no longer be read (the mapping closes).
+			t.fill = nil
 			if t.data == nil && !t.released {
-				buf := make([]float32, elems(t.shape))
-				if err := t.fill(0, len(buf), buf); err != nil {
-					return fmt.Errorf("weights: tensor %q: %w", name, err)
+				fill, err := w.privateFill(name)
+				if err != nil {
+					return err
 				}
-				t.data = buf
+				t.fill, t.ownFill = fill, true
 			}
-			t.fill, t.mapped = nil, false
+			t.mapped = false
 		}
 		w.tensors[name] = t
 	}

@@ -1105,16 +1105,25 @@ func (p *Program) NumInstrs() int { return len(p.instrs) }
 
 // Preload converts every weight m's graphs hold in bf16 or a block format
 // and stacks the f32 ones that are fused (what Compile would do on first
-// use, cached the same way), and with
-// release drops from the source weights the f32 values of each converted
-// tensor that no graph reads as f32 (a tied embedding table, gathered in
-// f32, stays): an engine that owns its weights then holds each matrix once,
-// in the plan's format. Later compiles find the conversions cached.
+// use, cached the same way), and with release drops from the source
+// weights each converted tensor that no graph reads as f32 (a tied
+// embedding table, gathered in f32, stays) as soon as every conversion
+// that reads it is done: an engine that owns its weights then holds each
+// matrix once, in the plan's format, and the source of one (a sealed
+// plan's private copy of the file) is freed while the next converts.
+// Later compiles find the conversions cached.
 func (b *Backend) Preload(m *ir.Module, release bool) error {
+	type graphState struct {
+		p        *Program
+		partOnly []bool
+	}
 	keep := map[string]bool{}
 	converted := map[string]bool{}
-	for _, g := range m.Graphs {
+	reads := map[string]map[string]bool{} // a converted tensor's pending conversions, by key
+	states := make([]graphState, len(m.Graphs))
+	for gi, g := range m.Graphs {
 		p := &Program{g: g, dims: make([][]int, len(g.Nodes)), f32: make([][]float32, len(g.Nodes)), b: b}
+		partOnly := stackPartsOnly(g)
 		for i, n := range g.Nodes {
 			if n.Op != ir.OpWeight && n.Op != ir.OpConcatWeights {
 				continue
@@ -1124,21 +1133,35 @@ func (b *Backend) Preload(m *ir.Module, release bool) error {
 				return fmt.Errorf("preload %s: %v: %w", g.Name, n.ID, err)
 			}
 			p.dims[i] = dims
-		}
-		partOnly := stackPartsOnly(g)
-		for i, n := range g.Nodes {
-			if n.Op != ir.OpWeight && n.Op != ir.OpConcatWeights {
-				continue
-			}
-			quantized, half := n.Type.DType.IsQuantized(), n.Type.DType == ir.BF16
+			conv := n.Type.DType.IsQuantized() || n.Type.DType == ir.BF16
 			if n.Op == ir.OpWeight {
 				name, _ := n.Attrs.Str("name")
-				if quantized || half {
+				if conv {
 					converted[name] = true
 				} else {
 					keep[name] = true
 				}
 			}
+			if conv && !partOnly[i] {
+				key := conversionKey(g, n)
+				for _, leaf := range weightLeaves(g, n) {
+					if reads[leaf] == nil {
+						reads[leaf] = map[string]bool{}
+					}
+					reads[leaf][key] = true
+				}
+			}
+		}
+		states[gi] = graphState{p, partOnly}
+	}
+	released := map[string]bool{}
+	for gi, g := range m.Graphs {
+		p, partOnly := states[gi].p, states[gi].partOnly
+		for i, n := range g.Nodes {
+			if n.Op != ir.OpWeight && n.Op != ir.OpConcatWeights {
+				continue
+			}
+			quantized, half := n.Type.DType.IsQuantized(), n.Type.DType == ir.BF16
 			var err error
 			switch {
 			case partOnly[i]:
@@ -1159,20 +1182,43 @@ func (b *Backend) Preload(m *ir.Module, release bool) error {
 			if err != nil {
 				return fmt.Errorf("preload %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
 			}
-		}
-	}
-	if !release {
-		return nil
-	}
-	for name := range converted {
-		if keep[name] {
-			continue
-		}
-		if err := b.weights.Release(name); err != nil {
-			return fmt.Errorf("preload: %w", err)
+			if !release || partOnly[i] || !(quantized || half) {
+				continue
+			}
+			key := conversionKey(g, n)
+			for _, leaf := range weightLeaves(g, n) {
+				delete(reads[leaf], key)
+				if len(reads[leaf]) > 0 || !converted[leaf] || keep[leaf] || released[leaf] {
+					continue
+				}
+				if err := b.weights.Release(leaf); err != nil {
+					return fmt.Errorf("preload: %w", err)
+				}
+				released[leaf] = true
+			}
 		}
 	}
 	return nil
+}
+
+// conversionKey names the cached conversion node n of g is (its format
+// and its weight's or stack's name).
+func conversionKey(g *ir.Graph, n *ir.Node) string {
+	name, _ := WeightName(g, n.ID)
+	return n.Type.DType.String() + ":" + name
+}
+
+// weightLeaves lists the source tensors a weight or stack node reads.
+func weightLeaves(g *ir.Graph, n *ir.Node) []string {
+	if n.Op == ir.OpWeight {
+		name, _ := n.Attrs.Str("name")
+		return []string{name}
+	}
+	var out []string
+	for _, in := range n.Inputs {
+		out = append(out, weightLeaves(g, g.Node(in))...)
+	}
+	return out
 }
 
 // stackPartsOnly marks the weights of g that only concat_weights read: a

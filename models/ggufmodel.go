@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"gelo/models/gguf"
 	"gelo/models/safetensors"
@@ -85,6 +86,7 @@ func OpenGGUF(path string) (*gguf.File, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	f.SetCloser(unmap)
+	f.Path = path
 	return f, nil
 }
 
@@ -214,13 +216,15 @@ func (c GGUFConversion) String() string {
 type ggufTensor struct {
 	name     string // gelo's, for errors
 	typ      gguf.TensorType
-	data     []byte // the tensor's blocks, rows in the file's order
+	data     []byte // the tensor's blocks, rows in the file's order (nil once sealed)
 	cols     int    // values a row
 	rowBytes int
 	// heads > 0 marks a llama q/k projection, stored in llama.cpp's
 	// permutation of its rows (PermuteQK with this many heads).
 	heads, half int
-	mapped      bool // data is a view of the mapping: its pages are dropped after each read
+	mapped      bool         // data is a view of the mapping: its pages are dropped after each read
+	fileOff     int64        // where the blocks start in the file
+	sealed      *sealedRange // after Private: the blocks read from the file and checked
 }
 
 // storedRow is the file's row holding gelo row r (PermuteQK's map).
@@ -232,22 +236,59 @@ func (g *ggufTensor) storedRow(r int) int {
 	return h*2*g.half + j*2 + i
 }
 
+// rowBytesOf returns the blocks of the file's rows [a, b) and a function
+// to call when done with them (it drops the mapped pages read, or gives a
+// sealed read's buffer back).
+func (g *ggufTensor) rowBytesOf(a, b int) ([]byte, func(), error) {
+	lo, hi := a*g.rowBytes, b*g.rowBytes
+	if g.sealed == nil {
+		v := g.data[lo:hi]
+		return v, func() { g.drop(v) }, nil
+	}
+	bp := byteBufs.Get().(*[]byte)
+	if cap(*bp) < hi-lo {
+		*bp = make([]byte, hi-lo)
+	}
+	v := (*bp)[:hi-lo]
+	if err := g.sealed.read(int64(lo), int64(hi), v); err != nil {
+		byteBufs.Put(bp)
+		return nil, nil, err
+	}
+	return v, func() { byteBufs.Put(bp) }, nil
+}
+
+// byteBufs are scratch for bytes read from a file (sealed reads).
+var byteBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 // fill writes elements [lo, hi) of the tensor, in gelo's row order, into
 // dst as float32 (a fillFunc), then drops the mapped pages it read.
 func (g *ggufTensor) fill(lo, hi int, dst []float32) error {
 	c := g.cols
 	if g.heads == 0 && lo%c == 0 && hi%c == 0 {
-		b := g.data[lo/c*g.rowBytes : hi/c*g.rowBytes]
-		if err := gguf.Dequantize(g.typ, b, dst); err != nil {
-			return fmt.Errorf("gguf: tensor %s: %w", g.name, err)
+		// Rows a step: about one seal piece of blocks, so a sealed read
+		// of a whole tensor needs no buffer of its size.
+		step := max(1, sealPiece/g.rowBytes)
+		for a := lo / c; a < hi/c; a += step {
+			e := min(hi/c, a+step)
+			b, done, err := g.rowBytesOf(a, e)
+			if err != nil {
+				return fmt.Errorf("gguf: %w", err)
+			}
+			err = gguf.Dequantize(g.typ, b, dst[a*c-lo:e*c-lo])
+			done()
+			if err != nil {
+				return fmt.Errorf("gguf: tensor %s: %w", g.name, err)
+			}
 		}
-		g.drop(b)
 		return nil
 	}
 	var scratch []float32
 	for r := lo / c; r*c < hi; r++ {
 		s := g.storedRow(r)
-		b := g.data[s*g.rowBytes : (s+1)*g.rowBytes]
+		b, done, err := g.rowBytesOf(s, s+1)
+		if err != nil {
+			return fmt.Errorf("gguf: %w", err)
+		}
 		a, e := max(lo, r*c), min(hi, (r+1)*c) // the part of row r wanted
 		out := dst[a-lo : e-lo]
 		if e-a < c {
@@ -256,13 +297,14 @@ func (g *ggufTensor) fill(lo, hi int, dst []float32) error {
 			}
 			out = scratch
 		}
-		if err := gguf.Dequantize(g.typ, b, out); err != nil {
+		err = gguf.Dequantize(g.typ, b, out)
+		done()
+		if err != nil {
 			return fmt.Errorf("gguf: tensor %s: %w", g.name, err)
 		}
 		if e-a < c {
 			copy(dst[a-lo:e-lo], scratch[a-r*c:e-r*c])
 		}
-		g.drop(b)
 	}
 	return nil
 }
@@ -283,6 +325,18 @@ func (g *ggufTensor) private(data []byte) *ggufTensor {
 	g.drop(g.data)
 	p.data, p.mapped = data, false
 	return &p
+}
+
+// seal returns g reading its blocks from f, checked against digests
+// taken now (Private's).
+func (g *ggufTensor) seal(f *os.File) (*ggufTensor, error) {
+	sr, err := sealRange(f, g.name, g.fileOff, int64(len(g.data)))
+	if err != nil {
+		return nil, err
+	}
+	p := *g
+	p.data, p.mapped, p.sealed = nil, false, sr
+	return &p, nil
 }
 
 // LoadGGUF reads the weights of a GGUF file for cfg (from GGUFConfig):
@@ -312,7 +366,7 @@ func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 		if !slices.Equal(t.Shape(), s.Shape) {
 			return fail(fmt.Errorf("gguf: tensor %s has shape %v, the metadata implies %v", gname, t.Shape(), s.Shape))
 		}
-		g := &ggufTensor{name: s.Name, typ: t.Type, data: f.Data(t), cols: cols(s.Shape), mapped: f.Mapped()}
+		g := &ggufTensor{name: s.Name, typ: t.Type, data: f.Data(t), cols: cols(s.Shape), mapped: f.Mapped(), fileOff: f.FileOffset(t)}
 		rows := s.Elems() / g.cols
 		if rows == 0 || len(g.data)%rows != 0 {
 			return fail(fmt.Errorf("gguf: tensor %s: %d bytes are not %d rows", gname, len(g.data), rows))
@@ -353,7 +407,7 @@ func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 		w.tensors[s.Name] = t
 	}
 	w.blocks = blocks
-	w.closeSource = f.Close
+	w.closeSource, w.ggufPath = f.Close, f.Path
 	return w, conv, nil
 }
 

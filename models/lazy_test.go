@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"gelo/models/safetensors"
@@ -153,11 +154,13 @@ func TestLazyCheckpoint(t *testing.T) {
 	}
 }
 
-// TestPrivateCopies: after Private a checkpoint's tensors read a copy of
-// their own (the mapping is closed; 16-bit ones stay lazy, converted from
-// the copied bytes): truncating the file changes no value, and a tensor
-// released before Private is no longer readable.
-func TestPrivateCopies(t *testing.T) {
+// TestPrivateSeals: after Private a checkpoint's tensors read the file
+// through digests taken then (the mapping is closed, no copy of the model
+// is kept): the same values while the file is unchanged; once it changes,
+// a tensor made resident before keeps its values and every other read
+// fails, naming the tensor; a tensor released before Private, or after
+// it, is no longer readable.
+func TestPrivateSeals(t *testing.T) {
 	for _, dt := range []string{"bf16", "f16", "f32"} {
 		t.Run(dt, func(t *testing.T) {
 			dir, _ := tinyDir(t, dt)
@@ -179,22 +182,67 @@ func TestPrivateCopies(t *testing.T) {
 			if err := w.Private(); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, safetensors.SingleFile), nil, 0o644); err != nil {
+			if err := w.Private(); err != nil { // twice is fine
+				t.Fatal(err)
+			}
+			resident := map[string]bool{}
+			for i, n := range w.Names() {
+				if n == up {
+					continue
+				}
+				_, sh, _ := w.Shape(n)
+				row := make([]float32, sh[len(sh)-1])
+				if err := w.ReadRows(n, 0, 1, row); err != nil || !slices.Equal(f32LE(row), f32LE(want[n][:len(row)])) {
+					t.Fatalf("%s: its first row after Private differs (err %v)", n, err)
+				}
+				if i%2 == 0 {
+					v, _, err := w.Get(n)
+					if err != nil || !slices.Equal(f32LE(v), f32LE(want[n])) {
+						t.Fatalf("%s after Private differs (err %v)", n, err)
+					}
+					resident[n] = true
+				}
+			}
+			// Flip one byte of every tensor's data in place (the header
+			// stays valid), then truncate: both are caught.
+			path := filepath.Join(dir, safetensors.SingleFile)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := safetensors.Open(path)
+			if err != nil {
 				t.Fatal(err)
 			}
 			for _, n := range w.Names() {
-				if n == up {
-					if _, _, err := w.Get(n); err == nil {
-						t.Fatal("a tensor released before Private still reads")
-					}
-					continue
+				_, off, size, _, err := f.Where(n)
+				if err != nil {
+					t.Fatal(err)
 				}
-				v, _, err := w.Get(n)
-				if err != nil || !slices.Equal(f32LE(v), f32LE(want[n])) {
-					t.Fatalf("%s after Private and a truncated file: err %v, same %v", n, err, err == nil && slices.Equal(f32LE(v), f32LE(want[n])))
+				b[off+size/2] ^= 1
+			}
+			f.Close()
+			for _, content := range [][]byte{b, nil} {
+				if err := os.WriteFile(path, content, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range w.Names() {
+					v, _, err := w.Get(n)
+					switch {
+					case n == up:
+						if err == nil {
+							t.Fatal("a tensor released before Private still reads")
+						}
+					case resident[n]:
+						if err != nil || !slices.Equal(f32LE(v), f32LE(want[n])) {
+							t.Fatalf("%s, resident, after the file changed: err %v", n, err)
+						}
+					case err == nil || !strings.Contains(err.Error(), n) || !strings.Contains(err.Error(), "changed after it was checked"):
+						t.Fatalf("%s read after the file changed under Private: %v", n, err)
+					}
 				}
 			}
-			// Released after Private, a copy is freed and unreadable.
+			// Released after Private, a tensor is unreadable.
 			if err := w.Release(EmbedName); err != nil {
 				t.Fatal(err)
 			}

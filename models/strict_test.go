@@ -77,8 +77,9 @@ func TestLoadCrossChecks(t *testing.T) {
 }
 
 // TestPrivateWeights: f32 weights alias the mapped file (a rewrite in
-// place shows through) until Private copies them; after it the file can
-// change without changing them.
+// place shows through) until Private; after it the file can change
+// without changing them: a tensor made resident keeps its values and a
+// read of any other fails, naming it.
 func TestPrivateWeights(t *testing.T) {
 	cfg, _ := models.Variant("qwen3-tiny")
 	dir := filepath.Join(t.TempDir(), "m")
@@ -100,11 +101,18 @@ func TestPrivateWeights(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sum := func(w *models.Weights) float64 {
-		v, _, _ := w.Get(models.FinalNormName)
+	sumOf := func(w *models.Weights, name string) (float64, error) {
+		v, _, err := w.Get(name)
 		s := 0.0
 		for _, x := range v {
 			s += float64(x)
+		}
+		return s, err
+	}
+	sum := func(w *models.Weights) float64 {
+		s, err := sumOf(w, models.FinalNormName)
+		if err != nil {
+			t.Fatal(err)
 		}
 		return s
 	}
@@ -121,9 +129,16 @@ func TestPrivateWeights(t *testing.T) {
 	if err := w.Private(); err != nil {
 		t.Fatal(err)
 	}
+	if got := sum(w); got != before { // resident now, in memory of its own
+		t.Fatalf("private weights differ from the file's: %v -> %v", before, got)
+	}
+	const other = "model.layers.0.input_layernorm.weight"
 	overwrite()
 	if got := sum(w); got != before {
 		t.Fatalf("private weights changed with the file: %v -> %v", before, got)
+	}
+	if _, err := sumOf(w, other); err == nil || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), "changed after it was checked") {
+		t.Fatalf("a tensor read after the file changed under Private: %v", err)
 	}
 	// The control: the mapped copy shows the rewrite.
 	if got := sum(shared); got == before {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -44,8 +45,10 @@ type Weights struct {
 	// plan can multiply as they are (Q4_K): rows in gelo's order.
 	blocks map[string]StoredBlocks
 	// closeSource releases a source other than set that the tensors
-	// read (a GGUF file's mapping); nil if none.
+	// read (a GGUF file's mapping, Private's open files); nil if none.
 	closeSource func() error
+	ggufPath    string // the GGUF file the tensors read, if any
+	private     bool   // Private ran
 }
 
 // StoredBlocks is a tensor's bytes as its file stored them: type t,
@@ -758,60 +761,131 @@ func sameTensor(set *safetensors.Set, a, b string, n int) error {
 	return nil
 }
 
-// Private copies every tensor that aliases the mapped file into memory of
-// its own and releases the mapping, so a later write to the file (which a
-// shared mapping would show) cannot change what was hashed and computes.
-// Lazy tensors stay lazy, reading a copy of the file's bytes (a GGUF
-// file's blocks, stored blocks sharing the copy; a checkpoint's 16-bit
-// values), which Release frees; F32 views are copied as f32. It is a
-// no-op for weights held in memory already.
+// Private makes every tensor that reads the mapped file read memory of
+// its own, and releases the mapping, so a later write to the file (which
+// a shared mapping would show) cannot change what was hashed and
+// computes. It takes no copy of the model: each tensor's bytes are read
+// once now, a SHA-256 digest kept per 64 KiB piece, and every later read
+// (pread into the process's own memory) is checked against them, so a
+// changed file fails the read, naming the tensor. A GGUF tensor's stored
+// blocks, which an engine may multiply as they lie, are copied. Tensors
+// released before Private can no longer be read; Release frees a tensor's
+// digests. It is a no-op for weights held in memory already.
 func (w *Weights) Private() error {
-	if w == nil || w.closed || (w.set == nil && w.closeSource == nil) {
+	if w == nil || w.closed || w.private || (w.set == nil && w.closeSource == nil) {
 		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for name, t := range w.tensors {
-		if t.view && !t.released {
-			t.data, t.view = append([]float32(nil), t.data...), false
+	files := map[string]*os.File{}
+	closeFiles := func() error {
+		var first error
+		for _, f := range files {
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
 		}
-		switch {
-		case t.gguf != nil && t.gguf.mapped:
-			var shared []byte
-			if sb, ok := w.blocks[name]; ok {
-				if &sb.Data[0] == &t.gguf.data[0] {
-					sb.Data = append([]byte(nil), sb.Data...)
-					shared = sb.Data
-				} else {
-					sb.Data = append([]byte(nil), sb.Data...) // already gelo's order: a copy of its own
-				}
-				t.gguf.drop(t.gguf.data)
-				w.blocks[name] = sb
-			}
-			if t.released {
-				t.fill, t.gguf = nil, nil // nothing reads it again
-			} else {
-				t.gguf = t.gguf.private(shared)
-				t.fill, t.ownFill = t.gguf.fill, true
-			}
-			t.mapped = false
-		case t.mapped:
-			// The file's 16-bit bytes copied now, while the file is what
-			// was checked, and still converted on use; a released one can
-			// no longer be read (the mapping closes).
-			t.fill = nil
-			if t.data == nil && !t.released {
-				fill, err := w.privateFill(name)
-				if err != nil {
-					return err
-				}
-				t.fill, t.ownFill = fill, true
-			}
-			t.mapped = false
+		return first
+	}
+	open := func(path string) (*os.File, error) {
+		if f, ok := files[path]; ok {
+			return f, nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("weights: %w", err)
+		}
+		files[path] = f
+		return f, nil
+	}
+	for _, name := range w.names {
+		t := w.tensors[name]
+		err := w.privateTensor(name, &t, open)
+		if err != nil {
+			_ = closeFiles()
+			return err
 		}
 		w.tensors[name] = t
 	}
-	return w.closeSources()
+	if err := w.closeSources(); err != nil {
+		_ = closeFiles()
+		return err
+	}
+	w.closeSource, w.private = closeFiles, true
+	return nil
+}
+
+// privateTensor is Private for one tensor (w.mu held).
+func (w *Weights) privateTensor(name string, t *weight, open func(string) (*os.File, error)) error {
+	if t.released {
+		t.data, t.fill, t.gguf, t.view, t.mapped = nil, nil, nil, false, false
+		delete(w.blocks, name)
+		return nil
+	}
+	switch {
+	case t.gguf != nil && t.gguf.mapped:
+		if sb, ok := w.blocks[name]; ok {
+			if &sb.Data[0] == &t.gguf.data[0] {
+				// The stored blocks are the tensor's: one copy for both.
+				sb.Data = append([]byte(nil), sb.Data...)
+				w.blocks[name] = sb
+				t.gguf = t.gguf.private(sb.Data)
+				t.fill, t.ownFill, t.mapped = t.gguf.fill, true, false
+				return nil
+			}
+			// Else the blocks are a copy in gelo's row order already.
+		}
+		f, err := open(w.ggufPath)
+		if err != nil {
+			return err
+		}
+		g, err := t.gguf.seal(f)
+		if err != nil {
+			return fmt.Errorf("weights: gguf %s: %w", w.ggufPath, err)
+		}
+		t.gguf, t.fill, t.ownFill, t.mapped = g, g.fill, true, false
+	case t.view || t.mapped:
+		if t.data != nil && !t.view {
+			return nil // resident in memory of its own already
+		}
+		path, off, size, dtype, err := w.set.Where(name)
+		if err != nil {
+			return fmt.Errorf("weights: %w", err)
+		}
+		esize, err := safetensors.DTypeSize(dtype)
+		if err != nil {
+			return fmt.Errorf("weights: tensor %q: %w", name, err)
+		}
+		f, err := open(path)
+		if err != nil {
+			return err
+		}
+		sr, err := sealRange(f, name, off, size)
+		if err != nil {
+			return fmt.Errorf("weights: %s: %w", path, err)
+		}
+		t.fill = func(lo, hi int, dst []float32) error {
+			bp := byteBufs.Get().(*[]byte)
+			defer byteBufs.Put(bp)
+			if cap(*bp) < sealPiece {
+				*bp = make([]byte, sealPiece)
+			}
+			step := sealPiece / esize // values a read: one piece, not the whole range
+			for a := lo; a < hi; a += step {
+				e := min(hi, a+step)
+				b := (*bp)[:(e-a)*esize]
+				if err := sr.read(int64(a*esize), int64(e*esize), b); err != nil {
+					return err
+				}
+				if err := safetensors.DecodeFloat32(dtype, b, dst[a-lo:e-lo]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		t.data, t.view, t.mapped, t.ownFill = nil, false, false, true
+	}
+	return nil
 }
 
 // halfMismatch reports a 16-bit tensor dtype that contradicts the

@@ -179,6 +179,8 @@ func (t *TensorInfo) Shape() []int {
 
 // File is a parsed GGUF file over its bytes (mapped or read).
 type File struct {
+	// Path is the file's, when whoever opened it set it ("" otherwise).
+	Path      string
 	Version   uint32
 	Alignment int
 	// Keys lists the metadata keys in file order; Meta holds the values.
@@ -186,6 +188,7 @@ type File struct {
 	Meta    map[string]Value
 	Tensors []TensorInfo
 	data    []byte // the tensor data section
+	dataOff int64  // where it starts in the file
 	close   func() error
 }
 
@@ -203,6 +206,9 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 func (f *File) Data(t *TensorInfo) []byte {
 	return f.data[t.Offset : t.Offset+uint64(t.Size) : t.Offset+uint64(t.Size)]
 }
+
+// FileOffset is where a tensor's bytes start in the file.
+func (f *File) FileOffset(t *TensorInfo) int64 { return f.dataOff + int64(t.Offset) }
 
 // SetCloser sets what Close releases (the mapping of the bytes).
 func (f *File) SetCloser(c func() error) { f.close = c }
@@ -502,7 +508,7 @@ func Parse(b []byte) (*File, error) {
 	if start > len(b) {
 		return nil, fmt.Errorf("gguf: the data section starts at %d, past the end of the file (%d bytes)", start, len(b))
 	}
-	f.data = b[start:]
+	f.data, f.dataOff = b[start:], int64(start)
 	for _, t := range f.Tensors {
 		if t.Offset > uint64(len(f.data)) || uint64(t.Size) > uint64(len(f.data))-t.Offset {
 			return nil, fmt.Errorf("gguf: tensor %q (%d bytes at %d) is past the end of the data (%d bytes)", t.Name, t.Size, t.Offset, len(f.data))

@@ -132,6 +132,16 @@ func (f *File) Bytes(name string) ([]byte, error) {
 	return f.data[in.Offset : in.Offset+in.Size : in.Offset+in.Size], nil
 }
 
+// Where locates a tensor's bytes in its file: the path, the offset from
+// the file's start, the size and the dtype.
+func (f *File) Where(name string) (path string, off, size int64, dtype string, err error) {
+	in, ok := f.infos[name]
+	if !ok {
+		return "", 0, 0, "", fmt.Errorf("safetensors %s: no tensor %q", f.path, name)
+	}
+	return f.path, int64(len(f.buf)-len(f.data)) + in.Offset, in.Size, in.DType, nil
+}
+
 // CopyBytes is a copy of a tensor's raw data, in memory of its own; the
 // mapped file's pages it read leave the resident set, as DecodeRange's do.
 func (f *File) CopyBytes(name string) ([]byte, error) {

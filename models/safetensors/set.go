@@ -180,6 +180,15 @@ func (s *Set) Bytes(name string) ([]byte, error) {
 	return f.Bytes(name)
 }
 
+// Where locates a tensor's bytes in its file; see File.Where.
+func (s *Set) Where(name string) (path string, off, size int64, dtype string, err error) {
+	f, err := s.file(name)
+	if err != nil {
+		return "", 0, 0, "", err
+	}
+	return f.Where(name)
+}
+
 // CopyBytes is a copy of a tensor's raw data; see File.CopyBytes.
 func (s *Set) CopyBytes(name string) ([]byte, error) {
 	f, err := s.file(name)

@@ -1,0 +1,77 @@
+package models
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// sealPiece is the span each digest of a sealedRange covers: small enough
+// that a read's partial pieces at either end cost little to re-read.
+const sealPiece = 64 << 10
+
+// sealedRange is a tensor's bytes in a file, read after Private with
+// pread into memory of the process's own, each sealPiece-byte piece
+// checked against the SHA-256 digest Private took of it. What was hashed
+// is then what computes, as with a private copy of the file, without one:
+// a later write to the file makes the read fail, naming the tensor.
+type sealedRange struct {
+	f    *os.File
+	name string // the tensor's, for errors
+	off  int64  // in the file
+	size int64
+	sums [][sha256.Size]byte
+}
+
+// sealBufs are the pieces' scratch, shared by every read.
+var sealBufs = sync.Pool{New: func() any { b := make([]byte, sealPiece); return &b }}
+
+// sealRange reads size bytes at off in f, piece by piece, and returns
+// them sealed.
+func sealRange(f *os.File, name string, off, size int64) (*sealedRange, error) {
+	s := &sealedRange{f: f, name: name, off: off, size: size}
+	bp := sealBufs.Get().(*[]byte)
+	defer sealBufs.Put(bp)
+	for lo := int64(0); lo < size; lo += sealPiece {
+		n := min(sealPiece, size-lo)
+		b := (*bp)[:n]
+		if _, err := f.ReadAt(b, off+lo); err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", name, err)
+		}
+		s.sums = append(s.sums, sha256.Sum256(b))
+	}
+	return s, nil
+}
+
+// read copies bytes [lo, hi) of the range into dst (len hi-lo), every
+// piece they touch read whole and checked.
+func (s *sealedRange) read(lo, hi int64, dst []byte) error {
+	if lo < 0 || hi < lo || hi > s.size || int64(len(dst)) != hi-lo {
+		return fmt.Errorf("tensor %q: bytes [%d, %d) of %d into %d", s.name, lo, hi, s.size, len(dst))
+	}
+	bp := sealBufs.Get().(*[]byte)
+	defer sealBufs.Put(bp)
+	for p := lo / sealPiece; p*sealPiece < hi; p++ {
+		a, e := p*sealPiece, min((p+1)*sealPiece, s.size)
+		b := (*bp)[:e-a]
+		if a >= lo && e <= hi {
+			b = dst[a-lo : e-lo] // a whole piece: read straight into place
+		}
+		if _, err := s.f.ReadAt(b, s.off+a); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("tensor %q: the file changed after it was checked (%w)", s.name, err)
+		}
+		if sha256.Sum256(b) != s.sums[p] {
+			return fmt.Errorf("tensor %q: the file changed after it was checked (bytes %d-%d differ from what was hashed)", s.name, a, e)
+		}
+		if a < lo || e > hi {
+			copy(dst[max(a, lo)-lo:min(e, hi)-lo], b[max(a, lo)-a:min(e, hi)-a])
+		}
+	}
+	return nil
+}

@@ -186,4 +186,3 @@ func TestGGUFNonFinite(t *testing.T) {
 		t.Fatalf("a NaN weight: %v", err)
 	}
 }
-

@@ -298,7 +298,8 @@ func wsum2F16AVX512(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
 //go:noescape
 func wsum2BF16AVX512(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
 
-// wsum2Asm reports whether wsum2 takes head width d.
+// wsum2Asm reports whether wsum2 takes head width d (the AVX-512 kernels,
+// multiples of 128).
 func wsum2Asm(f KVFormat, d int) bool {
 	return useAVX512 && d%128 == 0 && (f != KVF16 || useF16C)
 }
@@ -335,9 +336,16 @@ func gemv2x8F16AVX512(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *fl
 //go:noescape
 func gemv2x8BF16AVX512(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
 
-// gemv2Asm reports whether gemv2x8H16 takes keys of format f and width k.
+//go:noescape
+func gemv2x8F16AVX2(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
+
+//go:noescape
+func gemv2x8BF16AVX2(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
+
+// gemv2Asm reports whether gemv2x8H16 takes keys of format f and width k
+// (AVX-512 where present, else AVX2).
 func gemv2Asm(f KVFormat, k int) bool {
-	return useAVX512 && k%8 == 0 && (f == KVBF16 || (f == KVF16 && useF16C))
+	return useAsm && k%8 == 0 && (f == KVBF16 || (f == KVF16 && useF16C))
 }
 
 // gemv2x8H16 is gemv1x8H16 for two query heads x0 and x1 sharing the keys
@@ -350,10 +358,15 @@ func gemv2x8H16(f KVFormat, x0, x1 []float32, w []uint16, ldw, k, ntiles int, y0
 	if !gemv2Asm(f, k) {
 		panic("kernels: gemv2x8H16 without its assembly")
 	}
-	if f == KVF16 {
+	switch {
+	case f == KVF16 && useAVX512:
 		gemv2x8F16AVX512(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
-	} else {
+	case f == KVF16:
+		gemv2x8F16AVX2(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
+	case useAVX512:
 		gemv2x8BF16AVX512(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
+	default:
+		gemv2x8BF16AVX2(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
 	}
 }
 

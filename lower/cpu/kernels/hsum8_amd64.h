@@ -4,6 +4,11 @@
 // HSUM8 reduces Y0..Y7 each as HSUM does (same additions, same order) and
 // stores the 8 sums, in order, at (DST). Clobbers Y0..Y14 except Y13.
 #define HSUM8(DST) \
+	HSUM8R; \
+	VMOVUPS    Y4, DST
+
+// HSUM8R is HSUM8 leaving the 8 sums, in order, in Y4.
+#define HSUM8R \
 	VPERM2F128 $0x20, Y1, Y0, Y8;  \
 	VPERM2F128 $0x31, Y1, Y0, Y9;  \
 	VADDPS     Y9, Y8, Y8;         \
@@ -26,8 +31,7 @@
 	VSHUFPS    $0xDD, Y2, Y0, Y5;  \
 	VADDPS     Y5, Y4, Y4;         \
 	VMOVDQU    hsum8Perm<>(SB), Y14; \
-	VPERMPS    Y4, Y14, Y4;        \
-	VMOVUPS    Y4, DST
+	VPERMPS    Y4, Y14, Y4
 
 DATA hsum8Perm<>+0(SB)/4, $0
 DATA hsum8Perm<>+4(SB)/4, $4

@@ -226,14 +226,14 @@ func TestWsum2(t *testing.T) {
 	}
 }
 
-// TestGemv2: the two-head AVX-512 scores give, for each head, the bits of
-// the one-head AVX2 kernel (gemv1x8H16) on a 16-bit cache.
+// TestGemv2: the two-head scores (AVX-512, else AVX2) give, for each head,
+// the bits of the one-head AVX2 kernel (gemv1x8H16) on a 16-bit cache.
 func TestGemv2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 24))
 	for _, f := range []KVFormat{KVF16, KVBF16} {
 		for _, k := range []int{8, 128, 136} {
 			if !gemv2Asm(f, k) {
-				t.Skipf("no AVX-512 here: gemv2x8H16 is not used")
+				t.Skipf("no AVX2 here: gemv2x8H16 is not used")
 			}
 			for _, nt := range []int{1, 3} {
 				ldw := k + 16

@@ -247,7 +247,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("bench %s: %w", suite, err)
 		}
 	}
-	fmt.Fprintf(stdout, "\npeak RSS %s (VmHWM of the whole run: the source model's f32 weights, every engine built, the bandwidth probe's buffers)\n", humanRSS(peakResidentBytes()))
+	fmt.Fprintf(stdout, "\npeak RSS %s (VmHWM of the whole run: every engine built, each holding its plan's weights, the f32 tensors an f32 plan made resident in the shared source, the bandwidth probe's buffers; plan weights %s a token)\n", humanRSS(peakResidentBytes()), passes.HumanBytes(bytesPerTok))
 	return nil
 }
 

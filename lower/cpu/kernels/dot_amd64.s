@@ -365,6 +365,10 @@ ws64go:
 	JZ     ws64st
 
 ws64loop:
+	PREFETCHT0   256(BX)         // the next block's four lines of this row (read by the next pass)
+	PREFETCHT0   320(BX)
+	PREFETCHT0   384(BX)
+	PREFETCHT0   448(BX)
 	VBROADCASTSS (SI)(CX*4), Y8
 	VFMADD231PS  (BX), Y8, Y0
 	VFMADD231PS  32(BX), Y8, Y1
@@ -1167,6 +1171,8 @@ wh64go:
 	JZ    wh64st
 
 wh64loop:
+	PREFETCHT0   128(BX)         // the next block's two lines of this row (read by the next pass)
+	PREFETCHT0   192(BX)
 	VBROADCASTSS (SI)(CX*4), Y8
 	VCVTPH2PS    (BX), Y9
 	VCVTPH2PS    16(BX), Y10
@@ -1281,6 +1287,8 @@ wb64go:
 	JZ    wb64st
 
 wb64loop:
+	PREFETCHT0   128(BX)         // as in wh64loop
+	PREFETCHT0   192(BX)
 	VBROADCASTSS (SI)(CX*4), Y8
 	VPMOVZXWD    (BX), Y9
 	VPSLLD       $16, Y9, Y9

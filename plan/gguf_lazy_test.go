@@ -160,17 +160,9 @@ func TestGGUFLazy(t *testing.T) {
 
 // A GGUF tensor holding NaN is refused at Open, naming it.
 func TestGGUFNonFinite(t *testing.T) {
-	src, err := models.Open(models.DefaultVariant, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := plan.ExportGGUF(src, plan.Tokenizer{}, "f32", &buf); err != nil {
-		t.Fatal(err)
-	}
+	src, b := defaultAsGGUF(t)
 	const name = "model.layers.1.mlp.down_proj.weight"
 	v, _, _ := src.Get(name)
-	b := buf.Bytes()
 	head := f32Bytes(v[:16])
 	i := bytes.Index(b, head)
 	if i < 0 || bytes.Index(b[i+1:], head) >= 0 {
@@ -181,7 +173,7 @@ func TestGGUFNonFinite(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = models.Open(path, 0, nil)
+	_, err := models.Open(path, 0, nil)
 	if err == nil || !strings.Contains(err.Error(), `tensor "`+name+`": element 3 is NaN`) {
 		t.Fatalf("a NaN weight: %v", err)
 	}

@@ -157,7 +157,9 @@ func TestGGUFTokenizerMatches(t *testing.T) {
 }
 
 // A tensor whose shape disagrees with the metadata is an error naming it.
-func TestGGUFShapeMismatch(t *testing.T) {
+// defaultAsGGUF is the default variant and its f32 GGUF export's bytes.
+func defaultAsGGUF(t *testing.T) (*models.Model, []byte) {
+	t.Helper()
 	src, err := models.Open(models.DefaultVariant, 1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +168,11 @@ func TestGGUFShapeMismatch(t *testing.T) {
 	if err := plan.ExportGGUF(src, plan.Tokenizer{}, "f32", &buf); err != nil {
 		t.Fatal(err)
 	}
-	b := buf.Bytes()
+	return src, buf.Bytes()
+}
+
+func TestGGUFShapeMismatch(t *testing.T) {
+	_, b := defaultAsGGUF(t)
 	key := []byte("qwen3.feed_forward_length")
 	i := bytes.Index(b, key) + len(key) + 4 // the key, then its u32 type tag
 	if b[i] != 192 {
@@ -175,7 +181,7 @@ func TestGGUFShapeMismatch(t *testing.T) {
 	b[i] = 96
 	path := filepath.Join(t.TempDir(), "bad.gguf")
 	os.WriteFile(path, b, 0o644)
-	_, err = models.Open(path, 0, nil)
+	_, err := models.Open(path, 0, nil)
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("blk.0.ffn_gate.weight has shape [192 64], the metadata implies [96 64]")) {
 		t.Fatalf("got %v", err)
 	}

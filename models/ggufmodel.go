@@ -208,7 +208,7 @@ func (c GGUFConversion) String() string {
 	if c.Types[gguf.Q4_K] > 0 {
 		kept = "; a q4_k plan multiplies the Q4_K tensors' own blocks"
 	}
-	return fmt.Sprintf("gguf: %s tensors, dequantized exactly as the plan reads them (a chunk at a time from the mapped file; %d MiB as f32, never whole); a quantized plan requantizes them to its device format%s", strings.Join(parts, ", "), c.Bytes>>20, kept)
+	return fmt.Sprintf("gguf: %s tensors, dequantized exactly as the plan reads them (a chunk at a time from the mapped file; %d MiB as f32, held whole only by an f32 plan); a quantized plan requantizes them to its device format%s", strings.Join(parts, ", "), c.Bytes>>20, kept)
 }
 
 // ggufTensor reads a tensor from a GGUF file's blocks on demand: the

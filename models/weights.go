@@ -102,36 +102,14 @@ type weight struct {
 	// fill, when not nil, produces elements [lo, hi) of the tensor into
 	// dst from its source; data is nil until the first Get.
 	fill   fillFunc
-	mapped bool // fill reads the mapped file (Private materializes it)
+	mapped bool // fill reads the mapped file (Private seals it)
 	// gguf is fill's source for a GGUF file's tensor: Private copies its
 	// blocks, not their f32 values.
 	gguf *ggufTensor
-	// ownFill: fill reads a copy of the file's bytes that Private made;
-	// Release frees it.
+	// ownFill: fill is Private's (the sealed file, or a GGUF tensor's
+	// copied blocks); Release, or the values becoming resident, drops it
+	// and what it holds.
 	ownFill bool
-}
-
-// privateFill copies a checkpoint tensor's bytes out of the mapped file
-// and returns a fillFunc that converts them (w.mu held).
-func (w *Weights) privateFill(name string) (fillFunc, error) {
-	in, err := w.set.Info(name)
-	if err != nil {
-		return nil, fmt.Errorf("weights: %w", err)
-	}
-	size, err := safetensors.DTypeSize(in.DType)
-	if err != nil {
-		return nil, fmt.Errorf("weights: tensor %q: %w", name, err)
-	}
-	raw, err := w.set.CopyBytes(name)
-	if err != nil {
-		return nil, fmt.Errorf("weights: %w", err)
-	}
-	return func(lo, hi int, dst []float32) error {
-		if lo < 0 || hi < lo || hi*size > len(raw) || len(dst) != hi-lo {
-			return fmt.Errorf("elements [%d, %d) of %d into %d", lo, hi, len(raw)/size, len(dst))
-		}
-		return safetensors.DecodeFloat32(in.DType, raw[lo*size:hi*size], dst)
-	}, nil
 }
 
 // fillFunc writes elements [lo, hi) of a tensor, as float32, into dst
@@ -265,7 +243,7 @@ func (w *Weights) resident(name string) (weight, error) {
 	}
 	if cur.data == nil { // else another Get produced it first: keep that one
 		cur.data = buf
-		if cur.ownFill { // the values are here now: Private's copy goes
+		if cur.ownFill { // the values are here now: Private's source goes
 			cur.fill, cur.gguf, cur.ownFill = nil, nil, false
 		}
 		w.tensors[name] = cur
@@ -407,8 +385,9 @@ func (r *tensorReader) Read(p []byte) (int, error) {
 // no use for them): the memory is freed once no slice from Get is held.
 // Later Gets of it fail, naming it; its shape stays in Names. A tensor
 // that aliases a mapped file is dropped from the process's view only (the
-// mapping stays until Close). After Private, a GGUF tensor's copied
-// blocks go too (stored blocks included), and it can no longer be read.
+// mapping stays until Close). After Private it can no longer be read, and
+// what Private keeps for it (digests, a GGUF tensor's copied blocks and
+// stored blocks) goes too.
 // Releasing twice is fine.
 func (w *Weights) Release(name string) error {
 	if w == nil {
@@ -425,9 +404,9 @@ func (w *Weights) Release(name string) error {
 	}
 	t.data, t.released = nil, true
 	if t.ownFill {
-		// A private copy of the file's bytes (Private's): freed, a GGUF
-		// tensor's stored blocks included (an engine that multiplies them
-		// as they are holds its own reference); a mapped source costs
+		// Private's source (digests, or a GGUF tensor's copied blocks,
+		// stored blocks included: an engine that multiplies them as they
+		// are holds its own reference) is freed; a mapped source costs
 		// nothing and stays readable.
 		t.fill, t.gguf, t.ownFill = nil, nil, false
 		delete(w.blocks, name)

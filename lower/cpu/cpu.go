@@ -1109,8 +1109,9 @@ func (p *Program) NumInstrs() int { return len(p.instrs) }
 // weights each converted tensor that no graph reads as f32 (a tied
 // embedding table, gathered in f32, stays) as soon as every conversion
 // that reads it is done: an engine that owns its weights then holds each
-// matrix once, in the plan's format, and the source of one (a sealed
-// plan's private copy of the file) is freed while the next converts.
+// matrix once, in the plan's format, and what the source keeps for one
+// (a GGUF tensor's copied blocks, a sealed file's digests) is freed while
+// the next converts.
 // Later compiles find the conversions cached.
 func (b *Backend) Preload(m *ir.Module, release bool) error {
 	type graphState struct {

@@ -142,22 +142,6 @@ func (f *File) Where(name string) (path string, off, size int64, dtype string, e
 	return f.path, int64(len(f.buf)-len(f.data)) + in.Offset, in.Size, in.DType, nil
 }
 
-// CopyBytes is a copy of a tensor's raw data, in memory of its own; the
-// mapped file's pages it read leave the resident set, as DecodeRange's do.
-func (f *File) CopyBytes(name string) ([]byte, error) {
-	b, err := f.Bytes(name)
-	if err != nil {
-		return nil, err
-	}
-	out := append([]byte(nil), b...)
-	if f.unmap != nil {
-		head := int64(len(f.buf) - len(f.data))
-		in := f.infos[name]
-		dropPages(f.buf, head+in.Offset, head+in.Offset+in.Size)
-	}
-	return out, nil
-}
-
 // Float32 returns a tensor's values as float32, converting BF16 and F16.
 // For an F32 tensor on a little-endian host whose data is 4-byte aligned
 // the result is a zero-copy view of the file: it is read-only (writing to

@@ -44,19 +44,16 @@ func mapFile(path string) ([]byte, func() error, error) {
 // next read finds them. The mapping is read-only and shared, so nothing is
 // lost; a page partly outside [lo, hi) is kept for its neighbour.
 func dropPages(buf []byte, lo, hi int64) {
-	page := int64(os.Getpagesize())
-	lo = (lo + page - 1) / page * page
-	hi = hi / page * page
-	if hi <= lo || hi > int64(len(buf)) {
+	if lo < 0 || hi > int64(len(buf)) || hi <= lo {
 		return
 	}
-	_ = syscall.Madvise(buf[lo:hi], syscall.MADV_DONTNEED) // advice only: a refusal leaves pages resident, never wrong
+	DropMapped(buf[lo:hi])
 }
 
-// DropMapped is dropPages for a view b of a mapping MapFile made (a GGUF
-// tensor's bytes): the whole pages inside b leave the resident set and
-// stay in the page cache. b must lie in such a mapping: on memory of the
-// process's own, MADV_DONTNEED would discard what it holds.
+// DropMapped drops the whole pages inside b, a view of a mapping MapFile
+// made (a tensor's bytes), from the resident set: they stay in the page
+// cache. b must lie in such a mapping: on memory of the process's own,
+// MADV_DONTNEED would discard what it holds.
 func DropMapped(b []byte) {
 	if len(b) == 0 {
 		return
@@ -68,5 +65,5 @@ func DropMapped(b []byte) {
 	if hi <= lo {
 		return
 	}
-	_ = syscall.Madvise(b[lo-addr:hi-addr], syscall.MADV_DONTNEED) // advice only, as in dropPages
+	_ = syscall.Madvise(b[lo-addr:hi-addr], syscall.MADV_DONTNEED) // advice only: a refusal leaves pages resident, never wrong
 }

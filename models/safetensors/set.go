@@ -189,15 +189,6 @@ func (s *Set) Where(name string) (path string, off, size int64, dtype string, er
 	return f.Where(name)
 }
 
-// CopyBytes is a copy of a tensor's raw data; see File.CopyBytes.
-func (s *Set) CopyBytes(name string) ([]byte, error) {
-	f, err := s.file(name)
-	if err != nil {
-		return nil, err
-	}
-	return f.CopyBytes(name)
-}
-
 // Float32 is a tensor's values as float32; see File.Float32 for when the
 // result is a view valid only until Close.
 func (s *Set) Float32(name string) ([]float32, error) {

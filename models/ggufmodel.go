@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	"gelo/models/gguf"
 	"gelo/models/safetensors"
@@ -245,29 +244,17 @@ func (g *ggufTensor) rowBytesOf(a, b int) ([]byte, func(), error) {
 		v := g.data[lo:hi]
 		return v, func() { g.drop(v) }, nil
 	}
-	bp := byteBufs.Get().(*[]byte)
-	if cap(*bp) < hi-lo {
-		*bp = make([]byte, hi-lo)
-	}
-	v := (*bp)[:hi-lo]
-	if err := g.sealed.read(int64(lo), int64(hi), v); err != nil {
-		byteBufs.Put(bp)
-		return nil, nil, err
-	}
-	return v, func() { byteBufs.Put(bp) }, nil
+	return g.sealed.readBuf(int64(lo), int64(hi))
 }
-
-// byteBufs are scratch for bytes read from a file (sealed reads).
-var byteBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // fill writes elements [lo, hi) of the tensor, in gelo's row order, into
 // dst as float32 (a fillFunc), then drops the mapped pages it read.
 func (g *ggufTensor) fill(lo, hi int, dst []float32) error {
 	c := g.cols
 	if g.heads == 0 && lo%c == 0 && hi%c == 0 {
-		// Rows a step: about one seal piece of blocks, so a sealed read
+		// Rows a step: about sealStep bytes of blocks, so a sealed read
 		// of a whole tensor needs no buffer of its size.
-		step := max(1, sealPiece/g.rowBytes)
+		step := max(1, sealStep/g.rowBytes)
 		for a := lo / c; a < hi/c; a += step {
 			e := min(hi/c, a+step)
 			b, done, err := g.rowBytesOf(a, e)

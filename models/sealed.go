@@ -26,6 +26,10 @@ type sealedRange struct {
 	sums [][sha256.Size]byte
 }
 
+// sealStep is how many bytes a fill reads through a sealedRange at a time:
+// 16 pieces, so re-reading a piece that straddles two steps costs little.
+const sealStep = 16 * sealPiece
+
 // sealBufs are the pieces' scratch, shared by every read.
 var sealBufs = sync.Pool{New: func() any { b := make([]byte, sealPiece); return &b }}
 
@@ -75,3 +79,21 @@ func (s *sealedRange) read(lo, hi int64, dst []byte) error {
 	}
 	return nil
 }
+
+// readBuf reads bytes [lo, hi) into a pooled buffer and returns it with
+// the function that gives it back.
+func (s *sealedRange) readBuf(lo, hi int64) ([]byte, func(), error) {
+	bp := byteBufs.Get().(*[]byte)
+	if int64(cap(*bp)) < hi-lo {
+		*bp = make([]byte, hi-lo)
+	}
+	b := (*bp)[:hi-lo]
+	if err := s.read(lo, hi, b); err != nil {
+		byteBufs.Put(bp)
+		return nil, nil, err
+	}
+	return b, func() { byteBufs.Put(bp) }, nil
+}
+
+// byteBufs are scratch for bytes read through a sealedRange.
+var byteBufs = sync.Pool{New: func() any { return new([]byte) }}

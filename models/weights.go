@@ -844,21 +844,21 @@ func (w *Weights) privateTensor(name string, t *weight, open func(string) (*os.F
 			return fmt.Errorf("weights: %s: %w", path, err)
 		}
 		t.fill = func(lo, hi int, dst []float32) error {
-			bp := byteBufs.Get().(*[]byte)
-			defer byteBufs.Put(bp)
-			if cap(*bp) < sealPiece {
-				*bp = make([]byte, sealPiece)
-			}
-			step := sealPiece / esize // values a read: one piece, not the whole range
-			for a := lo; a < hi; a += step {
-				e := min(hi, a+step)
-				b := (*bp)[:(e-a)*esize]
-				if err := sr.read(int64(a*esize), int64(e*esize), b); err != nil {
+			// A step ends on a sealStep boundary (esize divides it), so no
+			// piece is read and hashed twice.
+			step := sealStep / esize
+			for a := lo; a < hi; {
+				e := min(hi, (a/step+1)*step)
+				b, done, err := sr.readBuf(int64(a*esize), int64(e*esize))
+				if err != nil {
 					return err
 				}
-				if err := safetensors.DecodeFloat32(dtype, b, dst[a-lo:e-lo]); err != nil {
+				err = safetensors.DecodeFloat32(dtype, b, dst[a-lo:e-lo])
+				done()
+				if err != nil {
 					return err
 				}
+				a = e
 			}
 			return nil
 		}

@@ -252,3 +252,22 @@ func TestPrivateSeals(t *testing.T) {
 		})
 	}
 }
+
+// TestPrivateFileGone: a checkpoint whose file is gone by the time
+// Private seals it is refused with an error naming the file, not read
+// from what the mapping still shows.
+func TestPrivateFileGone(t *testing.T) {
+	dir, _ := tinyDir(t, "bf16")
+	w, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	path := filepath.Join(dir, safetensors.SingleFile)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Private(); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Private of a removed file: %v", err)
+	}
+}

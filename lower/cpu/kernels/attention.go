@@ -182,11 +182,15 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 				// Heads below paired take their full tiles two at a time
 				// (each key row widened once for both).
 				paired := i0
-				if direct && nt > 0 && gemv2Asm(f, hd) {
+				if (direct || f == KVF32) && nt > 0 && gemv2Asm(f, hd) {
 					paired = i0 + (i1-i0)/2*2
 					for i := i0; i < paired; i += 2 {
 						q0, q1 := j.q[(r*j.heads+i)*hd:], j.q[(r*j.heads+i+1)*hd:]
-						gemv2x8H16(f, q0, q1, j.kc.H16[base+t0*hd:], hd, hd, nt, score(r, i)[t0:], score(r, i+1)[t0:])
+						if f == KVF32 {
+							gemv2x8F32(q0, q1, K, hd, hd, nt, score(r, i)[t0:], score(r, i+1)[t0:])
+						} else {
+							gemv2x8H16(f, q0, q1, j.kc.H16[base+t0*hd:], hd, hd, nt, score(r, i)[t0:], score(r, i+1)[t0:])
+						}
 					}
 				}
 				for i := i0; i < i1; i++ {

@@ -204,41 +204,56 @@ func BenchmarkAttentionPrefill(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeScores: decode attention's scores over one 16-bit KV head
-// at T = 8192 (hd 128, 2 MiB), cold, for the two query heads that share
-// it: pair is gemv2x8H16 (each key row widened once for both), single two
-// gemv1x8H16 calls a chunk, read the plain sum of the same bytes (the rate
-// a pass over them can reach). Run with -cpu 1: one task's rate.
+// BenchmarkDecodeScores: decode attention's scores over one KV head at T =
+// 8192 (hd 128: 2 MiB in 16 bits, 4 MiB in f32), cold, for the two query
+// heads that share it: pair is gemv2x8H16 or gemv2x8F32 (each key row read,
+// and widened, once for both), single two one-head calls a chunk, read the
+// plain sum of the same bytes (the rate a pass over them can reach). Run
+// with -cpu 1: one task's rate.
 func BenchmarkDecodeScores(b *testing.B) {
 	const T, hd = 8192, 128
-	for _, f := range []KVFormat{KVF16, KVBF16} {
+	for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
 		if !gemv2Asm(f, hd) {
 			b.Skip("no AVX2 here")
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
 		n := T * hd
-		hs := make([][]uint16, (96<<20)/(2*n)+1)
-		for i := range hs {
-			hs[i] = benchKV(rng, n, f).H16
+		size := 2 * n
+		if f == KVF32 {
+			size = 4 * n
+		}
+		kvs := make([]KV, (96<<20)/size+1)
+		for i := range kvs {
+			kvs[i] = benchKV(rng, n, f)
 		}
 		x0, x1 := randSlice(rng, hd), randSlice(rng, hd)
 		y0, y1 := make([]float32, T), make([]float32, T)
 		for _, mode := range []string{"pair", "single", "read"} {
 			b.Run(fmt.Sprintf("%v/%s", f, mode), func(b *testing.B) {
-				b.SetBytes(int64(2 * n))
+				b.SetBytes(int64(size))
 				for i := 0; i < b.N; i++ {
-					h := hs[i%len(hs)]
-					for t0 := 0; t0 < T; t0 += attnChunk {
-						switch mode {
-						case "pair":
-							gemv2x8H16(f, x0, x1, h[t0*hd:], hd, hd, attnChunk/8, y0[t0:], y1[t0:])
-						case "single":
-							gemv1x8H16(f, x0, h[t0*hd:], hd, hd, attnChunk/8, y0[t0:])
-							gemv1x8H16(f, x1, h[t0*hd:], hd, hd, attnChunk/8, y1[t0:])
-						}
-					}
+					kv := kvs[i%len(kvs)]
 					if mode == "read" {
-						y0[0] = sum64(unsafe.Slice((*float32)(unsafe.Pointer(&h[0])), n/2), n/2)
+						if f == KVF32 {
+							y0[0] = sum64(kv.F32, n)
+						} else {
+							y0[0] = sum64(unsafe.Slice((*float32)(unsafe.Pointer(&kv.H16[0])), n/2), n/2)
+						}
+						continue
+					}
+					for t0 := 0; t0 < T; t0 += attnChunk {
+						switch {
+						case mode == "pair" && f == KVF32:
+							gemv2x8F32(x0, x1, kv.F32[t0*hd:], hd, hd, attnChunk/8, y0[t0:], y1[t0:])
+						case mode == "pair":
+							gemv2x8H16(f, x0, x1, kv.H16[t0*hd:], hd, hd, attnChunk/8, y0[t0:], y1[t0:])
+						case f == KVF32:
+							gemv1x8(x0, kv.F32[t0*hd:], hd, hd, attnChunk/8, y0[t0:])
+							gemv1x8(x1, kv.F32[t0*hd:], hd, hd, attnChunk/8, y1[t0:])
+						default:
+							gemv1x8H16(f, x0, kv.H16[t0*hd:], hd, hd, attnChunk/8, y0[t0:])
+							gemv1x8H16(f, x1, kv.H16[t0*hd:], hd, hd, attnChunk/8, y1[t0:])
+						}
 					}
 				}
 			})

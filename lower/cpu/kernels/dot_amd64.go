@@ -342,10 +342,27 @@ func gemv2x8F16AVX2(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *floa
 //go:noescape
 func gemv2x8BF16AVX2(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
 
-// gemv2Asm reports whether gemv2x8H16 takes keys of format f and width k
-// (AVX-512 where present, else AVX2).
+//go:noescape
+func gemv2x8F32AVX2(x0, x1 *float32, w *float32, ldw, k, ntiles int, y0, y1 *float32)
+
+// gemv2Asm reports whether the two-head scores take keys of format f and
+// width k: gemv2x8H16 (AVX-512 where present, else AVX2) for a 16-bit
+// cache, gemv2x8F32 (AVX2) for an f32 one.
 func gemv2Asm(f KVFormat, k int) bool {
-	return useAsm && k%8 == 0 && (f == KVBF16 || (f == KVF16 && useF16C))
+	return useAsm && k%8 == 0 && (f == KVF32 || f == KVBF16 || (f == KVF16 && useF16C))
+}
+
+// gemv2x8F32 is gemv1x8 for two query heads x0 and x1 sharing the f32 keys
+// w (into y0 and y1), each head's bits those of its own gemv1x8 call, the
+// keys read once and prefetched ahead (gemv2Asm(KVF32, k)).
+func gemv2x8F32(x0, x1, w []float32, ldw, k, ntiles int, y0, y1 []float32) {
+	_, _ = x0[k-1], x1[k-1]
+	_ = w[(8*ntiles-1)*ldw+k-1]
+	_, _ = y0[8*ntiles-1], y1[8*ntiles-1]
+	if !gemv2Asm(KVF32, k) {
+		panic("kernels: gemv2x8F32 without its assembly")
+	}
+	gemv2x8F32AVX2(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
 }
 
 // gemv2x8H16 is gemv1x8H16 for two query heads x0 and x1 sharing the keys

@@ -79,6 +79,10 @@ func wsum2(f KVFormat, out0, out1, p0, p1 []float32, v []float32, h []uint16, ld
 
 func gemv2Asm(f KVFormat, k int) bool { return false }
 
+func gemv2x8F32(x0, x1, w []float32, ldw, k, ntiles int, y0, y1 []float32) {
+	panic("kernels: gemv2x8F32 without assembly")
+}
+
 func gemv2x8H16(f KVFormat, x0, x1 []float32, w []uint16, ldw, k, ntiles int, y0, y1 []float32) {
 	panic("kernels: gemv2x8H16 without assembly")
 }

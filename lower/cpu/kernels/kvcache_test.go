@@ -227,23 +227,31 @@ func TestWsum2(t *testing.T) {
 }
 
 // TestGemv2: the two-head scores (AVX-512, else AVX2) give, for each head,
-// the bits of the one-head AVX2 kernel (gemv1x8H16) on a 16-bit cache.
+// the bits of the one-head kernel (gemv1x8H16 on a 16-bit cache, gemv1x8
+// on an f32 one).
 func TestGemv2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 24))
-	for _, f := range []KVFormat{KVF16, KVBF16} {
+	for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
 		for _, k := range []int{8, 128, 136} {
 			if !gemv2Asm(f, k) {
-				t.Skipf("no AVX2 here: gemv2x8H16 is not used")
+				t.Skipf("no AVX2 here: the two-head scores are not used")
 			}
-			for _, nt := range []int{1, 3} {
+			for _, nt := range []int{1, 3, 9} {
 				ldw := k + 16
-				h, _ := round16(randSlice(rng, 8*nt*ldw), f)
 				x0, x1 := randSlice(rng, k), randSlice(rng, k)
 				y0, y1 := make([]float32, 8*nt), make([]float32, 8*nt)
-				gemv2x8H16(f, x0, x1, h, ldw, k, nt, y0, y1)
 				w0, w1 := make([]float32, 8*nt), make([]float32, 8*nt)
-				gemv1x8H16(f, x0, h, ldw, k, nt, w0)
-				gemv1x8H16(f, x1, h, ldw, k, nt, w1)
+				if f == KVF32 {
+					w := randSlice(rng, 8*nt*ldw)
+					gemv2x8F32(x0, x1, w, ldw, k, nt, y0, y1)
+					gemv1x8(x0, w, ldw, k, nt, w0)
+					gemv1x8(x1, w, ldw, k, nt, w1)
+				} else {
+					h, _ := round16(randSlice(rng, 8*nt*ldw), f)
+					gemv2x8H16(f, x0, x1, h, ldw, k, nt, y0, y1)
+					gemv1x8H16(f, x0, h, ldw, k, nt, w0)
+					gemv1x8H16(f, x1, h, ldw, k, nt, w1)
+				}
 				if i := bitsEqual(y0, w0); i >= 0 {
 					t.Fatalf("%v k=%d nt=%d head 0 [%d] = %v, want %v", f, k, nt, i, y0[i], w0[i])
 				}

@@ -180,9 +180,10 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 					K = j.kc.rows(base+t0*hd, tc, hd, wide)
 				}
 				// Heads below paired take their full tiles two at a time
-				// (each key row widened once for both).
+				// (each key row read, and widened, once for both; gemv2Asm
+				// implies direct for a 16-bit cache).
 				paired := i0
-				if (direct || f == KVF32) && nt > 0 && gemv2Asm(f, hd) {
+				if nt > 0 && gemv2Asm(f, hd) {
 					paired = i0 + (i1-i0)/2*2
 					for i := i0; i < paired; i += 2 {
 						q0, q1 := j.q[(r*j.heads+i)*hd:], j.q[(r*j.heads+i+1)*hd:]

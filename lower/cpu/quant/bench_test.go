@@ -104,22 +104,35 @@ func BenchmarkMatVec(b *testing.B) {
 						qs[i] = &cp
 					}
 					runtime.GC()
-					name := f.String() + layoutSuffix(lay)
-					b.Run(fmt.Sprintf("%s/in%d_out%d/%s", name, k, n, temp), func(b *testing.B) {
-						c := NewCtx(0)
-						defer c.Close()
-						y := make([]float32, n)
-						b.SetBytes(int64(len(w.Data)))
-						b.ResetTimer()
-						for i := 0; i < b.N; i++ {
-							if err := c.MatMulQ(y, &a, qs[i%len(qs)], nil); err != nil {
-								b.Fatal(err)
+					// Q4_K on Interleaved16 also runs its GEMM kernel at one
+					// row (-mm1), the decode kernel before q4kmv16ILAVX512.
+					kernels := []bool{true}
+					if f == wire.Q4_K && lay == wire.Interleaved16 && useAVX512 {
+						kernels = append(kernels, false)
+					}
+					for _, mv := range kernels {
+						name := f.String() + layoutSuffix(lay)
+						if !mv {
+							name += "-mm1"
+						}
+						b.Run(fmt.Sprintf("%s/in%d_out%d/%s", name, k, n, temp), func(b *testing.B) {
+							defer func(v bool) { q4kmv16 = v }(q4kmv16)
+							q4kmv16 = mv
+							c := NewCtx(0)
+							defer c.Close()
+							y := make([]float32, n)
+							b.SetBytes(int64(len(w.Data)))
+							b.ResetTimer()
+							for i := 0; i < b.N; i++ {
+								if err := c.MatMulQ(y, &a, qs[i%len(qs)], nil); err != nil {
+									b.Fatal(err)
+								}
 							}
-						}
-						if f32ns > 0 {
-							b.ReportMetric(f32ns/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "x_vs_f32")
-						}
-					})
+							if f32ns > 0 {
+								b.ReportMetric(f32ns/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "x_vs_f32")
+							}
+						})
+					}
 				}
 			}
 		}

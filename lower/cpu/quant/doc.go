@@ -70,12 +70,15 @@
 // Where the AVX-512 VNNI kernels run it goes into wire.Interleaved16
 // instead: per super-block, the 16 rows' header dwords as 4 vectors (one
 // lane a row, so no transpose) and the quant bytes as 64-byte vectors of
-// 4-byte pieces. One kernel (q4kmm16ILAVX512) serves decode and GEMMs: it
-// unpacks the 16 rows' d1 and m1 once per super-block into its frame,
-// splits each pair of sub-blocks' 8 pieces into nibbles once, and for
-// every activation row takes the exact sub-block sums by VPDPBUSD (the
-// nibbles are unsigned; the min is the sx term) and the float part per
-// lane in the order above.
+// 4-byte pieces. The GEMM kernel (q4kmm16ILAVX512) unpacks the 16 rows'
+// d1 and m1 once per super-block into its frame, splits each pair of
+// sub-blocks' 8 pieces into nibbles once, and for every activation row
+// takes the exact sub-block sums by VPDPBUSD (the nibbles are unsigned;
+// the min is the sx term) and the float part per lane in the order above.
+// Decode has its own (q4kmv16ILAVX512): the same arithmetic for one row
+// with nothing in the frame, the high nibbles masked in place (one
+// instruction) and each sub-block's sum split over four accumulators
+// (exact integers, so no bit changes) to shorten the VPDPBUSD chains.
 //
 // A Q8_0 or Q4_0 matrix the CPU keeps for itself is reordered at load
 // (LayoutFor says into what): wire.Interleaved8 with AVX2 only, per

@@ -149,3 +149,6 @@ func q4mm16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, nb, rows int, y *f
 
 //go:noescape
 func q4kmm16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, ns, rows int, y *float32, ldy int)
+
+//go:noescape
+func q4kmv16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, ns int, y *float32)

@@ -46,3 +46,6 @@ func q4mm16ILAVX512(*int8, *float32, *int32, *byte, int, int, *float32, int) {
 func q4kmm16ILAVX512(*int8, *float32, *int32, *byte, int, int, *float32, int) {
 	panic("no assembly")
 }
+func q4kmv16ILAVX512(*int8, *float32, *int32, *byte, int, *float32) {
+	panic("no assembly")
+}

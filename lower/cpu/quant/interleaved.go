@@ -161,6 +161,10 @@ func dotIL16Go(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, rr, 
 	return dotILGo(f, mv16Rows, x, dx, g, rr, nb)
 }
 
+// q4kmv16 picks the one-row Q4_K kernel for decode (benchmarks flip it
+// to compare with the GEMM kernel at one row).
+var q4kmv16 = true
+
 // mv16IL sets y[r] = row r of the Interleaved16 group g (Q8_0, Q4_0 or
 // Q4_K) times x, r < 16.
 func mv16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int, y []float32) {
@@ -174,7 +178,11 @@ func mv16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 		return
 	}
 	if f == wire.Q4_K {
-		q4kmm16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb/8, 1, &y[0], mv16Rows)
+		if q4kmv16 {
+			q4kmv16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb/8, &y[0])
+		} else {
+			q4kmm16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb/8, 1, &y[0], mv16Rows)
+		}
 		return
 	}
 	if f == wire.Q8_0 {

@@ -44,7 +44,9 @@ type attnJob struct {
 // the same bits. The layout only sets strides: the order above is the one
 // the earlier token-major layout ([S][maxT][kvHeads*hd]) gave, bit for bit.
 // Tasks are (row, block of query heads sharing whole KV heads), or in a
-// prefill (16 rows or more) (block of 8 rows, one KV head's query heads);
+// prefill (2*attnRows rows or more) (block of attnRows rows, one KV head's
+// query heads; with AVX-512 a block of one sequence takes its scores as a
+// GEMM, scoresGEMM);
 // a task takes its KV heads one at a time and walks that head's positions
 // in chunks of 64, so that the query heads of the group, and the rows of
 // the block, reuse each chunk from cache. A 16-bit cache is widened in registers (F16C's VCVTPH2PS, or the
@@ -157,6 +159,12 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 	for r := r0; r < r1; r++ {
 		Tmax = max(Tmax, int(j.pos[r])+1)
 	}
+	// A prefill block of one sequence takes its scores as a GEMM (see
+	// scoresGEMM) where the AVX-512 6x8 kernel runs.
+	gemm := useAVX512 && r1-r0 >= 6
+	for r := r0 + 1; gemm && r < r1; r++ {
+		gemm = j.seq[r] == j.seq[r0]
+	}
 	// The KV heads used by heads [h0, h0+hb), one at a time: each is a
 	// contiguous [maxT][hd] run of the cache.
 	for g := h0 / G; g <= (h0+j.hb-1)/G; g++ {
@@ -167,6 +175,9 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 		// ending at T (recomputing a few scores bit-identically), or
 		// single dot products when T < 8.
 		for t0 := 0; t0 < Tmax; t0 += attnChunk {
+			if gemm && j.scoresGEMM(g, t0, Tmax, r0, r1, i0, i1, wide, score) {
+				continue
+			}
 			for r := r0; r < r1; r++ {
 				T := int(j.pos[r]) + 1
 				if t0 >= T {
@@ -272,9 +283,39 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 	}
 }
 
+// scoresGEMM computes the scores of chunk t0 of KV head g for every row
+// r0..r1 (at least 6, one sequence) and query head i0..i1 of the task with
+// the GEMM kernel: the chunk's keys, up to the block's last position
+// (Tmax) rounded up to whole tiles of 8, are widened once (a 16-bit cache)
+// and each query head's rows go through them 6 at a time (gemm6x8, the
+// last group shifted back inside the block, recomputing some rows
+// bit-identically). gemm6x8's dot products are gemv1x8's (the canonical
+// order), so every score a row reads (t < its T) has the bits of the
+// row-by-row path; the scores past a row's own T are computed from cache
+// rows it does not attend to and never read. It reports false, computing
+// nothing, when the rounded-up chunk would run past maxT.
+func (j *attnJob) scoresGEMM(g, t0, Tmax, r0, r1, i0, i1 int, wide []float32, score func(r, i int) []float32) bool {
+	hd, maxT := j.hd, j.maxT
+	ntl := (min(attnChunk, Tmax-t0) + 7) / 8
+	if t0+8*ntl > maxT {
+		return false
+	}
+	base := KVOffset(int(j.seq[r0]), g, 0, j.kvH, hd, maxT)
+	K := j.kc.rows(base+t0*hd, 8*ntl, hd, wide)
+	for i := i0; i < i1; i++ {
+		for gr := r0; gr < r1; gr += 6 {
+			r := min(gr, r1-6)
+			gemm6x8(j.q[(r*j.heads+i)*hd:], j.heads*hd, K, hd, hd, ntl, score(r, i)[t0:], j.hb*maxT)
+		}
+	}
+	return true
+}
+
 // attnRows is the row block of a prefill's attention tasks: a chunk of
-// one KV head (64 positions, 32 KiB in f32) is read once for 8 rows.
-const attnRows = 8
+// one KV head (64 positions, 32 KiB in f32) is read once for the block's
+// rows: 12 where the AVX-512 GEMM kernel takes the scores (two groups of
+// 6), else 8.
+var attnRows = map[bool]int{true: 12, false: 8}[useAVX512]
 
 // attnChunk is the number of cache rows a task's heads go through together
 // (a multiple of 8; 64 rows of one 128-wide KV head are 32 KiB).

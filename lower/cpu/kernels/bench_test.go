@@ -182,25 +182,33 @@ func BenchmarkMachine(b *testing.B) {
 // (positions 1792..2047, all causal) at the 0.6B shapes, per cache format:
 // the cache of one sequence (16 MiB in f32) is reread by every row.
 func BenchmarkAttentionPrefill(b *testing.B) {
-	const heads, kvHeads, hd, T, rows = 16, 8, 128, 2048, 256
-	for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
-		b.Run(f.String(), func(b *testing.B) {
-			c := NewCtx(0)
-			defer c.Close()
-			rng := rand.New(rand.NewPCG(5, 5))
-			kc, vc := benchKV(rng, T*kvHeads*hd, f), benchKV(rng, T*kvHeads*hd, f)
-			q, out := randSlice(rng, rows*heads*hd), make([]float32, rows*heads*hd)
-			seq, pos := make([]int32, rows), make([]int32, rows)
-			for r := range pos {
-				pos[r] = int32(T - rows + r)
-			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := c.Attention(out, q, kc, vc, rows, heads, kvHeads, hd, T, seq, pos, 0.088); err != nil {
-					b.Fatal(err)
+	const heads, kvHeads, hd, maxT = 16, 8, 128, 2048
+	// 256 rows deep in a context (positions 1792..2047), and a prompt of
+	// 512 from position 0 (the side by side's prefill).
+	for _, sh := range [][2]int{{256, maxT - 256}, {512, 0}} {
+		rows, from := sh[0], sh[1]
+		for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
+			b.Run(fmt.Sprintf("rows%d_from%d/%s", rows, from, f), func(b *testing.B) {
+				c := NewCtx(0)
+				defer c.Close()
+				rng := rand.New(rand.NewPCG(5, 5))
+				kc, vc := benchKV(rng, maxT*kvHeads*hd, f), benchKV(rng, maxT*kvHeads*hd, f)
+				q, out := randSlice(rng, rows*heads*hd), make([]float32, rows*heads*hd)
+				seq, pos := make([]int32, rows), make([]int32, rows)
+				flops := 0
+				for r := range pos {
+					pos[r] = int32(from + r)
+					flops += 4 * (from + r + 1) * heads * hd // q.k and p.v
 				}
-			}
-		})
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := c.Attention(out, q, kc, vc, rows, heads, kvHeads, hd, maxT, seq, pos, 0.088); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
 }
 

@@ -143,15 +143,25 @@ func TestAttentionPrefillBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 23))
 	for _, useA := range asmModes() {
 		setMode(t, useA)
-		for _, cf := range [][3]int{{8, 2, 16}, {6, 2, 20}, {16, 8, 128}} {
-			heads, kvHeads, hd := cf[0], cf[1], cf[2]
+		// Rows of mixed sequences at random positions, then a prompt of
+		// one sequence from position 0 and one from 100 (a block of one
+		// sequence takes its scores as a GEMM where AVX-512 runs; from 100
+		// the last chunk's whole tiles would pass maxT, so it does not).
+		for _, cs := range [][4]int{{8, 2, 16, -1}, {6, 2, 20, -1}, {16, 8, 128, -1}, {16, 8, 128, 0}, {6, 2, 20, 0}, {16, 8, 128, 100}} {
+			heads, kvHeads, hd, from := cs[0], cs[1], cs[2], cs[3]
+			cf := cs[:3]
 			const S, maxT, rows = 2, 140, 37
 			n := S * maxT * kvHeads * hd
 			seq, pos := make([]int32, rows), make([]int32, rows)
 			for r := range seq {
 				seq[r], pos[r] = int32(r%3%S), int32(rng.IntN(maxT))
+				if from >= 0 {
+					seq[r], pos[r] = 1, int32(from+r)
+				}
 			}
-			pos[3], pos[4] = 0, 139
+			if from < 0 {
+				pos[3], pos[4] = 0, 139
+			}
 			q := randSlice(rng, rows*heads*hd)
 			for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
 				var kc, vc, kw, vw KV

@@ -268,3 +268,38 @@ func BenchmarkDecodeScores(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNorms: a 512-token prefill's RMSNorms as one Qwen3-0.6B layer
+// runs them: the residual add and norm (AddRMSNorm, d 1024) and the q
+// heads' QK-norm and rotary embedding (NormRope, 16 heads of 128). MB/s is
+// the rows' bytes.
+func BenchmarkNorms(b *testing.B) {
+	const rows, d, heads, hd = 512, 1024, 16, 128
+	rng := rand.New(rand.NewPCG(7, 7))
+	a, bb, w := randSlice(rng, rows*d), randSlice(rng, rows*d), randSlice(rng, d)
+	sum, y := make([]float32, rows*d), make([]float32, rows*d)
+	q, qy := randSlice(rng, rows*heads*hd), make([]float32, rows*heads*hd)
+	pos := make([]int32, rows)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	rope := NewRope(hd, 1e6, rows)
+	b.Run("AddRMSNorm", func(b *testing.B) {
+		c := NewCtx(0)
+		defer c.Close()
+		b.SetBytes(rows * d * 4)
+		for i := 0; i < b.N; i++ {
+			c.AddRMSNorm(sum, y, a, bb, w, rows, d, 1e-6)
+		}
+	})
+	b.Run("NormRope", func(b *testing.B) {
+		c := NewCtx(0)
+		defer c.Close()
+		b.SetBytes(rows * heads * hd * 4)
+		for i := 0; i < b.N; i++ {
+			if err := c.NormRope(qy, q, w[:hd], rope, rows, heads, hd, pos, 1e-6); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -32,13 +32,15 @@ func (j *fusedJob) do(c *Ctx, task, worker int) {
 	switch j.mode {
 	case fzAddNorm:
 		d := j.d
+		// The task's sums first (in L2), then their norms four rows at a
+		// time (rmsRows): per row the same arithmetic as Add then RMSNorm.
 		for r := r0; r < r1; r++ {
 			s, a, b := j.sum[r*d:(r+1)*d], j.a[r*d:(r+1)*d], j.b[r*d:(r+1)*d]
 			for i := range s {
 				s[i] = a[i] + b[i]
 			}
-			rmsRow(j.y[r*d:(r+1)*d], s, j.w, j.eps)
 		}
+		rmsRows(j.y[r0*d:r1*d], j.sum[r0*d:r1*d], j.w, r1-r0, d, j.eps)
 	case fzNormRope, fzNormRopeAppend, fzNormRopeAppendKV:
 		width := j.heads * j.hd
 		for r := r0; r < r1; r++ {
@@ -51,10 +53,7 @@ func (j *fusedJob) do(c *Ctx, task, worker int) {
 				dst = c.kvRow[worker][:width]
 			}
 			copy(dst, j.a[r*width:(r+1)*width])
-			for h := 0; h < j.heads; h++ {
-				v := dst[h*j.hd : (h+1)*j.hd]
-				rmsRow(v, v, j.w, j.eps)
-			}
+			rmsRows(dst, dst, j.w, j.heads, j.hd, j.eps)
 			j.r.rows(dst, 0, 1, j.heads, j.pos[r:r+1])
 			if j.mode == fzNormRope {
 				continue

@@ -16,6 +16,49 @@ func rmsRow(y, x, w []float32, eps float32) {
 		f := float64(v)
 		ss += f * f
 	}
+	rmsScale(y, x, w, ss, eps)
+}
+
+// rmsRows applies rmsRow to n consecutive rows of length d (y may alias
+// x). Four rows at a time, their sums of squares are accumulated side by
+// side (sumSq4), each in index order as rmsRow's: the same bits, with four
+// float64 add chains overlapping instead of one waiting on each add.
+func rmsRows(y, x, w []float32, n, d int, eps float32) {
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		x0, x1, x2, x3 := x[i*d:(i+1)*d], x[(i+1)*d:(i+2)*d], x[(i+2)*d:(i+3)*d], x[(i+3)*d:(i+4)*d]
+		s0, s1, s2, s3 := sumSq4(x0, x1, x2, x3)
+		rmsScale(y[i*d:(i+1)*d], x0, w, s0, eps)
+		rmsScale(y[(i+1)*d:(i+2)*d], x1, w, s1, eps)
+		rmsScale(y[(i+2)*d:(i+3)*d], x2, w, s2, eps)
+		rmsScale(y[(i+3)*d:(i+4)*d], x3, w, s3, eps)
+	}
+	for ; i < n; i++ {
+		rmsRow(y[i*d:(i+1)*d], x[i*d:(i+1)*d], w, eps)
+	}
+}
+
+// sumSq4 returns the sums of squares of a, b, c and d (len(a) values
+// each), each accumulated in float64 in index order (each square is exact
+// in float64, so a fused multiply-add changes nothing).
+func sumSq4(a, b, c, d []float32) (s0, s1, s2, s3 float64) {
+	n := len(a)
+	b, c, d = b[:n], c[:n], d[:n]
+	for i, v := range a {
+		f0, f1, f2, f3 := float64(v), float64(b[i]), float64(c[i]), float64(d[i])
+		s0 += f0 * f0
+		s1 += f1 * f1
+		s2 += f2 * f2
+		s3 += f3 * f3
+	}
+	return s0, s1, s2, s3
+}
+
+// rmsScale is rmsRow's second half: y = w * (x * r) for the sum of squares
+// ss of x.
+func rmsScale(y, x, w []float32, ss float64, eps float32) {
+	d := len(x)
+	y, w = y[:d], w[:d]
 	r := float32(1 / math.Sqrt(ss/float64(d)+float64(eps)))
 	for i, v := range x {
 		y[i] = w[i] * float32(v*r)
@@ -41,9 +84,7 @@ func (j *normJob) do(_ *Ctx, task, _ int) {
 
 func (j *normJob) rowsRange(r0, r1 int) {
 	d := j.d
-	for r := r0; r < r1; r++ {
-		rmsRow(j.y[r*d:(r+1)*d], j.x[r*d:(r+1)*d], j.w, j.eps)
-	}
+	rmsRows(j.y[r0*d:r1*d], j.x[r0*d:r1*d], j.w, r1-r0, d, j.eps)
 }
 
 func (c *Ctx) norm(y, x, w []float32, rows, d int, eps float32) {

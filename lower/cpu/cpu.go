@@ -21,7 +21,6 @@ import (
 	"gelo/lower/cpu/quant"
 	"gelo/models"
 	"gelo/models/gguf"
-	"gelo/models/safetensors"
 	"gelo/passes"
 )
 
@@ -897,10 +896,7 @@ func (b *Backend) roundBF16Into(p *Program, n *ir.Node, name string, dst []uint1
 	}
 	c := dims[len(dims)-1]
 	err := b.readRows(name, dims, func(lo, hi int, vals []float32) error {
-		out := dst[lo*c:]
-		for i, v := range vals {
-			out[i] = safetensors.F32ToBF16(v)
-		}
+		kernels.RoundBF16(dst[lo*c:lo*c+len(vals)], vals)
 		return nil
 	})
 	if err != nil {

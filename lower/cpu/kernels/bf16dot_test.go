@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gelo/models/safetensors"
 )
 
 // TestMatMulTBF16Dot: the AVX512_BF16 kernels (where present) give the
@@ -128,6 +130,36 @@ func TestBF16DotEdges(t *testing.T) {
 		c.MatMulTBF16Dot(y, xf, ws, 1, 32, 8, nil)
 		if y[0] != 0 {
 			t.Fatalf("assembly: subnormal sum %g, want 0 (FTZ)", y[0])
+		}
+	}
+}
+
+// TestF32ToBF16AVX2: RoundBF16's vector path gives safetensors.F32ToBF16's
+// bits for random bit patterns (every exponent, NaNs and subnormals among
+// them) and for the edges: ties both ways, the largest finite values
+// rounding to infinity, infinities, signed zeros, quiet and signalling NaNs.
+func TestF32ToBF16AVX2(t *testing.T) {
+	if !useAsm {
+		t.Skip("no assembly kernels")
+	}
+	rng := rand.New(rand.NewPCG(31, 37))
+	edges := []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7f7fffff, 0xff7fffff, 0x7f7f8000, 0x3f808000,
+		0x3f818000, 0x3f807fff, 0x00008000, 0x00018000, 0x7fc00000, 0xffc00001, 0x7f800001, 0xff800001, 0x7fffffff, 0xffffffff}
+	src := make([]float32, 1<<16)
+	for i := range src {
+		b := rng.Uint32()
+		if i < len(edges) {
+			b = edges[i]
+		}
+		src[i] = math.Float32frombits(b)
+	}
+	for _, n := range []int{len(src), 13, 8, 3} { // the tails run the Go code
+		got := make([]uint16, n)
+		RoundBF16(got, src[:n])
+		for i, v := range src[:n] {
+			if want := safetensors.F32ToBF16(v); got[i] != want {
+				t.Fatalf("n=%d: %#08x -> %#04x, want %#04x", n, math.Float32bits(v), got[i], want)
+			}
 		}
 	}
 }

@@ -389,3 +389,6 @@ func gemv2x8H16(f KVFormat, x0, x1 []float32, w []uint16, ldw, k, ntiles int, y0
 
 //go:noescape
 func f32ToF16F16C(dst *uint16, src *float32, n int)
+
+//go:noescape
+func f32ToBF16AVX2(dst *uint16, src *float32, n int)

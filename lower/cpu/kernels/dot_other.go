@@ -90,3 +90,7 @@ func gemv2x8H16(f KVFormat, x0, x1 []float32, w []uint16, ldw, k, ntiles int, y0
 func f32ToF16F16C(dst *uint16, src *float32, n int) {
 	panic("kernels: f32ToF16F16C without its assembly")
 }
+
+func f32ToBF16AVX2(dst *uint16, src *float32, n int) {
+	panic("kernels: f32ToBF16AVX2 without its assembly")
+}

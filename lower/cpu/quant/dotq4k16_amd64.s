@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "q4k16head_amd64.h"
 
 // The Q4_K kernel on wire.Interleaved16 groups (AVX-512 F/BW/VL + VNNI):
 // 16 weight rows, one per dword lane, times up to any number of q8_0
@@ -72,29 +73,8 @@ q4k16zero:
 	JNZ     q4k16zero
 
 q4k16super:
-	// The header: d, dmin, the scales and mins unpacked (as K4HEAD).
-	VMOVDQU32 0(AX), Z0
-	VMOVDQU32 64(AX), Z1
-	VMOVDQU32 128(AX), Z2
-	VMOVDQU32 192(AX), Z3
-	VPMOVDW   Z0, Y4
-	VCVTPH2PS Y4, Z4          // d
-	VPSRLD    $16, Z0, Z5
-	VPMOVDW   Z5, Y5
-	VCVTPH2PS Y5, Z5          // dmin
-	VPANDD    Z26, Z1, Z6     // sc_0..3
-	VPANDD    Z26, Z2, Z7     // m_0..3
-	VPANDD    Z25, Z3, Z8
-	VPSRLD    $6, Z1, Z9
-	VPANDD    Z27, Z9, Z9
-	VPSLLD    $4, Z9, Z9
-	VPORD     Z9, Z8, Z8      // sc_4..7
-	VPSRLD    $4, Z3, Z10
-	VPANDD    Z25, Z10, Z10
-	VPSRLD    $6, Z2, Z11
-	VPANDD    Z27, Z11, Z11
-	VPSLLD    $4, Z11, Z11
-	VPORD     Z11, Z10, Z10   // m_4..7
+	// The header: d, dmin, the scales and mins unpacked.
+	K16HEAD
 	VPANDD    Z28, Z6, Z12
 	VCVTDQ2PS Z12, Z12
 	VMULPS    Z4, Z12, Z12

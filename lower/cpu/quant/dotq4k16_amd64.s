@@ -23,16 +23,6 @@
 // are prefetched, 9 before each pair of sub-blocks (without it, a cold
 // matvec streamed 16 GB/s instead of 30).
 
-DATA k16m3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16m3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16m3f<>+16(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16m3f<>+24(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16m3f<>+32(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16m3f<>+40(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16m3f<>+48(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16m3f<>+56(SB)/8, $0x3f3f3f3f3f3f3f3f
-GLOBL k16m3f<>(SB), RODATA|NOPTR, $64
-
 // func q4kmm16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, ns, rows int, y *float32, ldy int)
 //
 // For r < rows, c < 16: y[r*ldy + c] = dot(activation row r, row c of the
@@ -53,13 +43,7 @@ TEXT ·q4kmm16ILAVX512(SB), 0, $1048-64
 	MOVQ  ldy+56(FP), R10
 	SHLQ  $2, R10
 	MOVQ  R10, 1032(SP)       // 4*ldy
-	MOVL  $0x0f, R10
-	VPBROADCASTB R10, Z25     // nibble / low-4 mask
-	VMOVDQU32 k16m3f<>(SB), Z26
-	MOVL  $0x03, R10
-	VPBROADCASTB R10, Z27
-	MOVL  $0xff, R10
-	VPBROADCASTD R10, Z28     // the low byte of each dword
+	K16CONSTS
 
 	// Zero the output tile (the accumulators start at +0).
 	VPXORD Z16, Z16, Z16

@@ -19,16 +19,6 @@
 // d1 = fl(d*sc_j), m1 = fl(dmin*m_j). The super-block after next's 36 lines
 // are prefetched, 9 before each pair of sub-blocks, as there.
 
-DATA k16mv3f<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16mv3f<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16mv3f<>+16(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16mv3f<>+24(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16mv3f<>+32(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16mv3f<>+40(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16mv3f<>+48(SB)/8, $0x3f3f3f3f3f3f3f3f
-DATA k16mv3f<>+56(SB)/8, $0x3f3f3f3f3f3f3f3f
-GLOBL k16mv3f<>(SB), RODATA|NOPTR, $64
-
 // K4MVPIECE(OFF, XL, XH, AL, AH): the piece at OFF(AX) (4 bytes of each of
 // the 16 rows): low nibbles times the activation dword at XL(SI) into AL,
 // high nibbles (in place) times the dword at XH(SI) into AH.
@@ -103,13 +93,7 @@ TEXT ·q4kmv16ILAVX512(SB), NOSPLIT, $0-48
 	MOVQ  w+24(FP), AX
 	MOVQ  ns+32(FP), CX
 	MOVQ  y+40(FP), DX
-	MOVL  $0x0f, R10
-	VPBROADCASTB R10, Z25     // nibble / low-4 mask
-	VMOVDQU32 k16mv3f<>(SB), Z26
-	MOVL  $0x03, R10
-	VPBROADCASTB R10, Z27
-	MOVL  $0xff, R10
-	VPBROADCASTD R10, Z28     // the low byte of each dword
+	K16CONSTS
 	VPXORD Z21, Z21, Z21      // the accumulators start at +0
 
 q4kmv16super:

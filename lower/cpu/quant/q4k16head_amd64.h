@@ -1,3 +1,16 @@
+// K16CONSTS sets the masks K16HEAD and the kernels use: Z25 = 0x0f,
+// Z26 = 0x3f and Z27 = 0x03 in every byte, Z28 = 0xff in every dword
+// (clobbers R10).
+#define K16CONSTS \
+	MOVL $0x0f, R10;         \
+	VPBROADCASTB R10, Z25;   \
+	MOVL $0x3f, R10;         \
+	VPBROADCASTB R10, Z26;   \
+	MOVL $0x03, R10;         \
+	VPBROADCASTB R10, Z27;   \
+	MOVL $0xff, R10;         \
+	VPBROADCASTD R10, Z28
+
 // K16HEAD, shared by the Q4_K Interleaved16 kernels (dotq4k16_amd64.s,
 // dotq4kmv16_amd64.s): the super-block header at AX, the 16 rows' header
 // dwords as 4 vectors, unpacked in the lanes: Z4 = d, Z5 = dmin (from

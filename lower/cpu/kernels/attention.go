@@ -315,7 +315,14 @@ func (j *attnJob) scoresGEMM(g, t0, Tmax, r0, r1, i0, i1 int, wide []float32, sc
 // one KV head (64 positions, 32 KiB in f32) is read once for the block's
 // rows: 12 where the AVX-512 GEMM kernel takes the scores (two groups of
 // 6), else 8.
-var attnRows = map[bool]int{true: 12, false: 8}[useAVX512]
+var attnRows = attnRowsFor(useAVX512)
+
+func attnRowsFor(avx512 bool) int {
+	if avx512 {
+		return 12
+	}
+	return 8
+}
 
 // attnChunk is the number of cache rows a task's heads go through together
 // (a multiple of 8; 64 rows of one 128-wide KV head are 32 KiB).

@@ -80,11 +80,9 @@ func (c *Ctx) MatMulTBF16Dot(y, x []float32, w []uint16, m, k, n int, bias []flo
 // F32ToBF16: nearest even, a NaN stays a quiet NaN of its sign).
 func RoundBF16(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
-	v := 0
-	if useAsm {
-		if v = len(src) &^ 7; v > 0 {
-			f32ToBF16AVX2(&dst[0], &src[0], v)
-		}
+	v := vecPrefix(len(src))
+	if v > 0 {
+		f32ToBF16AVX2(&dst[0], &src[0], v)
 	}
 	for i := v; i < len(src); i++ {
 		dst[i] = safetensors.F32ToBF16(src[i])

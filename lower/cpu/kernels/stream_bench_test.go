@@ -39,16 +39,12 @@ func BenchmarkDecodeStream(b *testing.B) {
 			defer c.Close()
 			w := c.Workers()
 			tasks := w * max(1, split)
-			j := &c.meas
-			j.flops, j.sums = false, make([]float32, tasks)
 			b.SetBytes(int64(bytes))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				l := i % layers
 				for m := range sizes {
-					buf := bufs[l*len(sizes)+m]
-					j.buf, j.per, j.tasks = buf, len(buf)/tasks/64*64, tasks
-					c.run(j, tasks)
+					c.sumParts(bufs[l*len(sizes)+m], tasks)
 				}
 			}
 			b.StopTimer()
@@ -122,20 +118,26 @@ func BenchmarkDecodeLayers(b *testing.B) {
 		b.Run(format+"-read", func(b *testing.B) {
 			c := NewCtx(0)
 			defer c.Close()
-			j := &c.meas
-			j.flops = false
 			b.SetBytes(int64(bytes))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				l := i % layers
 				for m := range shapes {
 					w := buf(l*len(shapes) + m)
-					tasks := max(1, len(w)*4/(128<<10)) // the matvec's 128 KiB tasks
-					j.sums = make([]float32, tasks)
-					j.buf, j.per, j.tasks = w, len(w)/tasks/64*64, tasks
-					c.run(j, tasks)
+					c.sumParts(w, max(1, len(w)*4/(128<<10))) // the matvec's 128 KiB tasks
 				}
 			}
 		})
 	}
+}
+
+// sumParts has c's workers sum buf in tasks disjoint parts with the
+// probe's kernel (one pool run): a bare read of it.
+func (c *Ctx) sumParts(buf []float32, tasks int) {
+	j := &c.meas
+	if len(j.sums) < tasks {
+		j.sums = make([]float32, tasks)
+	}
+	j.buf, j.per, j.tasks, j.flops = buf, len(buf)/tasks/64*64, tasks, false
+	c.run(j, tasks)
 }

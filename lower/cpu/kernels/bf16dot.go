@@ -63,7 +63,10 @@ func (c *Ctx) MatMulTBF16Dot(y, x []float32, w []uint16, m, k, n int, bias []flo
 	r.dst, r.src = nil, nil
 	j.y, j.w, j.bias = y, w, bias
 	j.m, j.k, j.n = m, k, n
-	if m < 4 {
+	if m == 1 {
+		j.colsPer, j.colTasks = 0, decodeTasks(n, 2*k, c.workers)
+		j.rowsPer, j.rowTasks = 1, 1
+	} else if m < 4 {
 		per := max(8, (gemvTaskFloats*2/max(k, 1))&^7) // 128 KiB of weights a task
 		j.colsPer, j.colTasks = per, max(1, n/per)
 		j.rowsPer, j.rowTasks = m, 1

@@ -187,17 +187,17 @@ func TestMatMulTBitIdenticalLarge(t *testing.T) {
 		c.MatMulT(y, x, w, m, k, n, bias)
 		if ref == nil {
 			ref = y
-			single := make([]float32, n)
-			for _, i := range []int{0, 5, 59, 60, 61, 119, m - 2, m - 1} {
-				c.MatMulT(single, x[i*k:(i+1)*k], w, 1, k, n, bias)
-				if j := bitsEqual(single, ref[i*n:(i+1)*n]); j >= 0 {
-					t.Fatalf("row %d col %d: m=1 gives %v, m=%d gives %v", i, j, single[j], m, ref[i*n+j])
-				}
-			}
-			continue
 		}
 		if i := bitsEqual(y, ref); i >= 0 {
 			t.Fatalf("workers=%d: y[%d]=%v, workers=1 gives %v", nw, i, y[i], ref[i])
+		}
+		// One row: a decode split of nw tasks over 24 tiles and 5 rows.
+		single := make([]float32, n)
+		for _, i := range []int{0, 5, 59, 60, 61, 119, m - 2, m - 1} {
+			c.MatMulT(single, x[i*k:(i+1)*k], w, 1, k, n, bias)
+			if j := bitsEqual(single, ref[i*n:(i+1)*n]); j >= 0 {
+				t.Fatalf("workers=%d row %d col %d: m=1 gives %v, m=%d gives %v", nw, i, j, single[j], m, ref[i*n+j])
+			}
 		}
 	}
 }

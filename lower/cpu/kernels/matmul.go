@@ -2,11 +2,19 @@ package kernels
 
 import "fmt"
 
-// Work split of MatMulT (depends only on m, k, n).
+// Work split of MatMulT (depends only on m, k, n and, for one row, the
+// worker count).
 const (
-	// gemvTaskFloats: weight floats per matvec task (128 KiB: a task's
-	// panel of w stays in L2 while the m < 4 rows of x go through it).
+	// gemvTaskFloats: weight floats per matvec task for 2 or 3 rows (128
+	// KiB: a task's panel of w stays in L2 while the rows of x go through
+	// it).
 	gemvTaskFloats = 32 << 10
+	// decodeTaskBytes: weight bytes per task of a one-row matvec, which
+	// reuses nothing: long contiguous runs. On the AVX-512 VM's fast
+	// phases a bare read in 128 KiB tasks ran 10-17 % below the same
+	// bytes in 1 MiB tasks or in one half per worker (in the slow phases
+	// all three ran the same).
+	decodeTaskBytes = 1 << 20
 	// gemmPanelFloats: weight floats per GEMM column panel (384 KiB, in L2).
 	gemmPanelFloats = 96 << 10
 	// gemmRowBlock: rows of x per GEMM task (whole 4x3 and 6x8 tiles).
@@ -25,7 +33,7 @@ type matmulJob struct {
 // of each taking the rest.
 type split struct {
 	m, n     int // rows and columns of y
-	colsPer  int // columns of y per task
+	colsPer  int // columns of y per task; 0: colTasks even shares of n/8 tiles
 	colTasks int
 	rowsPer  int // rows of y per task
 	rowTasks int
@@ -34,7 +42,12 @@ type split struct {
 // bounds returns task's block of y: rows i0..i1, columns j0..j1.
 func (s *split) bounds(task int) (i0, i1, j0, j1 int) {
 	ib, jb := task%s.rowTasks, task/s.rowTasks
-	j0, j1 = jb*s.colsPer, (jb+1)*s.colsPer
+	if s.colsPer == 0 {
+		tiles := s.n / 8
+		j0, j1 = tiles*jb/s.colTasks*8, tiles*(jb+1)/s.colTasks*8
+	} else {
+		j0, j1 = jb*s.colsPer, (jb+1)*s.colsPer
+	}
 	if jb == s.colTasks-1 {
 		j1 = s.n
 	}
@@ -56,7 +69,8 @@ func (s *split) bounds(task int) (i0, i1, j0, j1 int) {
 // to the m=1 product of row i alone.
 //
 // For m < 4 each row is a matvec: the weight rows are split into tasks of
-// about 128 KiB and streamed once (the other rows reuse them from L2). For
+// about 1 MiB for one row (decodeTasks), 128 KiB for two or three (the
+// other rows reuse a task's weights from L2), and streamed once. For
 // m >= 4 the product is tiled into tasks of (60 rows) x (a ~384 KiB panel of
 // w) and computed with register-blocked micro-kernels: 6x8 tiles with
 // AVX-512 (two dot products per zmm register, each in the 8-lane order),
@@ -83,12 +97,23 @@ func (c *Ctx) MatMulT(y, x, w []float32, m, k, n int, bias []float32) {
 }
 
 // matmul runs the product with f32 weights w or, when wb is not nil,
-// bf16 weights wb; the work split depends only on m, k and n.
+// bf16 weights wb; the work split depends only on m, k, n and (one row)
+// the worker count.
 func (c *Ctx) matmul(y, x, w []float32, wb []uint16, m, k, n int, bias []float32) {
 	j := &c.mm
 	j.y, j.x, j.w, j.wb, j.bias = y, x, w, wb, bias
 	j.m, j.k, j.n = m, k, n
-	if m < 4 {
+	if m == 1 && (wb == nil || (k%8 == 0 && useAsm)) {
+		// (bf16 weights the assembly cannot take are widened a task's
+		// panel at a time into scratch: those keep 128 KiB tasks.)
+		j.gemm = false
+		esize := 4
+		if wb != nil {
+			esize = 2
+		}
+		j.colsPer, j.colTasks = 0, decodeTasks(n, k*esize, c.workers)
+		j.rowsPer, j.rowTasks = 1, 1
+	} else if m < 4 {
 		j.gemm = false
 		task := gemvTaskFloats
 		if wb != nil {
@@ -111,6 +136,16 @@ func (c *Ctx) matmul(y, x, w []float32, wb []uint16, m, k, n int, bias []float32
 	}
 	c.run(j, j.colTasks*j.rowTasks)
 	j.y, j.x, j.w, j.wb, j.bias = nil, nil, nil, nil, nil
+}
+
+// decodeTasks is the task count of a one-row product of n weight rows
+// of rowBytes each: about decodeTaskBytes a task, a multiple of workers
+// (so that no worker is left a task more than the others at the end), at
+// most one 8-row tile a task.
+func decodeTasks(n, rowBytes, workers int) int {
+	t := max(1, (n*rowBytes+decodeTaskBytes-1)/decodeTaskBytes)
+	t = (t + workers - 1) / workers * workers
+	return max(1, min(t, n/8))
 }
 
 func (j *matmulJob) do(c *Ctx, task, worker int) {

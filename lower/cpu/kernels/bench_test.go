@@ -102,22 +102,22 @@ func BenchmarkAttentionDecode(b *testing.B) {
 	const heads, kvHeads, hd = 16, 8, 128
 	for _, T := range []int{2048, 8192} {
 		for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
+			n := T * kvHeads * hd
+			bytes := 2 * n * 4
+			if f != KVF32 {
+				bytes = 2 * n * 2
+			}
+			rng := rand.New(rand.NewPCG(4, 4))
+			layers := (96<<20)/bytes + 1
+			kcs, vcs := make([]KV, layers), make([]KV, layers)
+			for i := range kcs {
+				kcs[i], vcs[i] = benchKV(rng, n, f), benchKV(rng, n, f)
+			}
+			q, out := randSlice(rng, heads*hd), make([]float32, heads*hd)
+			seq, pos := []int32{0}, []int32{int32(T - 1)}
 			b.Run(fmt.Sprintf("T=%d/%v", T, f), func(b *testing.B) {
 				c := NewCtx(0)
 				defer c.Close()
-				n := T * kvHeads * hd
-				bytes := 2 * n * 4
-				if f != KVF32 {
-					bytes = 2 * n * 2
-				}
-				rng := rand.New(rand.NewPCG(4, 4))
-				layers := (96<<20)/bytes + 1
-				kcs, vcs := make([]KV, layers), make([]KV, layers)
-				for i := range kcs {
-					kcs[i], vcs[i] = benchKV(rng, n, f), benchKV(rng, n, f)
-				}
-				q, out := randSlice(rng, heads*hd), make([]float32, heads*hd)
-				seq, pos := []int32{0}, []int32{int32(T - 1)}
 				machine()
 				b.SetBytes(int64(bytes))
 				b.ResetTimer()
@@ -131,8 +131,29 @@ func BenchmarkAttentionDecode(b *testing.B) {
 				reportBW(b, int64(bytes))
 				b.ReportMetric(probeBound(), "probe-GB/s")
 			})
+			// The same caches summed with the probe's kernel, one task a
+			// KV head: the rate a plain read of these bytes gets.
+			b.Run(fmt.Sprintf("T=%d/%v-read", T, f), func(b *testing.B) {
+				c := NewCtx(0)
+				defer c.Close()
+				b.SetBytes(int64(bytes))
+				for i := 0; i < b.N; i++ {
+					l := i % layers
+					c.sumParts(kvFloats(kcs[l]), kvHeads)
+					c.sumParts(kvFloats(vcs[l]), kvHeads)
+				}
+			})
 		}
 	}
+}
+
+// kvFloats is a cache's storage as float32s (a 16-bit one reinterpreted),
+// for a bare read.
+func kvFloats(k KV) []float32 {
+	if k.Format == KVF32 {
+		return k.F32
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&k.H16[0])), len(k.H16)/2)
 }
 
 // benchKV is a random cache of n values in format f.
@@ -242,11 +263,8 @@ func BenchmarkDecodeScores(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					kv := kvs[i%len(kvs)]
 					if mode == "read" {
-						if f == KVF32 {
-							y0[0] = sum64(kv.F32, n)
-						} else {
-							y0[0] = sum64(unsafe.Slice((*float32)(unsafe.Pointer(&kv.H16[0])), n/2), n/2)
-						}
+						p := kvFloats(kv)
+						y0[0] = sum64(p, len(p))
 						continue
 					}
 					for t0 := 0; t0 < T; t0 += attnChunk {

@@ -274,6 +274,7 @@ type slot struct {
 
 // Compile lowers g with its symbolic dims bound.
 func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
+	var matvecs []*wire.Matrix // by instruction: the TEE matvec's quantized weight
 	p := &Program{
 		g: g, f32: make([][]float32, len(g.Nodes)), i32: make([][]int32, len(g.Nodes)),
 		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
@@ -389,12 +390,52 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			p.instrs = append(p.instrs, instr)
 			p.ops = append(p.ops, n.Op)
 			p.buckets = append(p.buckets, bucketOf(n.Op, n.Place))
+			var mv *wire.Matrix
+			if n.Place != ir.Device && (n.Op == ir.OpMatMul || n.Op == ir.OpLMHead) && p.dims[n.ID][0] == 1 {
+				mv = p.q[n.Inputs[1]]
+			}
+			matvecs = append(matvecs, mv)
 		}
 	}
 	if err := b.assignWorkspaces(p); err != nil {
 		return nil, fmt.Errorf("compile %s: %w", g.Name, err)
 	}
+	b.warmMatvecs(p, matvecs)
 	return p, nil
+}
+
+// warmMatvecs has each instruction that is not a quantized TEE matvec
+// (one activation row: a decode step) first hand the next one's weights to
+// the idle workers to warm (quant.Ctx.Warm): the caller runs most such
+// instructions alone. The next after the last is the program's first, which
+// the next step runs. Attention is left out (it runs on every worker).
+func (b *Backend) warmMatvecs(p *Program, matvecs []*wire.Matrix) {
+	qc := b.qctx
+	for i, w := range warmTargets(matvecs, p.ops) {
+		if w != nil {
+			f := p.instrs[i]
+			p.instrs[i] = func() error { qc.Warm(w); return f() }
+		}
+	}
+}
+
+// warmTargets returns, for each instruction, the matvec weight it warms:
+// the next matvec's after it (cyclically), for every instruction that is
+// neither a matvec nor an attention; nil for the rest.
+func warmTargets(matvecs []*wire.Matrix, ops []string) []*wire.Matrix {
+	next := make([]*wire.Matrix, len(matvecs))
+	var after *wire.Matrix
+	for pass := 0; pass < 2; pass++ { // twice round: the last ones warm the first
+		for i := len(matvecs) - 1; i >= 0; i-- {
+			if matvecs[i] == nil && ops[i] != ir.OpAttention {
+				next[i] = after
+			}
+			if matvecs[i] != nil {
+				after = matvecs[i]
+			}
+		}
+	}
+	return next
 }
 
 // uploadOnce runs send, the device upload of the weight called name, the

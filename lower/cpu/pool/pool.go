@@ -53,6 +53,7 @@ type state struct {
 	next    atomic.Int64    // dynamic: next task index to claim
 	ntasks  int64
 	static  bool
+	idling  bool // the current run is Idle's: the caller does not take part
 	cur     Job
 	closed  atomic.Bool
 	once    sync.Once
@@ -176,7 +177,58 @@ func (p *Pool) RunN(j Job, ntasks, maxActive int) { p.s.run(j, ntasks, maxActive
 // carries state from one of its tasks to the next.
 func (p *Pool) RunStatic(j Job, ntasks, maxActive int) { p.s.run(j, ntasks, maxActive, true) }
 
+// Idle hands tasks 0..ntasks-1 of j to the pool goroutines and returns at
+// once, the caller going on with work of its own. The next Run, RunN,
+// RunStatic, Idle or Stop first ends it: the tasks not yet claimed are
+// skipped, and it waits for the claimed ones. Idle is for work any task of
+// which may be left undone (warming a cache with what the next run reads):
+// it does nothing unless every pool goroutine is awake and spinning, since
+// waking a parked one costs more than such work gains.
+func (p *Pool) Idle(j Job, ntasks int) { p.s.idle(j, ntasks) }
+
+// Stop ends an Idle run (see Idle); without one it does nothing.
+func (p *Pool) Stop() { p.s.stop() }
+
+// Idling reports whether an Idle run has tasks not yet claimed.
+func (p *Pool) Idling() bool { return p.s.idling && p.s.next.Load() < p.s.ntasks }
+
+func (s *state) idle(j Job, ntasks int) {
+	s.stop()
+	if ntasks <= 0 || s.workers <= 1 || s.closed.Load() || !s.spins() {
+		return
+	}
+	for i := range s.parked {
+		if s.parked[i].Load() {
+			return
+		}
+	}
+	s.cur, s.ntasks, s.static, s.active = j, int64(ntasks), false, s.workers
+	s.next.Store(0)
+	s.left.Store(int32(s.workers - 1))
+	s.idling = true
+	s.seq++
+	s.word.Store(s.seq<<16 | uint64(s.workers))
+	for i := range s.parked {
+		// One that parked since the check above (rare) is woken: the run
+		// cannot end without it.
+		if s.parked[i].CompareAndSwap(true, false) {
+			s.wake[i] <- struct{}{}
+		}
+	}
+}
+
+func (s *state) stop() {
+	if !s.idling {
+		return
+	}
+	s.idling = false
+	s.next.Store(s.ntasks) // a later claim finds nothing left
+	s.wait()
+	s.cur = nil
+}
+
 func (s *state) run(j Job, ntasks, maxActive int, static bool) {
+	s.stop()
 	if ntasks <= 0 {
 		return
 	}

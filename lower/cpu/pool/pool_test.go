@@ -154,3 +154,87 @@ func TestAlternatingWidths(t *testing.T) {
 		}
 	}
 }
+
+// slowJob records each task's worker and takes a while per task, so that a
+// Stop finds tasks left.
+type slowJob struct {
+	hits []atomic.Int32
+	who  []atomic.Int32
+}
+
+func (j *slowJob) Do(task, worker int) {
+	j.hits[task].Add(1)
+	j.who[task].Store(int32(worker))
+	for t := time.Now(); time.Since(t) < 20*time.Microsecond; {
+	}
+}
+
+// TestIdle: an Idle run's tasks run at most once, on pool goroutines only,
+// while the caller goes on; Stop (and a later Run) ends it with the
+// unclaimed tasks skipped, and the pool then runs as before.
+func TestIdle(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 || runtime.NumCPU() < 2 {
+		t.Skip("Idle needs spinning helpers: at least 2 CPUs")
+	}
+	p := New(2)
+	defer p.Close()
+	const n = 10000
+	ran := 0
+	for try := 0; try < 100 && ran == 0; try++ {
+		// Runs until the helper spins (one woken from parking can spin
+		// out its time before the caller is rescheduled, then park).
+		for r := 0; r < 10 && (r == 0 || p.s.parked[0].Load()); r++ {
+			p.Run(&countJob{hits: make([]atomic.Int32, 2), who: make([]int, 2)}, 2)
+		}
+		j := &slowJob{hits: make([]atomic.Int32, n), who: make([]atomic.Int32, n)}
+		p.Idle(j, n)
+		time.Sleep(time.Millisecond) // the caller's own work
+		p.Stop()
+		for i := range j.hits {
+			h := j.hits[i].Load()
+			if h > 1 {
+				t.Fatalf("task %d ran %d times", i, h)
+			}
+			if h == 1 {
+				ran++
+				if w := j.who[i].Load(); w == 0 {
+					t.Fatalf("task %d ran on the caller", i)
+				}
+			}
+		}
+		if ran == n {
+			t.Fatalf("all %d tasks ran in 1 ms: Stop skipped none", n)
+		}
+		// Claimed tasks are a prefix: the helper claims in order.
+		for i := 0; i < ran; i++ {
+			if j.hits[i].Load() != 1 {
+				t.Fatalf("task %d skipped but %d ran", i, ran)
+			}
+		}
+		c := &countJob{hits: make([]atomic.Int32, 50), who: make([]int, 50)}
+		p.Idle(&slowJob{hits: make([]atomic.Int32, n), who: make([]atomic.Int32, n)}, n)
+		p.Run(c, 50) // ends the Idle run first
+		for i := range c.hits {
+			if c.hits[i].Load() != 1 {
+				t.Fatalf("after Idle: task %d ran %d times", i, c.hits[i].Load())
+			}
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no Idle task ran in 100 tries")
+	}
+	p.Stop() // without an Idle run: nothing
+}
+
+func TestIdleSerialPool(t *testing.T) {
+	p := New(1)
+	defer p.Close()
+	j := &slowJob{hits: make([]atomic.Int32, 5), who: make([]atomic.Int32, 5)}
+	p.Idle(j, 5)
+	p.Stop()
+	for i := range j.hits {
+		if j.hits[i].Load() != 0 {
+			t.Fatalf("a one-worker pool ran Idle task %d", i)
+		}
+	}
+}

@@ -32,8 +32,9 @@ type Ctx struct {
 	pj   poolJob
 
 	// Preallocated jobs.
-	mm matmulJob
-	qa quantJob
+	mm   matmulJob
+	qa   quantJob
+	warm warmJob
 
 	// act is the scratch of MatMul (grown on demand).
 	act wire.Activations

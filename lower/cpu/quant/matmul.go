@@ -72,6 +72,8 @@ func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []
 	if bias != nil && len(bias) < n {
 		return fmt.Errorf("quant: MatMulQ: len(bias) = %d < n = %d", len(bias), n)
 	}
+	c.pool.Stop()
+	c.warm.w = nil // a later Warm of w starts over
 	j := &c.mm
 	j.y, j.bias, j.w = y, bias, w
 	j.q, j.dx, j.sx = xq.Quants(), xq.Scales(), xq.Sums()
@@ -86,7 +88,7 @@ func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []
 		unit = w.Layout.GroupRows()
 		per = max(unit, gemmPanelBytes/j.ldw/unit*unit)
 	case m == 1:
-		unit = 8
+		unit = mvUnit(w)
 	case useAVX512 && (w.Format == wire.Q8_0 || w.Format == wire.Q4_0):
 		unit = 16 // whole 16-column tiles
 		per = max(unit, (gemmPanelBytes/j.ldw)&^15)
@@ -98,13 +100,7 @@ func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []
 	j.colUnit, j.rowsPer, j.rowTasks = unit, 1, 1
 	units := max(1, n/unit)
 	if m == 1 {
-		// Decode: ~mvTaskBytes of weights per task, the task count a
-		// multiple of the workers and the units split evenly, so that no
-		// worker is left a task more than the others at the end.
-		t := max(1, (n*j.ldw+mvTaskBytes-1)/mvTaskBytes)
-		wk := c.Workers()
-		t = (t + wk - 1) / wk * wk
-		j.colTasks = min(t, units)
+		j.colTasks = mvTasks(n, j.ldw, units, c.Workers())
 	} else {
 		j.colTasks = max(1, n/per)
 		j.rowsPer, j.rowTasks = gemmRowBlock, max(1, m/gemmRowBlock)
@@ -128,14 +124,41 @@ func (c *Ctx) MatMul(y, x []float32, m int, w *wire.Matrix, bias []float32) erro
 	return c.MatMulQ(y, &c.act, w, bias)
 }
 
+// mvUnit is the rows a matvec's kernel call takes: an interleaved group, or
+// eight row-major rows.
+func mvUnit(w *wire.Matrix) int {
+	if w.Layout != wire.RowMajor {
+		return w.Layout.GroupRows()
+	}
+	return 8
+}
+
+// mvTasks is the task count of a matvec (m = 1) on n weight rows of ldw
+// bytes in units kernel units: ~mvTaskBytes of weights per task, the count
+// a multiple of the workers and the units split evenly (taskRows), so that
+// no worker is left a task more than the others at the end.
+func mvTasks(n, ldw, units, workers int) int {
+	t := max(1, (n*ldw+mvTaskBytes-1)/mvTaskBytes)
+	t = (t + workers - 1) / workers * workers
+	return min(t, units)
+}
+
+// taskRows returns the weight rows [j0, j1) of column task jb of tasks,
+// the n rows split evenly in whole units of unit rows (the last task also
+// takes the rows past the last whole unit).
+func taskRows(n, unit, tasks, jb int) (j0, j1 int) {
+	units := max(1, n/unit)
+	j0 = units * jb / tasks * unit
+	j1 = units * (jb + 1) / tasks * unit
+	if jb == tasks-1 {
+		j1 = n
+	}
+	return j0, j1
+}
+
 func (j *matmulJob) do(task int) {
 	ib, jb := task%j.rowTasks, task/j.rowTasks
-	units := max(1, j.n/j.colUnit)
-	j0 := units * jb / j.colTasks * j.colUnit
-	j1 := units * (jb + 1) / j.colTasks * j.colUnit
-	if jb == j.colTasks-1 {
-		j1 = j.n
-	}
+	j0, j1 := taskRows(j.n, j.colUnit, j.colTasks, jb)
 	i0 := ib * j.rowsPer
 	i1 := i0 + j.rowsPer
 	if ib == j.rowTasks-1 {

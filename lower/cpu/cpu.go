@@ -274,7 +274,7 @@ type slot struct {
 
 // Compile lowers g with its symbolic dims bound.
 func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
-	var matvecs []*wire.Matrix // by instruction: the TEE matvec's quantized weight
+	var warms []func() // by instruction: a TEE matvec's warming of its weights
 	p := &Program{
 		g: g, f32: make([][]float32, len(g.Nodes)), i32: make([][]int32, len(g.Nodes)),
 		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
@@ -390,48 +390,71 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			p.instrs = append(p.instrs, instr)
 			p.ops = append(p.ops, n.Op)
 			p.buckets = append(p.buckets, bucketOf(n.Op, n.Place))
-			var mv *wire.Matrix
-			if n.Place != ir.Device && (n.Op == ir.OpMatMul || n.Op == ir.OpLMHead) && p.dims[n.ID][0] == 1 {
-				mv = p.q[n.Inputs[1]]
-			}
-			matvecs = append(matvecs, mv)
+			warms = append(warms, b.matvecWarm(p, n))
 		}
 	}
 	if err := b.assignWorkspaces(p); err != nil {
 		return nil, fmt.Errorf("compile %s: %w", g.Name, err)
 	}
-	b.warmMatvecs(p, matvecs)
+	warmMatvecs(p, warms)
 	return p, nil
 }
 
-// warmMatvecs has each instruction that is not a quantized TEE matvec
-// (one activation row: a decode step) first hand the next one's weights to
-// the idle workers to warm (quant.Ctx.Warm): the caller runs most such
-// instructions alone. The next after the last is the program's first, which
-// the next step runs. Attention is left out (it runs on every worker).
-func (b *Backend) warmMatvecs(p *Program, matvecs []*wire.Matrix) {
-	qc := b.qctx
-	for i, w := range warmTargets(matvecs, p.ops) {
-		if w != nil {
-			f := p.instrs[i]
-			p.instrs[i] = func() error { qc.Warm(w); return f() }
+// matvecWarm returns, for a TEE matmul of one activation row (a decode
+// step's), what warms its weights on the idle workers (quant.Ctx.Warm,
+// kernels.Ctx.WarmMatVec); nil for any other instruction. The weight
+// buffer is looked up when it runs, as the product's is.
+func (b *Backend) matvecWarm(p *Program, n *ir.Node) func() {
+	if n.Place == ir.Device || (n.Op != ir.OpMatMul && n.Op != ir.OpLMHead) || p.dims[n.ID][0] != 1 {
+		return nil
+	}
+	wv := n.Inputs[1]
+	k, nOut := p.dims[n.Inputs[0]][1], p.dims[wv][0]
+	if qm := p.q[wv]; qm != nil {
+		qc := b.qctx
+		return func() { qc.Warm(qm) }
+	}
+	ctx := b.ctx
+	if w := p.b16[wv]; w != nil {
+		dot, _ := n.Attrs.Bool(ir.AttrBF16Dot)
+		return func() { ctx.WarmMatVecBF16(w, k, nOut, dot) }
+	}
+	if p.f32[wv] == nil {
+		return nil
+	}
+	return func() { ctx.WarmMatVec(p.f32[p.storage(wv)], k, nOut) }
+}
+
+// warmMatvecs has each instruction that is not a TEE matvec (one
+// activation row: a decode step) first hand the next one's weights to the
+// idle workers to warm: the caller runs most such instructions alone. The
+// next after the last is the program's first, which the next step runs.
+// Attention is left out (it runs on every worker).
+func warmMatvecs(p *Program, warms []func()) {
+	for i, t := range warmTargets(warms, p.ops) {
+		if t >= 0 {
+			f, w := p.instrs[i], warms[t]
+			p.instrs[i] = func() error { w(); return f() }
 		}
 	}
 }
 
-// warmTargets returns, for each instruction, the matvec weight it warms:
-// the next matvec's after it (cyclically), for every instruction that is
-// neither a matvec nor an attention; nil for the rest.
-func warmTargets(matvecs []*wire.Matrix, ops []string) []*wire.Matrix {
-	next := make([]*wire.Matrix, len(matvecs))
-	var after *wire.Matrix
+// warmTargets returns, for each instruction, the index of the matvec
+// (warms[i] != nil) it warms: the next one after it, cyclically, for every
+// instruction that is neither a matvec nor an attention; -1 for the rest.
+func warmTargets(warms []func(), ops []string) []int {
+	next := make([]int, len(warms))
+	after := -1
 	for pass := 0; pass < 2; pass++ { // twice round: the last ones warm the first
-		for i := len(matvecs) - 1; i >= 0; i-- {
-			if matvecs[i] == nil && ops[i] != ir.OpAttention {
+		for i := len(warms) - 1; i >= 0; i-- {
+			if pass == 0 {
+				next[i] = -1
+			}
+			if warms[i] == nil && ops[i] != ir.OpAttention {
 				next[i] = after
 			}
-			if matvecs[i] != nil {
-				after = matvecs[i]
+			if warms[i] != nil {
+				after = i
 			}
 		}
 	}

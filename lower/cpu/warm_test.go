@@ -1,9 +1,9 @@
 package cpu
 
 import (
+	"slices"
 	"testing"
 
-	"gelo/device/wire"
 	"gelo/ir"
 )
 
@@ -11,19 +11,13 @@ import (
 // ones the first, which the next step runs); matvecs and attention warm
 // nothing.
 func TestWarmTargets(t *testing.T) {
-	a, b := &wire.Matrix{}, &wire.Matrix{}
+	mv := func() {}
 	ops := []string{ir.OpRMSNorm, ir.OpMatMul, ir.OpNormRope, ir.OpAttention, ir.OpMatMul, ir.OpAdd, ir.OpLMHead, ir.OpLastRow}
-	mv := []*wire.Matrix{nil, a, nil, nil, b, nil, a, nil}
-	want := []*wire.Matrix{a, nil, b, nil, nil, a, nil, a}
-	got := warmTargets(mv, ops)
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("instruction %d (%s): warms %p, want %p", i, ops[i], got[i], want[i])
-		}
+	warms := []func(){nil, mv, nil, nil, mv, nil, mv, nil}
+	if got, want := warmTargets(warms, ops), []int{1, -1, 4, -1, -1, 6, -1, 1}; !slices.Equal(got, want) {
+		t.Errorf("targets %v, want %v", got, want)
 	}
-	for i, w := range warmTargets([]*wire.Matrix{nil, nil}, []string{ir.OpAdd, ir.OpAdd}) {
-		if w != nil {
-			t.Errorf("no matvecs: instruction %d warms %p", i, w)
-		}
+	if got := warmTargets([]func(){nil, nil}, []string{ir.OpAdd, ir.OpAdd}); !slices.Equal(got, []int{-1, -1}) {
+		t.Errorf("no matvecs: targets %v", got)
 	}
 }

@@ -64,6 +64,7 @@ func (c *Ctx) MatMulTBF16Dot(y, x []float32, w []uint16, m, k, n int, bias []flo
 	j.y, j.w, j.bias = y, w, bias
 	j.m, j.k, j.n = m, k, n
 	if m == 1 {
+		c.warm.Reset(c.pool, nil) // a later warming of w starts over
 		j.colsPer, j.colTasks = 0, decodeTasks(n, 2*k, c.workers)
 		j.rowsPer, j.rowTasks = 1, 1
 	} else if m < 4 {

@@ -45,6 +45,9 @@ type Ctx struct {
 	bd   bf16DotJob
 	rb   roundJob
 
+	// warm reads the next one-row product's first bytes (WarmMatVec).
+	warm pool.Warmer
+
 	// scores holds one attention score buffer per worker.
 	scores [][]float32
 	// wide holds one widened bf16 weight panel per worker (MatMulTBF16).

@@ -106,6 +106,7 @@ func (c *Ctx) matmul(y, x, w []float32, wb []uint16, m, k, n int, bias []float32
 	if m == 1 && (wb == nil || (k%8 == 0 && useAsm)) {
 		// (bf16 weights the assembly cannot take are widened a task's
 		// panel at a time into scratch: those keep 128 KiB tasks.)
+		c.warm.Reset(c.pool, nil) // a later warming of w starts over
 		j.gemm = false
 		esize := 4
 		if wb != nil {

@@ -189,8 +189,10 @@ func (p *Pool) Idle(j Job, ntasks int) { p.s.idle(j, ntasks) }
 // Stop ends an Idle run (see Idle); without one it does nothing.
 func (p *Pool) Stop() { p.s.stop() }
 
-// Idling reports whether an Idle run has tasks not yet claimed.
-func (p *Pool) Idling() bool { return p.s.idling && p.s.next.Load() < p.s.ntasks }
+// Idling reports whether an Idle run of j has tasks not yet claimed.
+func (p *Pool) Idling(j Job) bool {
+	return p.s.idling && p.s.cur == j && p.s.next.Load() < p.s.ntasks
+}
 
 func (s *state) idle(j Job, ntasks int) {
 	s.stop()

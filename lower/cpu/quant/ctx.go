@@ -34,7 +34,7 @@ type Ctx struct {
 	// Preallocated jobs.
 	mm   matmulJob
 	qa   quantJob
-	warm warmJob
+	warm pool.Warmer
 
 	// act is the scratch of MatMul (grown on demand).
 	act wire.Activations

@@ -72,8 +72,7 @@ func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []
 	if bias != nil && len(bias) < n {
 		return fmt.Errorf("quant: MatMulQ: len(bias) = %d < n = %d", len(bias), n)
 	}
-	c.pool.Stop()
-	c.warm.w = nil // a later Warm of w starts over
+	c.warm.Reset(c.pool, nil) // a later Warm of w starts over
 	j := &c.mm
 	j.y, j.bias, j.w = y, bias, w
 	j.q, j.dx, j.sx = xq.Quants(), xq.Scales(), xq.Sums()

@@ -47,6 +47,10 @@ done
 
 # Interleaved rounds: every format on both engines per round; take the
 # medians over rounds (gelo prints TTFT and TPOT per level and length).
+# A run starts its results afresh: llama.csv is appended to round by round,
+# and an earlier run's rows (or its higher rounds' gelo files) left in WORK
+# would otherwise enter this run's medians.
+rm -f "$work/llama.csv" "$work"/gelo-[0-9]*-*.txt
 for r in $(seq 1 "$rounds"); do
   for f in $formats; do
     g=$(gguf_of "$f")

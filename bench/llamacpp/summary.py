@@ -8,7 +8,8 @@ WORK/gelo-R-F.txt / gelo-R-F-d8.txt (gelo bench, masks suite), and prints
 prefill tok/s (n = 128, 512) and decode tok/s at B = 1 from an empty
 context (gelo: after an 8-token prompt) and after 512 tokens, with the
 bandwidth gelo's probe measured in each run and decode as a share of that
-bound.
+bound, and (where gelo printed it) the bare read of the decode's own weights
+timed beside its steps, with the step as a share of that read.
 """
 import csv
 import glob
@@ -55,7 +56,17 @@ def gelo():
         if bw:
             out.setdefault((f, "bw"), []).append(float(bw.group(1)))
         bound = re.search(r"decode bound \(B=1, plain\) ([\d.]+) tok/s", text)
-        lines = text.splitlines()
+        # (the TTFT/TPOT table; the tables after it have rows named by
+        # level too)
+        lines = text.partition("\ndecode against a bare read")[0].splitlines()
+        # The bare read of the decode's weights beside its steps (gelo
+        # bench prints it since 2026-12-04): its GB/s and the step's share.
+        _, _, reads = text.partition("decode against a bare read of its weights")
+        for l in reads.split("\n\n")[0].splitlines()[2:]:
+            parts = l.split()
+            if d8 and len(parts) >= 7 and parts[0] == "exact":
+                out.setdefault((f, "read GB/s@d8"), []).append(float(parts[4]))
+                out.setdefault((f, "of read@d8"), []).append(float(parts[5]) / 100)
         hdr = next((l for l in lines if l.startswith("mask ") and "TPOT" in l), None)
         if hdr is None:
             continue
@@ -96,13 +107,13 @@ order = list(fmt_of.values()) + list(llama_of)
 formats = sorted({k[0] for k in list(L) + list(G)}, key=lambda f: order.index(f) if f in order else 99)
 print("medians over rounds; tok/s (gelo: the exact level, the default; none in parentheses)")
 print(f"{'format':6} {'probe GB/s':>10} | {'prefill n=128':>24} | {'prefill n=512':>24} | {'decode from empty':>28} | {'decode after 512':>24}")
-print(f"{'':6} {'':>10} | {'gelo':>11} {'llama.cpp':>9} x | {'gelo':>11} {'llama.cpp':>9} x | {'gelo':>11} {'llama.cpp':>9} x {'%bound':>6} | {'gelo':>11} {'llama.cpp':>9} x")
+print(f"{'':6} {'':>10} | {'gelo':>11} {'llama.cpp':>9} x | {'gelo':>11} {'llama.cpp':>9} x | {'gelo':>11} {'llama.cpp':>9} x {'%bound':>6} {'read GB/s':>9} {'%read':>5} | {'gelo':>11} {'llama.cpp':>9} x")
 for f in formats:
     cells = [f"{f:6} {med(G, (f, 'bw')):10.1f}"]
     for gk, lk in (("pp128", "pp128@d0"), ("pp512", "pp512@d0"), ("tg@d8", "tg64@d0"), ("tg@d512", "tg64@d512")):
         g, gn, l = med(G, (f, "exact " + gk)), med(G, (f, "none " + gk)), med(L, (llama_of.get(f, f), lk))
         c = f"{g:5.1f} ({gn:5.1f}) {l:9.1f} {g / l:4.2f}"
         if gk == "tg@d8":
-            c += f" {100 * med(G, (f, 'exact bound@d8')):5.0f}%"
+            c += f" {100 * med(G, (f, 'exact bound@d8')):5.0f}% {med(G, (f, 'read GB/s@d8')):9.1f} {100 * med(G, (f, 'of read@d8')):4.0f}%"
         cells.append(c)
     print(" | ".join(cells))

@@ -56,6 +56,26 @@ func TestBenchMasksCompilesEachEntry(t *testing.T) {
 	if len(m) != 6 || m[0] != "0s" || m[4] == "0s" {
 		t.Errorf("mask row %q: want none 0 and hd3 > 0", mask)
 	}
+	// The bare read of the decode's weights beside the steps: a row for
+	// exact (its matmuls are the TEE's), none for none (the device's).
+	_, reads, ok := strings.Cut(out, "decode against a bare read of its weights")
+	if !ok {
+		t.Fatalf("no bare-read table in:\n%s", out)
+	}
+	reads, _, _ = strings.Cut(reads, "\n\n")
+	rows := map[string][]string{}
+	for _, line := range strings.Split(reads, "\n")[2:] {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows[f[0]] = f
+		}
+	}
+	if _, ok := rows["none"]; ok {
+		t.Errorf("a bare-read row for none, whose matmuls are the device's:\n%s", reads)
+	}
+	// exact  512.00 KiB  37µs  14.2  52 %  87 %
+	if r := rows["exact"]; len(r) != 9 || r[2] != "KiB" && r[2] != "MiB" || r[5] == "0.0" {
+		t.Errorf("exact's bare-read row %q: want bytes, a time, GB/s and two shares", r)
+	}
 }
 
 // TestBenchMasksRefusesUnknownEntry: an entry that is neither a level nor

@@ -263,6 +263,10 @@ func benchMasks(mf modelFlags, l *models.Model, key []byte, cfg *models.Config, 
 		decBk  cpu.Profile // per-bucket time per decode step
 		devGF  float64     // device GFLOP/s in decode
 		devGFp float64     // device GFLOP/s in the longest prefill
+		// the TEE matmuls' weights read bare after each decode step
+		// (cpu.Backend.ReadMatVecWeights): bytes and median time
+		readBytes int
+		read      time.Duration
 	}
 	var results []result
 	security := mf.security
@@ -326,6 +330,7 @@ func benchMasks(mf modelFlags, l *models.Model, key []byte, cfg *models.Config, 
 			return err
 		}
 		steps := make([]time.Duration, decodeSteps)
+		var reads []time.Duration
 		eng.SetProfiling(true)
 		for i := range steps {
 			t0 := time.Now()
@@ -336,10 +341,22 @@ func benchMasks(mf modelFlags, l *models.Model, key []byte, cfg *models.Config, 
 			}
 			steps[i] = time.Since(t0)
 			tok = int32(runtime.Argmax(logits))
+			// The same weight bytes read bare right after: a bound taken
+			// in the step's own bandwidth phase. Its last buffer is the
+			// LM head's, as the step's, so the next step finds the cache
+			// as a step leaves it.
+			if eng.CPU != nil {
+				if n, d := eng.CPU.ReadMatVecWeights(models.PhaseDecode); n > 0 {
+					r.readBytes, reads = n, append(reads, d)
+				}
+			}
 		}
 		eng.SetProfiling(false)
 		r.decBk = scaleProfile(eng.TakeProfile(), decodeSteps)
 		r.tpot = median(steps)
+		if len(reads) > 0 {
+			r.read = median(reads)
+		}
 		r.devGF = gflops(deviceFlops(cfg, po, 1, 1), r.decBk[cpu.BucketDevice])
 		done()
 		results = append(results, r)
@@ -366,6 +383,21 @@ func benchMasks(mf modelFlags, l *models.Model, key []byte, cfg *models.Config, 
 			rel = fmt.Sprintf("%+.0f%%", 100*(r.tpot.Seconds()/noneTPOT.Seconds()-1))
 		}
 		fmt.Fprintf(stdout, " %12s %9.2f %8s\n", short(r.tpot), 1/r.tpot.Seconds(), rel)
+	}
+	if slices.ContainsFunc(results, func(r result) bool { return r.readBytes > 0 }) {
+		fmt.Fprintf(stdout, "\ndecode against a bare read of its weights (the TEE matmuls' weight bytes read with no arithmetic and no wait between matrices, after each step; medians):\n")
+		fmt.Fprintf(stdout, "%-6s %10s %10s %8s %14s %17s\n", "mask", "bytes", "read", "GB/s", "step (of read)", "matmuls (of read)")
+		for _, r := range results {
+			if r.readBytes == 0 {
+				continue
+			}
+			mm := "-"
+			if d := r.decBk[cpu.BucketLocal]; d > 0 {
+				mm = fmt.Sprintf("%.0f %%", 100*r.read.Seconds()/d.Seconds())
+			}
+			fmt.Fprintf(stdout, "%-6s %10s %10s %8.1f %14s %17s\n", r.family, passes.HumanBytes(int64(r.readBytes)), short(r.read),
+				float64(r.readBytes)/r.read.Seconds()/1e9, fmt.Sprintf("%.0f %%", 100*r.read.Seconds()/r.tpot.Seconds()), mm)
+		}
 	}
 	for _, phase := range []string{"decode step (B=1)", fmt.Sprintf("prefill n=%d", maxN)} {
 		fmt.Fprintf(stdout, "\nper-bucket split, %s:\n%-20s", phase, "bucket")

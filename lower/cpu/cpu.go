@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+	"weak"
 
 	"gelo/device"
 	"gelo/device/wire"
@@ -82,6 +83,11 @@ type Backend struct {
 	pools      map[string]*probe.Pool // probe pools by weight and size
 	probeStats probeStats
 	failed     atomic.Bool // a probe failed: the session is over
+
+	// matvecProgs are the compiled programs with one-row TEE matmuls
+	// (ReadMatVecWeights), held weakly: a program the runtime drops is
+	// not kept alive for a benchmark.
+	matvecProgs []weak.Pointer[Program]
 }
 
 // Bucket is a cost class of instructions, the split of the seed's §07
@@ -254,6 +260,8 @@ type Program struct {
 	// probes: the graph checks device results, drawing from picker.
 	probes bool
 	picker probe.Picker
+	// matvecs are the one-row TEE matmuls, in program order.
+	matvecs []*ir.Node
 }
 
 // slot is the mask material of one mask slot of a pass: sampled at the
@@ -391,12 +399,20 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 			p.ops = append(p.ops, n.Op)
 			p.buckets = append(p.buckets, bucketOf(n.Op, n.Place))
 			warms = append(warms, b.matvecWarm(p, n))
+			if isTEEMatVec(p, n) {
+				p.matvecs = append(p.matvecs, n)
+			}
 		}
 	}
 	if err := b.assignWorkspaces(p); err != nil {
 		return nil, fmt.Errorf("compile %s: %w", g.Name, err)
 	}
 	warmMatvecs(p, warms)
+	if len(p.matvecs) > 0 {
+		b.mu.Lock()
+		b.matvecProgs = append(b.matvecProgs, weak.Make(p))
+		b.mu.Unlock()
+	}
 	return p, nil
 }
 
@@ -405,7 +421,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 // kernels.Ctx.WarmMatVec); nil for any other instruction. The weight
 // buffer is looked up when it runs, as the product's is.
 func (b *Backend) matvecWarm(p *Program, n *ir.Node) func() {
-	if n.Place == ir.Device || (n.Op != ir.OpMatMul && n.Op != ir.OpLMHead) || p.dims[n.ID][0] != 1 {
+	if !isTEEMatVec(p, n) {
 		return nil
 	}
 	wv := n.Inputs[1]

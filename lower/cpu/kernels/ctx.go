@@ -35,15 +35,16 @@ type Ctx struct {
 	workers int // pool.Workers(), read by the job splits
 
 	// Preallocated jobs.
-	mm   matmulJob
-	att  attnJob
-	nrm  normJob
-	ew   ewJob
-	rope ropeJob
-	meas measureJob
-	fz   fusedJob
-	bd   bf16DotJob
-	rb   roundJob
+	mm       matmulJob
+	att      attnJob
+	nrm      normJob
+	ew       ewJob
+	rope     ropeJob
+	meas     measureJob
+	readBufs readBufsJob
+	fz       fusedJob
+	bd       bf16DotJob
+	rb       roundJob
 
 	// warm reads the next one-row product's first bytes (WarmMatVec).
 	warm pool.Warmer

@@ -586,6 +586,32 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
+// TestReadBuffers: each buffer is read in whole 256-byte runs a worker,
+// whatever its bytes hold (NaN patterns too); one too short for a run is
+// skipped, and the sums go nowhere (the buffers are left as they were).
+func TestReadBuffers(t *testing.T) {
+	for _, workers := range []int{1, 2, 3} {
+		c := withCtx(t, workers)
+		run := 256 * workers
+		bufs := [][]byte{nil, make([]byte, run-1), make([]byte, run), make([]byte, 5*run+17), make([]byte, 1<<20)}
+		for i := range bufs[4] {
+			bufs[4][i] = 0xff // NaNs as float32
+		}
+		want := 0 + 0 + run + 5*run + (1<<20)/run*run
+		if got := c.ReadBuffers(bufs); got != want {
+			t.Errorf("%d workers: read %d bytes, want %d", workers, got, want)
+		}
+		for i, b := range bufs[4] {
+			if b != 0xff {
+				t.Fatalf("%d workers: byte %d of a read buffer changed to %#x", workers, i, b)
+			}
+		}
+		if got := c.ReadBuffers(nil); got != 0 {
+			t.Errorf("%d workers: no buffers read %d bytes", workers, got)
+		}
+	}
+}
+
 // kernel modes available on this machine: 0 Go fallback, 1 AVX2, 2 AVX2 +
 // AVX-512 GEMM.
 type mode int

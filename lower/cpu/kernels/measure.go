@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unsafe"
 )
 
 type measureJob struct {
@@ -130,4 +131,50 @@ func MeasurePeakGFLOPS(c *Ctx) float64 {
 	}
 	j.flops = false
 	return float64(w) * iters * 192 / best / 1e9
+}
+
+// ReadBuffers sums the buffers of bufs with the probe's vector kernel in
+// one pool run: each worker reads its part of every buffer (one disjoint
+// part per worker, whole 256-byte runs; a remainder shorter than that is
+// left unread), the buffers in order, with no wait between them, and it
+// returns the bytes read. It is a decode step's weight traffic with neither
+// its arithmetic nor its waits at every matmul: what no engine that reads
+// those bytes beats, timed by a benchmark alongside the steps (the
+// bandwidth of a shared machine moves between phases, and a bound measured
+// at another moment says little about the step next to it). The bytes are
+// summed as float32 values whatever they hold; the sum is discarded.
+func (c *Ctx) ReadBuffers(bufs [][]byte) int {
+	w := c.Workers()
+	j := &c.readBufs
+	j.bufs, j.workers, j.sums = j.bufs[:0], w, make([]float32, w)
+	total := 0
+	for _, b := range bufs {
+		n := len(b) / 4 / w / 64 * 64 * w
+		if n == 0 {
+			continue
+		}
+		j.bufs = append(j.bufs, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), n))
+		total += 4 * n
+	}
+	if total > 0 {
+		c.run(j, w)
+	}
+	clear(j.bufs)
+	return total
+}
+
+// readBufsJob: task t sums part t of every buffer, in order.
+type readBufsJob struct {
+	bufs    [][]float32
+	workers int
+	sums    []float32 // one per task, keeps the reads alive
+}
+
+func (j *readBufsJob) do(_ *Ctx, task, _ int) {
+	var s float32
+	for _, b := range j.bufs {
+		per := len(b) / j.workers
+		s += sum64(b[task*per:], per)
+	}
+	j.sums[task] = s
 }

@@ -131,6 +131,23 @@ func (a *Activations) QuantizeRows(x []float32, i0, i1 int) {
 	}
 }
 
+// RowBlocks returns the storage of rows [i0, i1) (clamped to [0, Rows()))
+// after Prepare: their quants, one scale and one quant sum a block of QK. A faster quantizer fills them as QuantizeActBlock does,
+// block by block; QuantizeRows is the reference.
+func (a *Activations) RowBlocks(i0, i1 int) (q []int8, d []float32, s []int32) {
+	i0, i1 = max(i0, 0), min(i1, a.m)
+	if i1 <= i0 {
+		return nil, nil, nil
+	}
+	b0, b1 := i0*a.k/QK, i1*a.k/QK
+	return a.q[b0*QK : b1*QK], a.d[b0:b1], a.s[b0:b1]
+}
+
+// QuantizeActBlock quantizes one block of QK activations into q (len(q),
+// len(src) >= QK) and returns its scale and the sum of its quants: the
+// arithmetic of the format, one block.
+func QuantizeActBlock(q []int8, src []float32) (float32, int32) { return quantizeActBlock(q, src) }
+
 // quantizeActBlock quantizes one block of 32 activations into q and returns
 // its scale and the sum of its quants.
 func quantizeActBlock(q []int8, src []float32) (float32, int32) {

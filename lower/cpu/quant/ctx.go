@@ -78,7 +78,24 @@ const quantTaskValues = 16 << 10
 func (j *quantJob) do(task int) {
 	i0 := task * j.rowsPer
 	i1 := min(i0+j.rowsPer, j.a.Rows())
-	j.a.QuantizeRows(j.x, i0, i1)
+	q, d, s := j.a.RowBlocks(i0, i1)
+	x := j.x[i0*j.a.Cols():]
+	quantizeBlocks(q, d, s, x)
+}
+
+// quantizeBlocks fills blocks of quants q, scales d and sums s from x (len(d)
+// blocks of wire.QK values) with the assembly where present, any block it
+// leaves to wire.QuantizeActBlock: the same bits either way
+// (TestQuantizeActAsm).
+func quantizeBlocks(q []int8, d []float32, s []int32, x []float32) {
+	const qk = wire.QK
+	for b := 0; b < len(d); {
+		b += quantizeActAsm(q[b*qk:], d[b:], s[b:], x[b*qk:])
+		if b < len(d) {
+			d[b], s[b] = wire.QuantizeActBlock(q[b*qk:(b+1)*qk], x[b*qk:(b+1)*qk])
+			b++
+		}
+	}
 }
 
 // QuantizeActivations quantizes the row-major m x k matrix x into a (k a

@@ -44,3 +44,72 @@ func randData(rng *rand.Rand, n int, scale float32) []float32 {
 	}
 	return v
 }
+
+// TestQuantizeActAsm: the assembly quantizer (where it runs) gives the
+// bits of wire.QuantizeActBlock on every block: random data at scales from
+// subnormal to near the float32 maximum, exact ties (x * id = n + 0.5,
+// which round away from zero), signed zeros, all-zero blocks, subnormal
+// blocks whose 1/d overflows, and NaNs and infinities (those blocks go to
+// the Go code, the blocks after them back to the assembly).
+func TestQuantizeActAsm(t *testing.T) {
+	if quantizeActAsm(make([]int8, wire.QK), make([]float32, 1), make([]int32, 1), make([]float32, wire.QK)) == 0 {
+		t.Skip("no assembly quantizer here")
+	}
+	const qk = wire.QK
+	rng := rand.New(rand.NewPCG(3, 9))
+	var x []float32
+	block := func(f func(i int) float32) {
+		for i := 0; i < qk; i++ {
+			x = append(x, f(i))
+		}
+	}
+	for _, sc := range []float32{1e-40, 1e-38, 1e-30, 1e-6, 1, 3.5, 1e6, 1e30, 3e38} {
+		for range 64 {
+			block(func(int) float32 { return float32(rng.NormFloat64()) * sc })
+		}
+	}
+	// amax = 127: id = 1 (d = 1), and every k + 0.5 is a tie.
+	block(func(i int) float32 {
+		if i == 0 {
+			return 127
+		}
+		return float32(i%64-32) + 0.5
+	})
+	block(func(i int) float32 { // amax = 254: id = 0.5, x = 2k+1 ties
+		if i == 0 {
+			return -254
+		}
+		return float32(2*(i%32) - 31)
+	})
+	block(func(int) float32 { return 0 })
+	block(func(i int) float32 { return float32(math.Copysign(0, float64(i%2*2-1))) })
+	block(func(i int) float32 { return math.Float32frombits(uint32(i + 1)) })       // tiny subnormals: 1/d overflows
+	block(func(i int) float32 { return math.Float32frombits(uint32(i+1) | 1<<31) }) // negative ones
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		block(func(i int) float32 {
+			if i == 7 {
+				return bad
+			}
+			return float32(rng.NormFloat64())
+		})
+		block(func(int) float32 { return float32(rng.NormFloat64()) })
+	}
+	for range 1 << 12 { // random bit patterns (NaNs, infinities, subnormals)
+		block(func(int) float32 { return math.Float32frombits(rng.Uint32()) })
+	}
+	n := len(x) / qk
+	q, d, s := make([]int8, len(x)), make([]float32, n), make([]int32, n)
+	quantizeBlocks(q, d, s, x)
+	wq := make([]int8, qk)
+	for b := 0; b < n; b++ {
+		wd, ws := wire.QuantizeActBlock(wq, x[b*qk:(b+1)*qk])
+		if math.Float32bits(d[b]) != math.Float32bits(wd) || s[b] != ws {
+			t.Fatalf("block %d: d %v sum %d, want %v %d", b, d[b], s[b], wd, ws)
+		}
+		for i := range wq {
+			if q[b*qk+i] != wq[i] {
+				t.Fatalf("block %d quant %d (x %v): %d, want %d", b, i, x[b*qk+i], q[b*qk+i], wq[i])
+			}
+		}
+	}
+}

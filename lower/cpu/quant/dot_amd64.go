@@ -152,3 +152,20 @@ func q4kmm16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, ns, rows int, y *
 
 //go:noescape
 func q4kmv16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, ns int, y *float32)
+
+//go:noescape
+func quantizeActAVX2(q *int8, d *float32, s *int32, x *float32, nblocks int) int
+
+// quantizeActAsm quantizes whole blocks of x into q, d and s from the
+// start, as wire.QuantizeActBlock does, and returns how many it did: all
+// of them unless it stopped before a block the Go code must take (a NaN
+// or an infinity in it, or a scale whose inverse overflows), or 0 without
+// AVX2.
+func quantizeActAsm(q []int8, d []float32, s []int32, x []float32) int {
+	n := len(d)
+	if !useAsm || n == 0 {
+		return 0
+	}
+	_, _, _ = q[n*wire.QK-1], s[n-1], x[n*wire.QK-1]
+	return quantizeActAVX2(&q[0], &d[0], &s[0], &x[0], n)
+}

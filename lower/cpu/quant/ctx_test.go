@@ -113,3 +113,35 @@ func TestQuantizeActAsm(t *testing.T) {
 		}
 	}
 }
+
+// FuzzQuantizeActAsm: any float32 bit patterns, the assembly quantizer's
+// blocks against wire.QuantizeActBlock's.
+func FuzzQuantizeActAsm(f *testing.F) {
+	f.Add(make([]byte, 4*wire.QK))
+	f.Add([]byte{0, 0, 0xc0, 0x7f, 0, 0, 0x80, 0x3f})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		const qk = wire.QK
+		n := len(raw) / (4 * qk)
+		if n == 0 {
+			return
+		}
+		x := make([]float32, n*qk)
+		for i := range x {
+			x[i] = math.Float32frombits(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24)
+		}
+		q, d, s := make([]int8, len(x)), make([]float32, n), make([]int32, n)
+		quantizeBlocks(q, d, s, x)
+		wq := make([]int8, qk)
+		for b := 0; b < n; b++ {
+			wd, ws := wire.QuantizeActBlock(wq, x[b*qk:(b+1)*qk])
+			if math.Float32bits(d[b]) != math.Float32bits(wd) || s[b] != ws {
+				t.Fatalf("block %d: d %v sum %d, want %v %d", b, d[b], s[b], wd, ws)
+			}
+			for i := range wq {
+				if q[b*qk+i] != wq[i] {
+					t.Fatalf("block %d quant %d: %d, want %d", b, i, q[b*qk+i], wq[i])
+				}
+			}
+		}
+	})
+}

@@ -97,8 +97,15 @@ func TestQuantizeActAsm(t *testing.T) {
 	for range 1 << 12 { // random bit patterns (NaNs, infinities, subnormals)
 		block(func(int) float32 { return math.Float32frombits(rng.Uint32()) })
 	}
+	checkQuantizeBlocks(t, x)
+}
+
+// checkQuantizeBlocks fails t unless quantizeBlocks gives every whole
+// block of x the bits of wire.QuantizeActBlock.
+func checkQuantizeBlocks(t testing.TB, x []float32) {
+	const qk = wire.QK
 	n := len(x) / qk
-	q, d, s := make([]int8, len(x)), make([]float32, n), make([]int32, n)
+	q, d, s := make([]int8, n*qk), make([]float32, n), make([]int32, n)
 	quantizeBlocks(q, d, s, x)
 	wq := make([]int8, qk)
 	for b := 0; b < n; b++ {
@@ -129,19 +136,6 @@ func FuzzQuantizeActAsm(f *testing.F) {
 		for i := range x {
 			x[i] = math.Float32frombits(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24)
 		}
-		q, d, s := make([]int8, len(x)), make([]float32, n), make([]int32, n)
-		quantizeBlocks(q, d, s, x)
-		wq := make([]int8, qk)
-		for b := 0; b < n; b++ {
-			wd, ws := wire.QuantizeActBlock(wq, x[b*qk:(b+1)*qk])
-			if math.Float32bits(d[b]) != math.Float32bits(wd) || s[b] != ws {
-				t.Fatalf("block %d: d %v sum %d, want %v %d", b, d[b], s[b], wd, ws)
-			}
-			for i := range wq {
-				if q[b*qk+i] != wq[i] {
-					t.Fatalf("block %d quant %d: %d, want %d", b, i, q[b*qk+i], wq[i])
-				}
-			}
-		}
+		checkQuantizeBlocks(t, x)
 	})
 }

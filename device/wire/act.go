@@ -132,8 +132,9 @@ func (a *Activations) QuantizeRows(x []float32, i0, i1 int) {
 }
 
 // RowBlocks returns the storage of rows [i0, i1) (clamped to [0, Rows()))
-// after Prepare: their quants, one scale and one quant sum a block of QK. A faster quantizer fills them as QuantizeActBlock does,
-// block by block; QuantizeRows is the reference.
+// after Prepare: their quants, one scale and one quant sum a block of QK.
+// A faster quantizer fills them as QuantizeActBlock does, block by block;
+// QuantizeRows is the reference.
 func (a *Activations) RowBlocks(i0, i1 int) (q []int8, d []float32, s []int32) {
 	i0, i1 = max(i0, 0), min(i1, a.m)
 	if i1 <= i0 {

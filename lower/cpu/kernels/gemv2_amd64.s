@@ -27,90 +27,93 @@
 	VINSERTI32X4 $1, (RB)(DX*1), Y, Y; \
 	VCVTPH2PS    Y, Z
 
-// G2PBODY(TILE, LOOP, DONE, PAIR): gemv2x8F16AVX512's kernel, its
-// labels and the widening of a row pair (G2PF16PAIR or G2PBF16PAIR).
+// G2PBODY(TILE, LOOP, DONE, PAIR): the kernel (gemv2x8F16AVX512 below),
+// its labels and the widening of a row pair (G2PF16PAIR or G2PBF16PAIR).
+// At the end of a tile each head's halves go to Y0..Y7 in row order (the
+// high halves first, before the registers they come from are overwritten)
+// for its HSUM8.
 #define G2PBODY(TILE, LOOP, DONE, PAIR) \
-	MOVQ x0+0(FP), SI; \
-	MOVQ x1+8(FP), R14; \
-	MOVQ w+16(FP), AX; \
-	MOVQ ldw+24(FP), R13; \
-	SHLQ $1, R13; \
-	LEAQ (AX)(R13*1), BX; \
-	LEAQ (BX)(R13*1), CX; \
-	LEAQ (CX)(R13*1), DI; \
-	LEAQ (DI)(R13*1), R8; \
-	LEAQ (R8)(R13*1), R9; \
-	LEAQ (R9)(R13*1), R10; \
-	LEAQ (R10)(R13*1), R11; \
-	SHLQ $3, R13; \
-	MOVQ k+32(FP), R12; \
-	SHLQ $1, R12; \
-	CMPQ ntiles+40(FP), $0; \
-	JLE DONE; \
-TILE:; \
-	VPXORD Z0, Z0, Z0; \
-	VPXORD Z1, Z1, Z1; \
-	VPXORD Z2, Z2, Z2; \
-	VPXORD Z3, Z3, Z3; \
-	VPXORD Z20, Z20, Z20; \
-	VPXORD Z21, Z21, Z21; \
-	VPXORD Z22, Z22, Z22; \
-	VPXORD Z23, Z23, Z23; \
-	XORQ   DX, DX; \
-	LEAQ   (AX)(R13*4), R15; \
-LOOP:; \
-	PREFETCHNTA     (R15)(DX*8); \
-	PREFETCHNTA     64(R15)(DX*8); \
-	VBROADCASTF32X8 (SI)(DX*2), Z24; \
-	VBROADCASTF32X8 (R14)(DX*2), Z25; \
-	PAIR(AX, BX, X16, Y16, Z16); \
-	PAIR(CX, DI, X17, Y17, Z17); \
-	PAIR(R8, R9, X18, Y18, Z18); \
-	PAIR(R10, R11, X19, Y19, Z19); \
-	VFMADD231PS     Z16, Z24, Z0; \
-	VFMADD231PS     Z16, Z25, Z20; \
-	VFMADD231PS     Z17, Z24, Z1; \
-	VFMADD231PS     Z17, Z25, Z21; \
-	VFMADD231PS     Z18, Z24, Z2; \
-	VFMADD231PS     Z18, Z25, Z22; \
-	VFMADD231PS     Z19, Z24, Z3; \
-	VFMADD231PS     Z19, Z25, Z23; \
-	ADDQ            $16, DX; \
-	CMPQ            DX, R12; \
-	JB LOOP; \
-	VEXTRACTF32X8 $1, Z3, Y7; \
-	VMOVAPS       Y3, Y6; \
-	VEXTRACTF32X8 $1, Z2, Y5; \
-	VMOVAPS       Y2, Y4; \
-	VEXTRACTF32X8 $1, Z1, Y3; \
-	VMOVAPS       Y1, Y2; \
-	VEXTRACTF32X8 $1, Z0, Y1; \
-	MOVQ          y0+48(FP), R15; \
-	HSUM8((R15)); \
-	VMOVAPS       Y20, Y0; \
-	VEXTRACTF32X8 $1, Z20, Y1; \
-	VMOVAPS       Y21, Y2; \
-	VEXTRACTF32X8 $1, Z21, Y3; \
-	VMOVAPS       Y22, Y4; \
-	VEXTRACTF32X8 $1, Z22, Y5; \
-	VMOVAPS       Y23, Y6; \
-	VEXTRACTF32X8 $1, Z23, Y7; \
-	MOVQ          y1+56(FP), R15; \
-	HSUM8((R15)); \
-	ADDQ          $32, y0+48(FP); \
-	ADDQ          $32, y1+56(FP); \
-	ADDQ          R13, AX; \
-	ADDQ          R13, BX; \
-	ADDQ          R13, CX; \
-	ADDQ          R13, DI; \
-	ADDQ          R13, R8; \
-	ADDQ          R13, R9; \
-	ADDQ          R13, R10; \
-	ADDQ          R13, R11; \
-	DECQ          ntiles+40(FP); \
-	JNZ TILE; \
-DONE:; \
-	VZEROUPPER; \
+	MOVQ            x0+0(FP), SI;        \
+	MOVQ            x1+8(FP), R14;       \
+	MOVQ            w+16(FP), AX;        \
+	MOVQ            ldw+24(FP), R13;     \
+	SHLQ            $1, R13;             \
+	LEAQ            (AX)(R13*1), BX;     \
+	LEAQ            (BX)(R13*1), CX;     \
+	LEAQ            (CX)(R13*1), DI;     \
+	LEAQ            (DI)(R13*1), R8;     \
+	LEAQ            (R8)(R13*1), R9;     \
+	LEAQ            (R9)(R13*1), R10;    \
+	LEAQ            (R10)(R13*1), R11;   \
+	SHLQ            $3, R13;             \
+	MOVQ            k+32(FP), R12;       \
+	SHLQ            $1, R12;             \
+	CMPQ            ntiles+40(FP), $0;   \
+	JLE             DONE;                \
+TILE:;                                       \
+	VPXORD          Z0, Z0, Z0;          \
+	VPXORD          Z1, Z1, Z1;          \
+	VPXORD          Z2, Z2, Z2;          \
+	VPXORD          Z3, Z3, Z3;          \
+	VPXORD          Z20, Z20, Z20;       \
+	VPXORD          Z21, Z21, Z21;       \
+	VPXORD          Z22, Z22, Z22;       \
+	VPXORD          Z23, Z23, Z23;       \
+	XORQ            DX, DX;              \
+	LEAQ            (AX)(R13*4), R15;    \
+LOOP:;                                       \
+	PREFETCHNTA     (R15)(DX*8);         \
+	PREFETCHNTA     64(R15)(DX*8);       \
+	VBROADCASTF32X8 (SI)(DX*2), Z24;     \
+	VBROADCASTF32X8 (R14)(DX*2), Z25;    \
+	PAIR(AX,        BX, X16, Y16, Z16);  \
+	PAIR(CX,        DI, X17, Y17, Z17);  \
+	PAIR(R8,        R9, X18, Y18, Z18);  \
+	PAIR(R10,       R11, X19, Y19, Z19); \
+	VFMADD231PS     Z16, Z24, Z0;        \
+	VFMADD231PS     Z16, Z25, Z20;       \
+	VFMADD231PS     Z17, Z24, Z1;        \
+	VFMADD231PS     Z17, Z25, Z21;       \
+	VFMADD231PS     Z18, Z24, Z2;        \
+	VFMADD231PS     Z18, Z25, Z22;       \
+	VFMADD231PS     Z19, Z24, Z3;        \
+	VFMADD231PS     Z19, Z25, Z23;       \
+	ADDQ            $16, DX;             \
+	CMPQ            DX, R12;             \
+	JB              LOOP;                \
+	VEXTRACTF32X8   $1, Z3, Y7;          \
+	VMOVAPS         Y3, Y6;              \
+	VEXTRACTF32X8   $1, Z2, Y5;          \
+	VMOVAPS         Y2, Y4;              \
+	VEXTRACTF32X8   $1, Z1, Y3;          \
+	VMOVAPS         Y1, Y2;              \
+	VEXTRACTF32X8   $1, Z0, Y1;          \
+	MOVQ            y0+48(FP), R15;      \
+	HSUM8((R15));                        \
+	VMOVAPS         Y20, Y0;             \
+	VEXTRACTF32X8   $1, Z20, Y1;         \
+	VMOVAPS         Y21, Y2;             \
+	VEXTRACTF32X8   $1, Z21, Y3;         \
+	VMOVAPS         Y22, Y4;             \
+	VEXTRACTF32X8   $1, Z22, Y5;         \
+	VMOVAPS         Y23, Y6;             \
+	VEXTRACTF32X8   $1, Z23, Y7;         \
+	MOVQ            y1+56(FP), R15;      \
+	HSUM8((R15));                        \
+	ADDQ            $32, y0+48(FP);      \
+	ADDQ            $32, y1+56(FP);      \
+	ADDQ            R13, AX;             \
+	ADDQ            R13, BX;             \
+	ADDQ            R13, CX;             \
+	ADDQ            R13, DI;             \
+	ADDQ            R13, R8;             \
+	ADDQ            R13, R9;             \
+	ADDQ            R13, R10;            \
+	ADDQ            R13, R11;            \
+	DECQ            ntiles+40(FP);       \
+	JNZ             TILE;                \
+DONE:;                                       \
+	VZEROUPPER;                          \
 	RET
 
 // func gemv2x8F16AVX512(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
@@ -133,6 +136,6 @@ TEXT ·gemv2x8F16AVX512(SB), NOSPLIT, $0-64
 
 // func gemv2x8BF16AVX512(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
 //
-// gemv2x8F16AVX512 on bf16 keys.
+// gemv2x8F16AVX512 on bf16 keys (gemv1x8BF16AVX2's bits per head).
 TEXT ·gemv2x8BF16AVX512(SB), NOSPLIT, $0-64
 	G2PBODY(g2pbtile, g2pbloop, g2pbret, G2PBF16PAIR)

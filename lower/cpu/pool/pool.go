@@ -48,7 +48,7 @@ type state struct {
 	seq     uint64          // the caller's run counter
 	active  int             // participants of the current run
 	left    atomic.Int32    // helpers of the current run not yet done
-	waiting atomic.Bool     // the caller is blocked (or about to block) on done
+	waiting atomic.Uint64   // word of the run whose caller is blocked (or about to block) on done; 0: none
 	done    chan struct{}   // the last helper of a run wakes a blocked caller
 	next    atomic.Int64    // dynamic: next task index to claim
 	ntasks  int64
@@ -57,6 +57,12 @@ type state struct {
 	cur     Job
 	closed  atomic.Bool
 	once    sync.Once
+
+	// Tests' hooks, to hold a goroutine up where a race opens: set
+	// before the first run. hookPublished runs in the caller between
+	// publishing a run and waking its parked participants; hookLastDone
+	// in the helper that ended a run, before it wakes the caller.
+	hookPublished, hookLastDone func()
 }
 
 // spinFor is how long an idle helper watches for the next run before it
@@ -111,7 +117,11 @@ func (s *state) helper(id int, ch chan struct{}) {
 			// A participant of run w (the caller waits for it, so the
 			// run's fields stay put until it is done).
 			s.work(id)
-			if s.left.Add(-1) == 0 && s.waiting.CompareAndSwap(true, false) {
+			// The wake is for run w's caller only: a helper held up
+			// between its last decrement and the swap must not wake the
+			// caller of a later run, who would return with that run's
+			// tasks still running.
+			if s.left.Add(-1) == 0 && s.lastDone() && s.waiting.CompareAndSwap(w, 0) {
 				s.done <- struct{}{}
 				// The caller, made runnable by the send, waits in this
 				// P's next slot until this goroutine gives the P up:
@@ -142,15 +152,23 @@ func (s *state) await(id int, seen uint64, ch chan struct{}, last time.Time) (ui
 		}
 	}
 	p := &s.parked[id-1]
-	p.Store(true)
-	if w := s.word.Load(); w != seen && p.CompareAndSwap(true, false) {
-		return w, true // a run began as we parked, and nobody woke us
+	for {
+		p.Store(true)
+		if w := s.word.Load(); w != seen && p.CompareAndSwap(true, false) {
+			return w, true // a run began as we parked, and nobody woke us
+		}
+		if _, ok := <-ch; !ok {
+			return 0, false
+		}
+		// The wake can be stale: a caller wakes the parked participants
+		// after it publishes its run, and by then this helper may have
+		// seen the run, done its share and parked again. Taking part
+		// twice would end the run early (or never). A run it has not
+		// seen cannot end without it.
+		if w := s.word.Load(); w != seen {
+			return w, true
+		}
 	}
-	if _, ok := <-ch; !ok {
-		return 0, false
-	}
-	// Woken for a run it takes part in, which cannot end without it.
-	return s.word.Load(), true
 }
 
 func (s *state) work(id int) {
@@ -257,6 +275,9 @@ func (s *state) run(j Job, ntasks, maxActive int, static bool) {
 	s.left.Store(int32(active - 1))
 	s.seq++
 	s.word.Store(s.seq<<16 | uint64(active))
+	if s.hookPublished != nil {
+		s.hookPublished()
+	}
 	for i := 0; i < active-1; i++ {
 		if s.parked[i].CompareAndSwap(true, false) {
 			s.wake[i] <- struct{}{}
@@ -281,11 +302,20 @@ func (s *state) wait() {
 			}
 		}
 	}
-	s.waiting.Store(true)
-	if s.left.Load() == 0 && s.waiting.CompareAndSwap(true, false) {
+	w := s.word.Load()
+	s.waiting.Store(w)
+	if s.left.Load() == 0 && s.waiting.CompareAndSwap(w, 0) {
 		return // the last helper finished as we blocked, and woke nobody
 	}
 	<-s.done
+}
+
+// lastDone runs the test hook, if any, in the helper that ended a run.
+func (s *state) lastDone() bool {
+	if s.hookLastDone != nil {
+		s.hookLastDone()
+	}
+	return true
 }
 
 // spins reports whether waiting goroutines may spin: only when every

@@ -34,7 +34,10 @@ func TestMatMulTBF16MatchesF32(t *testing.T) {
 		// with several panels, row blocks, shifted row groups and tail tiles;
 		// then blocks too narrow or too short for it.
 		{16, 1024, 200}, {16, 3072, 64}, {130, 1032, 96*2 + 5}, {7, 8, 9}, {6, 16, 8},
-		{8, 64, 5}, {5, 64, 19}}
+		{8, 64, 5}, {5, 64, 19},
+		// Row blocks that pack their weight panel (packTiles), the last
+		// row group shifted back, panels with tail tiles.
+		{packMinRows, 1024, 200}, {2*packedRowBlock + 7, 64, 96*2 + 5}}
 	for _, mode := range asmModes() {
 		setMode(t, mode)
 		for _, s := range shapes {
@@ -133,11 +136,11 @@ func BenchmarkMatVecBF16(b *testing.B) {
 	}
 }
 
-// BenchmarkGEMMBF16: a 16-row product (a protected decode step) and a
-// 128-row one (prefill) with f32 weights, bf16 weights widened (exact) and
+// BenchmarkGEMMBF16: a 16-row product (a protected decode step), a 128-row
+// one and a 512-row one at the gate/up shape (prefill) with f32 weights, bf16 weights widened (exact) and
 // the bf16 dot product (bf16dot), cold (cycling through more than the LLC).
 func BenchmarkGEMMBF16(b *testing.B) {
-	for _, sz := range [][3]int{{16, 1024, 3072}, {16, 3072, 1024}, {128, 1024, 3072}} {
+	for _, sz := range [][3]int{{16, 1024, 3072}, {16, 3072, 1024}, {128, 1024, 3072}, {512, 1024, 6144}} {
 		m, k, n := sz[0], sz[1], sz[2]
 		for _, format := range []string{"f32", "bf16", "bf16dot"} {
 			b.Run(fmt.Sprintf("m%d_k%d_n%d/%s", m, k, n, format), func(b *testing.B) {

@@ -51,6 +51,44 @@ func gemm6x8(x []float32, ldx int, w []float32, ldw, k, ntiles int, y []float32,
 	gemm6x8AVX512(&x[0], ldx, &w[0], ldw, k, ntiles, &y[0], ldy)
 }
 
+//go:noescape
+func packF32x8AVX512(dst *float32, w *float32, ldw, k, ntiles int)
+
+//go:noescape
+func packBF16x8AVX512(dst *float32, w *uint16, ldw, k, ntiles int)
+
+//go:noescape
+func gemm6x8PackedAVX512(x *float32, ldx int, wp *float32, k, ntiles int, y *float32, ldy int)
+
+// packTiles packs rows [0, 8*ntiles) of w (row j at j*ldw; f32 if w32 is
+// set, else bf16 wb, widened) into dst as gemm6x8Packed's tiles (AVX-512
+// only; k%8 == 0, k >= 8, ntiles >= 1).
+func packTiles(dst, w32 []float32, wb []uint16, ldw, k, ntiles int) {
+	_ = dst[8*ntiles*k-1]
+	if !useAVX512 || k%8 != 0 || k < 8 {
+		panic("kernels: packTiles needs AVX-512 and k%8 == 0")
+	}
+	if w32 != nil {
+		_ = w32[(8*ntiles-1)*ldw+k-1]
+		packF32x8AVX512(&dst[0], &w32[0], ldw, k, ntiles)
+		return
+	}
+	_ = wb[(8*ntiles-1)*ldw+k-1]
+	packBF16x8AVX512(&dst[0], &wb[0], ldw, k, ntiles)
+}
+
+// gemm6x8Packed is gemm6x8 on packed tiles (packTiles), with its bits
+// (AVX-512 only; k%8 == 0, k >= 8, ntiles >= 1).
+func gemm6x8Packed(x []float32, ldx int, wp []float32, k, ntiles int, y []float32, ldy int) {
+	_ = x[5*ldx+k-1]
+	_ = wp[8*ntiles*k-1]
+	_ = y[5*ldy+8*ntiles-1]
+	if !useAVX512 || k%8 != 0 || k < 8 {
+		panic("kernels: gemm6x8Packed needs AVX-512 and k%8 == 0")
+	}
+	gemm6x8PackedAVX512(&x[0], ldx, &wp[0], k, ntiles, &y[0], ldy)
+}
+
 // The wrappers below check every bound the assembly relies on (a panic on
 // an internal indexing bug, never a stray memory access) and dispatch.
 

@@ -15,6 +15,14 @@ func gemm6x8(x []float32, ldx int, w []float32, ldw, k, ntiles int, y []float32,
 	panic("kernels: gemm6x8 without AVX-512")
 }
 
+func packTiles(dst, w32 []float32, wb []uint16, ldw, k, ntiles int) {
+	panic("kernels: packTiles without AVX-512")
+}
+
+func gemm6x8Packed(x []float32, ldx int, wp []float32, k, ntiles int, y []float32, ldy int) {
+	panic("kernels: gemm6x8Packed without AVX-512")
+}
+
 func gemm4x3(x0, x1, x2, x3, w []float32, ldw, k, ntiles int, y0, y1, y2, y3 []float32) {
 	gemm4x3Go(x0, x1, x2, x3, w, ldw, k, ntiles, y0, y1, y2, y3)
 }

@@ -423,3 +423,229 @@ f512loop:
 f512ret:
 	VZEROUPPER
 	RET
+
+// Packed weight tiles for the GEMM: a tile of 8 weight rows, chunk by
+// chunk (8 values of k), as the four register pairs gemm6x8AVX512 builds
+// from the rows ([row 2p chunk c | row 2p+1 chunk c], p = 0..3: 256 bytes
+// a chunk, k/8 chunks a tile, tiles in order). A GEMM task packs its weight
+// panel once (widening bf16 exactly) and every row group of the task then
+// reads it as plain 64-byte loads, with no insert or widening in the FMA
+// loop.
+
+// func packF32x8AVX512(dst *float32, w *float32, ldw, k, ntiles int)
+//
+// Packs rows [0, 8*ntiles) of w (row j at w + j*ldw), k a multiple of 8.
+TEXT ·packF32x8AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DX
+	MOVQ w+8(FP), AX
+	MOVQ ldw+16(FP), BX
+	SHLQ $2, BX                // ldw bytes
+	LEAQ (BX)(BX*2), CX        // 3*ldw
+	LEAQ (BX)(BX*4), DI        // 5*ldw
+	LEAQ (CX)(CX*1), R8        // 6*ldw
+	LEAQ (R8)(BX*1), R9        // 7*ldw
+	MOVQ k+24(FP), R10
+	SHLQ $2, R10               // row bytes
+	MOVQ ntiles+32(FP), R12
+	CMPQ R12, $0
+	JLE  pk32ret
+
+pk32tile:
+	MOVQ k+24(FP), R11
+	SHRQ $3, R11               // chunks
+
+pk32loop:
+	VMOVUPS      (AX), Y24
+	VINSERTF32X8 $1, (AX)(BX*1), Z24, Z24
+	VMOVUPS      (AX)(BX*2), Y25
+	VINSERTF32X8 $1, (AX)(CX*1), Z25, Z25
+	VMOVUPS      (AX)(BX*4), Y26
+	VINSERTF32X8 $1, (AX)(DI*1), Z26, Z26
+	VMOVUPS      (AX)(R8*1), Y27
+	VINSERTF32X8 $1, (AX)(R9*1), Z27, Z27
+	VMOVUPS      Z24, (DX)
+	VMOVUPS      Z25, 64(DX)
+	VMOVUPS      Z26, 128(DX)
+	VMOVUPS      Z27, 192(DX)
+	ADDQ         $32, AX
+	ADDQ         $256, DX
+	DECQ         R11
+	JNZ          pk32loop
+	SUBQ         R10, AX
+	LEAQ         (AX)(BX*8), AX
+	DECQ         R12
+	JNZ          pk32tile
+
+pk32ret:
+	VZEROUPPER
+	RET
+
+// func packBF16x8AVX512(dst *float32, w *uint16, ldw, k, ntiles int)
+//
+// packF32x8AVX512 on bf16 rows, each value widened exactly (its bits the
+// upper half of the float32), k a multiple of 8.
+TEXT ·packBF16x8AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DX
+	MOVQ w+8(FP), AX
+	MOVQ ldw+16(FP), BX
+	SHLQ $1, BX                // ldw bytes
+	LEAQ (BX)(BX*2), CX        // 3*ldw
+	LEAQ (BX)(BX*4), DI        // 5*ldw
+	LEAQ (CX)(CX*1), R8        // 6*ldw
+	LEAQ (R8)(BX*1), R9        // 7*ldw
+	MOVQ k+24(FP), R10
+	SHLQ $1, R10               // row bytes
+	MOVQ ntiles+32(FP), R12
+	CMPQ R12, $0
+	JLE  pkbret
+
+pkbtile:
+	MOVQ k+24(FP), R11
+	SHRQ $3, R11               // chunks
+
+pkbloop:
+	VMOVDQU32    (AX), X24
+	VINSERTI32X4 $1, (AX)(BX*1), Y24, Y24
+	VPMOVZXWD    Y24, Z24
+	VPSLLD       $16, Z24, Z24
+	VMOVDQU32    (AX)(BX*2), X25
+	VINSERTI32X4 $1, (AX)(CX*1), Y25, Y25
+	VPMOVZXWD    Y25, Z25
+	VPSLLD       $16, Z25, Z25
+	VMOVDQU32    (AX)(BX*4), X26
+	VINSERTI32X4 $1, (AX)(DI*1), Y26, Y26
+	VPMOVZXWD    Y26, Z26
+	VPSLLD       $16, Z26, Z26
+	VMOVDQU32    (AX)(R8*1), X27
+	VINSERTI32X4 $1, (AX)(R9*1), Y27, Y27
+	VPMOVZXWD    Y27, Z27
+	VPSLLD       $16, Z27, Z27
+	VMOVUPS      Z24, (DX)
+	VMOVUPS      Z25, 64(DX)
+	VMOVUPS      Z26, 128(DX)
+	VMOVUPS      Z27, 192(DX)
+	ADDQ         $16, AX
+	ADDQ         $256, DX
+	DECQ         R11
+	JNZ          pkbloop
+	SUBQ         R10, AX
+	LEAQ         (AX)(BX*8), AX
+	DECQ         R12
+	JNZ          pkbtile
+
+pkbret:
+	VZEROUPPER
+	RET
+
+// func gemm6x8PackedAVX512(x *float32, ldx int, wp *float32, k, ntiles int, y *float32, ldy int)
+//
+// gemm6x8AVX512 for k a multiple of 8 on packed tiles (packF32x8AVX512,
+// packBF16x8AVX512): for t < ntiles, r < 6, c < 8: y[r*ldy + 8t+c] =
+// dot(x[r*ldx:][0:k], row 8t+c of the packed tiles), the same fused
+// multiply-adds per accumulator from +0 in chunk order and the same HSUM16:
+// the bits of gemm6x8AVX512 and gemm6x8BF16AVX512 on the unpacked rows.
+TEXT ·gemm6x8PackedAVX512(SB), NOSPLIT, $0-56
+	MOVQ x+0(FP), SI
+	MOVQ ldx+8(FP), R12
+	SHLQ $2, R12               // ldx bytes
+	LEAQ (R12)(R12*2), R13     // 3*ldx
+	LEAQ (R12)(R12*4), R14     // 5*ldx
+	MOVQ wp+16(FP), AX
+	MOVQ y+40(FP), DX
+	CMPQ ntiles+32(FP), $0
+	JLE  g68pret
+
+g68ptile:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ k+24(FP), R11
+	SHRQ $3, R11               // chunks
+	XORQ R10, R10              // x offset of the chunk
+
+g68ploop:
+	VMOVUPS         (AX), Z24
+	VMOVUPS         64(AX), Z25
+	VMOVUPS         128(AX), Z26
+	VMOVUPS         192(AX), Z27
+	VBROADCASTF32X8 (SI)(R10*1), Z28
+	VFMADD231PS     Z24, Z28, Z0
+	VFMADD231PS     Z25, Z28, Z1
+	VFMADD231PS     Z26, Z28, Z2
+	VFMADD231PS     Z27, Z28, Z3
+	LEAQ            (SI)(R12*1), BX
+	VBROADCASTF32X8 (BX)(R10*1), Z29
+	VFMADD231PS     Z24, Z29, Z4
+	VFMADD231PS     Z25, Z29, Z5
+	VFMADD231PS     Z26, Z29, Z6
+	VFMADD231PS     Z27, Z29, Z7
+	LEAQ            (SI)(R12*2), BX
+	VBROADCASTF32X8 (BX)(R10*1), Z30
+	VFMADD231PS     Z24, Z30, Z8
+	VFMADD231PS     Z25, Z30, Z9
+	VFMADD231PS     Z26, Z30, Z10
+	VFMADD231PS     Z27, Z30, Z11
+	LEAQ            (SI)(R13*1), BX
+	VBROADCASTF32X8 (BX)(R10*1), Z31
+	VFMADD231PS     Z24, Z31, Z12
+	VFMADD231PS     Z25, Z31, Z13
+	VFMADD231PS     Z26, Z31, Z14
+	VFMADD231PS     Z27, Z31, Z15
+	LEAQ            (SI)(R12*4), BX
+	VBROADCASTF32X8 (BX)(R10*1), Z28
+	VFMADD231PS     Z24, Z28, Z16
+	VFMADD231PS     Z25, Z28, Z17
+	VFMADD231PS     Z26, Z28, Z18
+	VFMADD231PS     Z27, Z28, Z19
+	LEAQ            (SI)(R14*1), BX
+	VBROADCASTF32X8 (BX)(R10*1), Z29
+	VFMADD231PS     Z24, Z29, Z20
+	VFMADD231PS     Z25, Z29, Z21
+	VFMADD231PS     Z26, Z29, Z22
+	VFMADD231PS     Z27, Z29, Z23
+	ADDQ            $32, R10
+	ADDQ            $256, AX
+	DECQ            R11
+	JNZ             g68ploop
+
+	MOVQ ldy+48(FP), R11
+	SHLQ $2, R11               // ldy bytes
+	LEAQ (DX)(R11*2), R10      // row 2
+	HSUM16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	VMOVUPS        Y31, (DX)
+	VEXTRACTF32X8  $1, Z31, (DX)(R11*1)
+	HSUM16(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	VMOVUPS        Y31, (R10)
+	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
+	HSUM16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	VMOVUPS        Y31, (R10)(R11*2)
+	LEAQ           (R10)(R11*2), R10
+	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
+	ADDQ $32, DX
+	DECQ ntiles+32(FP)
+	JNZ  g68ptile
+
+g68pret:
+	VZEROUPPER
+	RET

@@ -75,7 +75,9 @@ func TestCanonicalOrderExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := withCtx(t, 2)
 	for _, k := range []int{1, 5, 8, 13, 64, 67} {
-		for _, m := range []int{1, 2, 5, 7, 13} {
+		// m from packMinRows on: a task packs its weight panel (AVX-512,
+		// k%8 == 0); 2*packedRowBlock+7: several such row blocks.
+		for _, m := range []int{1, 2, 5, 7, 13, packMinRows, 2*packedRowBlock + 7} {
 			n := 19
 			x, w := randSlice(rng, m*k), randSlice(rng, n*k)
 			bias := randSlice(rng, n)

@@ -55,6 +55,69 @@ GLOBL hsum16Perm<>(SB), RODATA|NOPTR, $64
 	VMOVDQU32  hsum16Perm<>(SB), Z24; \
 	VPERMPS    Z31, Z24, Z31
 
+// The 6x8 kernels' shared pieces. Z0-Z23 are the accumulators: row r's
+// four of them (Z4r..Z4r+3) hold the pairs [row 2p | row 2p+1] of the
+// tile's weight rows, p = 0..3, that Z24-Z27 bring in for each chunk.
+
+// ROWSTRIDES sets CX, DI, R8 and R9 to 3, 5, 6 and 7 times BX, the byte
+// stride of the tile's weight rows: with BX, 2*BX and 4*BX as scaled
+// indexes they reach all eight rows.
+#define ROWSTRIDES \
+	LEAQ (BX)(BX*2), CX; \
+	LEAQ (BX)(BX*4), DI; \
+	LEAQ (CX)(CX*1), R8; \
+	LEAQ (R8)(BX*1), R9
+
+// ZERO24 sets the accumulators to +0.
+#define ZERO24 \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7; \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPXORD Z10, Z10, Z10; \
+	VPXORD Z11, Z11, Z11; \
+	VPXORD Z12, Z12, Z12; \
+	VPXORD Z13, Z13, Z13; \
+	VPXORD Z14, Z14, Z14; \
+	VPXORD Z15, Z15, Z15; \
+	VPXORD Z16, Z16, Z16; \
+	VPXORD Z17, Z17, Z17; \
+	VPXORD Z18, Z18, Z18; \
+	VPXORD Z19, Z19, Z19; \
+	VPXORD Z20, Z20, Z20; \
+	VPXORD Z21, Z21, Z21; \
+	VPXORD Z22, Z22, Z22; \
+	VPXORD Z23, Z23, Z23
+
+// FMA4 adds the weight registers Z24-Z27 times the broadcast activation
+// chunk X into one row's accumulators A-D.
+#define FMA4(X, A, B, C, D) \
+	VFMADD231PS Z24, X, A; \
+	VFMADD231PS Z25, X, B; \
+	VFMADD231PS Z26, X, C; \
+	VFMADD231PS Z27, X, D
+
+// STORE6x8 reduces the accumulators (HSUM16) and stores the 6 rows' 8
+// sums at DX, rows R11 bytes apart (R10 and Z24-Z31 clobbered).
+#define STORE6x8 \
+	LEAQ          (DX)(R11*2), R10; \
+	HSUM16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7); \
+	VMOVUPS       Y31, (DX); \
+	VEXTRACTF32X8 $1, Z31, (DX)(R11*1); \
+	HSUM16(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15); \
+	VMOVUPS       Y31, (R10); \
+	VEXTRACTF32X8 $1, Z31, (R10)(R11*1); \
+	HSUM16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23); \
+	VMOVUPS       Y31, (R10)(R11*2); \
+	LEAQ          (R10)(R11*2), R10; \
+	VEXTRACTF32X8 $1, Z31, (R10)(R11*1)
+
 // func gemm6x8AVX512(x *float32, ldx int, w *float32, ldw, k, ntiles int, y *float32, ldy int)
 //
 // For t < ntiles, r < 6, c < 8:
@@ -75,10 +138,7 @@ TEXT ·gemm6x8AVX512(SB), NOSPLIT, $0-64
 	MOVQ w+16(FP), AX
 	MOVQ ldw+24(FP), BX
 	SHLQ $2, BX                // ldw bytes
-	LEAQ (BX)(BX*2), CX        // 3*ldw
-	LEAQ (BX)(BX*4), DI        // 5*ldw
-	LEAQ (CX)(CX*1), R8        // 6*ldw
-	LEAQ (R8)(BX*1), R9        // 7*ldw
+	ROWSTRIDES                 // CX, DI, R8, R9: 3, 5, 6, 7*ldw
 	MOVQ y+48(FP), DX
 	CMPQ ntiles+40(FP), $0
 	JLE  g68ret
@@ -145,30 +205,7 @@ g68tile:
 	JMP  g68main
 
 g68zero:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
+	ZERO24
 
 g68main:
 	MOVQ R10, R11
@@ -185,35 +222,17 @@ g68loop:
 	VMOVUPS         (AX)(R8*1), Y27
 	VINSERTF32X8    $1, (AX)(R9*1), Z27, Z27
 	VBROADCASTF32X8 (SI), Z28
-	VFMADD231PS     Z24, Z28, Z0
-	VFMADD231PS     Z25, Z28, Z1
-	VFMADD231PS     Z26, Z28, Z2
-	VFMADD231PS     Z27, Z28, Z3
+	FMA4(Z28, Z0, Z1, Z2, Z3)
 	VBROADCASTF32X8 (SI)(R12*1), Z28
-	VFMADD231PS     Z24, Z28, Z4
-	VFMADD231PS     Z25, Z28, Z5
-	VFMADD231PS     Z26, Z28, Z6
-	VFMADD231PS     Z27, Z28, Z7
+	FMA4(Z28, Z4, Z5, Z6, Z7)
 	VBROADCASTF32X8 (SI)(R12*2), Z28
-	VFMADD231PS     Z24, Z28, Z8
-	VFMADD231PS     Z25, Z28, Z9
-	VFMADD231PS     Z26, Z28, Z10
-	VFMADD231PS     Z27, Z28, Z11
+	FMA4(Z28, Z8, Z9, Z10, Z11)
 	VBROADCASTF32X8 (SI)(R13*1), Z28
-	VFMADD231PS     Z24, Z28, Z12
-	VFMADD231PS     Z25, Z28, Z13
-	VFMADD231PS     Z26, Z28, Z14
-	VFMADD231PS     Z27, Z28, Z15
+	FMA4(Z28, Z12, Z13, Z14, Z15)
 	VBROADCASTF32X8 (SI)(R12*4), Z28
-	VFMADD231PS     Z24, Z28, Z16
-	VFMADD231PS     Z25, Z28, Z17
-	VFMADD231PS     Z26, Z28, Z18
-	VFMADD231PS     Z27, Z28, Z19
+	FMA4(Z28, Z16, Z17, Z18, Z19)
 	VBROADCASTF32X8 (SI)(R14*1), Z28
-	VFMADD231PS     Z24, Z28, Z20
-	VFMADD231PS     Z25, Z28, Z21
-	VFMADD231PS     Z26, Z28, Z22
-	VFMADD231PS     Z27, Z28, Z23
+	FMA4(Z28, Z20, Z21, Z22, Z23)
 	ADDQ            $32, SI
 	ADDQ            $32, AX
 	DECQ            R11
@@ -224,17 +243,7 @@ g68loop:
 g68done:
 	MOVQ ldy+56(FP), R11
 	SHLQ $2, R11               // ldy bytes
-	LEAQ (DX)(R11*2), R10      // row 2
-	HSUM16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	VMOVUPS        Y31, (DX)
-	VEXTRACTF32X8  $1, Z31, (DX)(R11*1)
-	HSUM16(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMOVUPS        Y31, (R10)
-	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
-	HSUM16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
-	VMOVUPS        Y31, (R10)(R11*2)
-	LEAQ           (R10)(R11*2), R10
-	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
+	STORE6x8
 
 	ADDQ $32, DX
 	LEAQ (AX)(BX*8), AX
@@ -263,39 +272,13 @@ TEXT ·gemm6x8BF16AVX512(SB), NOSPLIT, $0-64
 	MOVQ w+16(FP), AX
 	MOVQ ldw+24(FP), BX
 	SHLQ $1, BX                // ldw bytes
-	LEAQ (BX)(BX*2), CX        // 3*ldw
-	LEAQ (BX)(BX*4), DI        // 5*ldw
-	LEAQ (CX)(CX*1), R8        // 6*ldw
-	LEAQ (R8)(BX*1), R9        // 7*ldw
+	ROWSTRIDES                 // CX, DI, R8, R9: 3, 5, 6, 7*ldw
 	MOVQ y+48(FP), DX
 	CMPQ ntiles+40(FP), $0
 	JLE  g68bret
 
 g68btile:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
+	ZERO24
 
 	MOVQ k+32(FP), R11
 	SHRQ $3, R11               // chunks
@@ -319,35 +302,17 @@ g68bloop:
 	VPMOVZXWD       Y27, Z27
 	VPSLLD          $16, Z27, Z27
 	VBROADCASTF32X8 (SI), Z28
-	VFMADD231PS     Z24, Z28, Z0
-	VFMADD231PS     Z25, Z28, Z1
-	VFMADD231PS     Z26, Z28, Z2
-	VFMADD231PS     Z27, Z28, Z3
+	FMA4(Z28, Z0, Z1, Z2, Z3)
 	VBROADCASTF32X8 (SI)(R12*1), Z28
-	VFMADD231PS     Z24, Z28, Z4
-	VFMADD231PS     Z25, Z28, Z5
-	VFMADD231PS     Z26, Z28, Z6
-	VFMADD231PS     Z27, Z28, Z7
+	FMA4(Z28, Z4, Z5, Z6, Z7)
 	VBROADCASTF32X8 (SI)(R12*2), Z28
-	VFMADD231PS     Z24, Z28, Z8
-	VFMADD231PS     Z25, Z28, Z9
-	VFMADD231PS     Z26, Z28, Z10
-	VFMADD231PS     Z27, Z28, Z11
+	FMA4(Z28, Z8, Z9, Z10, Z11)
 	VBROADCASTF32X8 (SI)(R13*1), Z28
-	VFMADD231PS     Z24, Z28, Z12
-	VFMADD231PS     Z25, Z28, Z13
-	VFMADD231PS     Z26, Z28, Z14
-	VFMADD231PS     Z27, Z28, Z15
+	FMA4(Z28, Z12, Z13, Z14, Z15)
 	VBROADCASTF32X8 (SI)(R12*4), Z28
-	VFMADD231PS     Z24, Z28, Z16
-	VFMADD231PS     Z25, Z28, Z17
-	VFMADD231PS     Z26, Z28, Z18
-	VFMADD231PS     Z27, Z28, Z19
+	FMA4(Z28, Z16, Z17, Z18, Z19)
 	VBROADCASTF32X8 (SI)(R14*1), Z28
-	VFMADD231PS     Z24, Z28, Z20
-	VFMADD231PS     Z25, Z28, Z21
-	VFMADD231PS     Z26, Z28, Z22
-	VFMADD231PS     Z27, Z28, Z23
+	FMA4(Z28, Z20, Z21, Z22, Z23)
 	ADDQ            $32, SI
 	ADDQ            $16, AX
 	DECQ            R11
@@ -361,17 +326,7 @@ g68bloop:
 g68bdone:
 	MOVQ ldy+56(FP), R11
 	SHLQ $2, R11               // ldy bytes
-	LEAQ (DX)(R11*2), R10      // row 2
-	HSUM16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	VMOVUPS        Y31, (DX)
-	VEXTRACTF32X8  $1, Z31, (DX)(R11*1)
-	HSUM16(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMOVUPS        Y31, (R10)
-	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
-	HSUM16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
-	VMOVUPS        Y31, (R10)(R11*2)
-	LEAQ           (R10)(R11*2), R10
-	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
+	STORE6x8
 
 	ADDQ $32, DX
 	LEAQ (AX)(BX*8), AX
@@ -440,10 +395,7 @@ TEXT ·packF32x8AVX512(SB), NOSPLIT, $0-40
 	MOVQ w+8(FP), AX
 	MOVQ ldw+16(FP), BX
 	SHLQ $2, BX                // ldw bytes
-	LEAQ (BX)(BX*2), CX        // 3*ldw
-	LEAQ (BX)(BX*4), DI        // 5*ldw
-	LEAQ (CX)(CX*1), R8        // 6*ldw
-	LEAQ (R8)(BX*1), R9        // 7*ldw
+	ROWSTRIDES                 // CX, DI, R8, R9: 3, 5, 6, 7*ldw
 	MOVQ k+24(FP), R10
 	SHLQ $2, R10               // row bytes
 	MOVQ ntiles+32(FP), R12
@@ -489,10 +441,7 @@ TEXT ·packBF16x8AVX512(SB), NOSPLIT, $0-40
 	MOVQ w+8(FP), AX
 	MOVQ ldw+16(FP), BX
 	SHLQ $1, BX                // ldw bytes
-	LEAQ (BX)(BX*2), CX        // 3*ldw
-	LEAQ (BX)(BX*4), DI        // 5*ldw
-	LEAQ (CX)(CX*1), R8        // 6*ldw
-	LEAQ (R8)(BX*1), R9        // 7*ldw
+	ROWSTRIDES                 // CX, DI, R8, R9: 3, 5, 6, 7*ldw
 	MOVQ k+24(FP), R10
 	SHLQ $1, R10               // row bytes
 	MOVQ ntiles+32(FP), R12
@@ -556,30 +505,7 @@ TEXT ·gemm6x8PackedAVX512(SB), NOSPLIT, $0-56
 	JLE  g68pret
 
 g68ptile:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
+	ZERO24
 	MOVQ k+24(FP), R11
 	SHRQ $3, R11               // chunks
 	XORQ R10, R10              // x offset of the chunk
@@ -590,40 +516,22 @@ g68ploop:
 	VMOVUPS         128(AX), Z26
 	VMOVUPS         192(AX), Z27
 	VBROADCASTF32X8 (SI)(R10*1), Z28
-	VFMADD231PS     Z24, Z28, Z0
-	VFMADD231PS     Z25, Z28, Z1
-	VFMADD231PS     Z26, Z28, Z2
-	VFMADD231PS     Z27, Z28, Z3
+	FMA4(Z28, Z0, Z1, Z2, Z3)
 	LEAQ            (SI)(R12*1), BX
 	VBROADCASTF32X8 (BX)(R10*1), Z29
-	VFMADD231PS     Z24, Z29, Z4
-	VFMADD231PS     Z25, Z29, Z5
-	VFMADD231PS     Z26, Z29, Z6
-	VFMADD231PS     Z27, Z29, Z7
+	FMA4(Z29, Z4, Z5, Z6, Z7)
 	LEAQ            (SI)(R12*2), BX
 	VBROADCASTF32X8 (BX)(R10*1), Z30
-	VFMADD231PS     Z24, Z30, Z8
-	VFMADD231PS     Z25, Z30, Z9
-	VFMADD231PS     Z26, Z30, Z10
-	VFMADD231PS     Z27, Z30, Z11
+	FMA4(Z30, Z8, Z9, Z10, Z11)
 	LEAQ            (SI)(R13*1), BX
 	VBROADCASTF32X8 (BX)(R10*1), Z31
-	VFMADD231PS     Z24, Z31, Z12
-	VFMADD231PS     Z25, Z31, Z13
-	VFMADD231PS     Z26, Z31, Z14
-	VFMADD231PS     Z27, Z31, Z15
+	FMA4(Z31, Z12, Z13, Z14, Z15)
 	LEAQ            (SI)(R12*4), BX
 	VBROADCASTF32X8 (BX)(R10*1), Z28
-	VFMADD231PS     Z24, Z28, Z16
-	VFMADD231PS     Z25, Z28, Z17
-	VFMADD231PS     Z26, Z28, Z18
-	VFMADD231PS     Z27, Z28, Z19
+	FMA4(Z28, Z16, Z17, Z18, Z19)
 	LEAQ            (SI)(R14*1), BX
 	VBROADCASTF32X8 (BX)(R10*1), Z29
-	VFMADD231PS     Z24, Z29, Z20
-	VFMADD231PS     Z25, Z29, Z21
-	VFMADD231PS     Z26, Z29, Z22
-	VFMADD231PS     Z27, Z29, Z23
+	FMA4(Z29, Z20, Z21, Z22, Z23)
 	ADDQ            $32, R10
 	ADDQ            $256, AX
 	DECQ            R11
@@ -631,17 +539,7 @@ g68ploop:
 
 	MOVQ ldy+48(FP), R11
 	SHLQ $2, R11               // ldy bytes
-	LEAQ (DX)(R11*2), R10      // row 2
-	HSUM16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	VMOVUPS        Y31, (DX)
-	VEXTRACTF32X8  $1, Z31, (DX)(R11*1)
-	HSUM16(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	VMOVUPS        Y31, (R10)
-	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
-	HSUM16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
-	VMOVUPS        Y31, (R10)(R11*2)
-	LEAQ           (R10)(R11*2), R10
-	VEXTRACTF32X8  $1, Z31, (R10)(R11*1)
+	STORE6x8
 	ADDQ $32, DX
 	DECQ ntiles+32(FP)
 	JNZ  g68ptile

@@ -13,11 +13,16 @@
 // HSUM8 tree per row: each head's bits are the one-head kernel's. (An
 // earlier layout, [head 0 | head 1] a register and each row's chunk
 // broadcast to both halves, converted every key twice: on one core of
-// the AVX-512 kind it read a cold T = 8192 head at 26-34 GB/s against
+// the AMD EPYC kind it read a cold T = 8192 head at 26-34 GB/s against
 // 38-43 for this one and 41-49 for a plain read, BenchmarkDecodeScores.)
 // Each pass prefetches two lines of the tile four ahead (a tile of 8 rows
 // of a 128-wide head is 2 KiB, so 8 KiB ahead: one tile ahead left the
-// scores at 70 % of a plain read of the cache, four reach it).
+// scores at 70 % of a plain read of the cache, four reach it) with T1.
+// On the Intel Xeon kind PREFETCHNTA fetched next to nothing (a T = 8192
+// head, one core, GB/s for NTA / none / T0 / T1 / a plain read: from L3,
+// 7.5 / 8.0 / 23.9 / 22.6 / 19.2; from DRAM, 7.4 / 10.4 / 9.3 / 11.2 /
+// 12.3); on the AMD EPYC kind T0 and NTA ran within 7 % of each other
+// (T1 not measured there).
 
 // G2PF16PAIR(RA, RB, X, Y, Z): Z = the key chunks at (RA)(DX*1) (low
 // half) and (RB)(DX*1) (high half), 8 f16 values each, widened: one
@@ -62,8 +67,8 @@ TILE:;                                       \
 	XORQ            DX, DX;              \
 	LEAQ            (AX)(R13*4), R15;    \
 LOOP:;                                       \
-	PREFETCHNTA     (R15)(DX*8);         \
-	PREFETCHNTA     64(R15)(DX*8);       \
+	PREFETCHT1      (R15)(DX*8);         \
+	PREFETCHT1      64(R15)(DX*8);       \
 	VBROADCASTF32X8 (SI)(DX*2), Z24;     \
 	VBROADCASTF32X8 (R14)(DX*2), Z25;    \
 	PAIR(AX,        BX, X16, Y16, Z16);  \

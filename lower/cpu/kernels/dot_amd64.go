@@ -2,7 +2,11 @@
 
 package kernels
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"gelo/lower/cpu/cpuid"
+)
 
 // useAsm selects the AVX2+FMA assembly kernels. It is decided once at init
 // from CPU feature detection (tests flip it to compare with the fallback).
@@ -15,6 +19,11 @@ var useAVX512 = useAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.H
 
 // useF16C selects the F16C widening of f16 KV caches (VCVTPH2PS).
 var useF16C = useAsm && cpu.X86.HasF16C
+
+// prefetchL2 selects the decode attention kernels that prefetch into L2
+// (gemv2x8*AVX512L2, wsum2*AVX512L2) over those tuned on AMD (see
+// cpuid.L2Prefetch; tests run both). Same bits either way.
+var prefetchL2 = cpuid.L2Prefetch
 
 // haveAsm reports whether assembly kernels exist for this build at all.
 const haveAsm = true
@@ -336,6 +345,15 @@ func wsum2F16AVX512(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
 //go:noescape
 func wsum2BF16AVX512(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
 
+//go:noescape
+func wsum2F32AVX512L2(out0, out1, p0, p1 *float32, v *float32, ldv, t, d, acc int)
+
+//go:noescape
+func wsum2F16AVX512L2(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
+
+//go:noescape
+func wsum2BF16AVX512L2(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
+
 // wsum2Asm reports whether wsum2 takes head width d (the AVX-512 kernels,
 // multiples of 128).
 func wsum2Asm(f KVFormat, d int) bool {
@@ -355,13 +373,22 @@ func wsum2(f KVFormat, out0, out1, p0, p1 []float32, v []float32, h []uint16, ld
 	if acc {
 		a = 1
 	}
-	switch f {
-	case KVF32:
+	switch {
+	case f == KVF32 && prefetchL2:
+		_ = v[(t-1)*ldv+d-1]
+		wsum2F32AVX512L2(&out0[0], &out1[0], &p0[0], &p1[0], &v[0], ldv, t, d, a)
+	case f == KVF32:
 		_ = v[(t-1)*ldv+d-1]
 		wsum2F32AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &v[0], ldv, t, d, a)
-	case KVF16:
+	case f == KVF16 && prefetchL2:
+		_ = h[(t-1)*ldv+d-1]
+		wsum2F16AVX512L2(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
+	case f == KVF16:
 		_ = h[(t-1)*ldv+d-1]
 		wsum2F16AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
+	case prefetchL2:
+		_ = h[(t-1)*ldv+d-1]
+		wsum2BF16AVX512L2(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
 	default:
 		_ = h[(t-1)*ldv+d-1]
 		wsum2BF16AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
@@ -373,6 +400,12 @@ func gemv2x8F16AVX512(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *fl
 
 //go:noescape
 func gemv2x8BF16AVX512(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
+
+//go:noescape
+func gemv2x8F16AVX512L2(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
+
+//go:noescape
+func gemv2x8BF16AVX512L2(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
 
 //go:noescape
 func gemv2x8F16AVX2(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
@@ -414,10 +447,14 @@ func gemv2x8H16(f KVFormat, x0, x1 []float32, w []uint16, ldw, k, ntiles int, y0
 		panic("kernels: gemv2x8H16 without its assembly")
 	}
 	switch {
+	case f == KVF16 && useAVX512 && prefetchL2:
+		gemv2x8F16AVX512L2(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
 	case f == KVF16 && useAVX512:
 		gemv2x8F16AVX512(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
 	case f == KVF16:
 		gemv2x8F16AVX2(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
+	case useAVX512 && prefetchL2:
+		gemv2x8BF16AVX512L2(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
 	case useAVX512:
 		gemv2x8BF16AVX512(&x0[0], &x1[0], &w[0], ldw, k, ntiles, &y0[0], &y1[0])
 	default:

@@ -9,6 +9,9 @@ var useAVX512 = false
 
 var useF16C = false
 
+// prefetchL2 has no kernels to select here.
+var prefetchL2 = false
+
 const haveAsm = false
 
 func gemm6x8(x []float32, ldx int, w []float32, ldw, k, ntiles int, y []float32, ldy int) {

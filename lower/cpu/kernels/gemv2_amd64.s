@@ -17,12 +17,12 @@
 // 38-43 for this one and 41-49 for a plain read, BenchmarkDecodeScores.)
 // Each pass prefetches two lines of the tile four ahead (a tile of 8 rows
 // of a 128-wide head is 2 KiB, so 8 KiB ahead: one tile ahead left the
-// scores at 70 % of a plain read of the cache, four reach it) with T1.
-// On the Intel Xeon kind PREFETCHNTA fetched next to nothing (a T = 8192
-// head, one core, GB/s for NTA / none / T0 / T1 / a plain read: from L3,
-// 7.5 / 8.0 / 23.9 / 22.6 / 19.2; from DRAM, 7.4 / 10.4 / 9.3 / 11.2 /
-// 12.3); on the AMD EPYC kind T0 and NTA ran within 7 % of each other
-// (T1 not measured there).
+// scores at 70 % of a plain read of the cache on the AMD EPYC kind, four
+// reach it), with NTA (tuned there; T0 ran within 7 % of it) or, in the
+// ...L2 kernels that cpuid.L2Prefetch picks, with T1: on the Intel Xeon
+// kind NTA fetched next to nothing (a T = 8192 head, one core, GB/s for
+// NTA / none / T0 / T1 / a plain read: from L3, 7.5 / 8.0 / 23.9 / 22.6 /
+// 19.2; from DRAM, 7.4 / 10.4 / 9.3 / 11.2 / 12.3).
 
 // G2PF16PAIR(RA, RB, X, Y, Z): Z = the key chunks at (RA)(DX*1) (low
 // half) and (RB)(DX*1) (high half), 8 f16 values each, widened: one
@@ -32,12 +32,13 @@
 	VINSERTI32X4 $1, (RB)(DX*1), Y, Y; \
 	VCVTPH2PS    Y, Z
 
-// G2PBODY(TILE, LOOP, DONE, PAIR): the kernel (gemv2x8F16AVX512 below),
-// its labels and the widening of a row pair (G2PF16PAIR or G2PBF16PAIR).
+// G2PBODY(TILE, LOOP, DONE, PAIR, PF): the kernel (gemv2x8F16AVX512
+// below), its labels, the widening of a row pair (G2PF16PAIR or
+// G2PBF16PAIR) and the prefetch instruction.
 // At the end of a tile each head's halves go to Y0..Y7 in row order (the
 // high halves first, before the registers they come from are overwritten)
 // for its HSUM8.
-#define G2PBODY(TILE, LOOP, DONE, PAIR) \
+#define G2PBODY(TILE, LOOP, DONE, PAIR, PF) \
 	MOVQ            x0+0(FP), SI;        \
 	MOVQ            x1+8(FP), R14;       \
 	MOVQ            w+16(FP), AX;        \
@@ -67,8 +68,8 @@ TILE:;                                       \
 	XORQ            DX, DX;              \
 	LEAQ            (AX)(R13*4), R15;    \
 LOOP:;                                       \
-	PREFETCHT1      (R15)(DX*8);         \
-	PREFETCHT1      64(R15)(DX*8);       \
+	PF              (R15)(DX*8);         \
+	PF              64(R15)(DX*8);       \
 	VBROADCASTF32X8 (SI)(DX*2), Z24;     \
 	VBROADCASTF32X8 (R14)(DX*2), Z25;    \
 	PAIR(AX,        BX, X16, Y16, Z16);  \
@@ -129,7 +130,13 @@ DONE:;                                       \
 // 1, which HSUM8 leaves alone), rows 2p and 2p+1 in the halves of the
 // p-th; q chunks in Z24 (head 0) and Z25 (head 1).
 TEXT ·gemv2x8F16AVX512(SB), NOSPLIT, $0-64
-	G2PBODY(g2pftile, g2pfloop, g2pfret, G2PF16PAIR)
+	G2PBODY(g2pftile, g2pfloop, g2pfret, G2PF16PAIR, PREFETCHNTA)
+
+// func gemv2x8F16AVX512L2(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
+//
+// gemv2x8F16AVX512 prefetching with T1.
+TEXT ·gemv2x8F16AVX512L2(SB), NOSPLIT, $0-64
+	G2PBODY(g2pf2tile, g2pf2loop, g2pf2ret, G2PF16PAIR, PREFETCHT1)
 
 // G2PBF16PAIR: G2PF16PAIR on bf16 keys (zero-extended to dwords, shifted
 // into the high halves).
@@ -143,4 +150,10 @@ TEXT ·gemv2x8F16AVX512(SB), NOSPLIT, $0-64
 //
 // gemv2x8F16AVX512 on bf16 keys (gemv1x8BF16AVX2's bits per head).
 TEXT ·gemv2x8BF16AVX512(SB), NOSPLIT, $0-64
-	G2PBODY(g2pbtile, g2pbloop, g2pbret, G2PBF16PAIR)
+	G2PBODY(g2pbtile, g2pbloop, g2pbret, G2PBF16PAIR, PREFETCHNTA)
+
+// func gemv2x8BF16AVX512L2(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
+//
+// gemv2x8BF16AVX512 prefetching with T1.
+TEXT ·gemv2x8BF16AVX512L2(SB), NOSPLIT, $0-64
+	G2PBODY(g2pb2tile, g2pb2loop, g2pb2ret, G2PBF16PAIR, PREFETCHT1)

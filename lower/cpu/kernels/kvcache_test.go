@@ -301,3 +301,43 @@ func TestNarrowF16(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionPrefetchVariants: the decode attention kernels that
+// prefetch into L2 (prefetchL2, picked on Intel) and those tuned on AMD
+// give the same bits, and each keeps a 16-bit cache bit-identical to an
+// f32 cache of the widened values, whichever this machine runs by default.
+func TestAttentionPrefetchVariants(t *testing.T) {
+	if !defaultAVX512 {
+		t.Skip("the two prefetch variants exist for the AVX-512 kernels only")
+	}
+	defaultL2 := prefetchL2
+	t.Cleanup(func() { prefetchL2 = defaultL2 })
+	rng := rand.New(rand.NewPCG(19, 23))
+	const heads, kvHeads, hd, S, maxT = 16, 8, 128, 2, 300
+	n := S * maxT * kvHeads * hd
+	seq := []int32{0, 1, 1, 0}
+	pos := []int32{299, 7, 150, 64}
+	rows := len(seq)
+	q := randSlice(rng, rows*heads*hd)
+	c := withCtx(t, 2)
+	for _, f := range []KVFormat{KVF16, KVBF16} {
+		k16, kw := round16(randSlice(rng, n), f)
+		v16, vw := round16(randSlice(rng, n), f)
+		var outs [][]float32
+		for _, l2 := range []bool{false, true} {
+			prefetchL2 = l2
+			for _, kv := range [][2]KV{{KVOf(kw), KVOf(vw)}, {KV16(k16, f), KV16(v16, f)}} {
+				out := make([]float32, len(q))
+				if err := c.Attention(out, q, kv[0], kv[1], rows, heads, kvHeads, hd, maxT, seq, pos, 0.1); err != nil {
+					t.Fatal(err)
+				}
+				outs = append(outs, out)
+			}
+		}
+		for i, o := range outs[1:] {
+			if j := bitsEqual(o, outs[0]); j >= 0 {
+				t.Fatalf("%v: run %d (prefetchL2 %v, 16-bit cache %v): out[%d] = %v, want %v", f, i+1, (i+1) >= 2, (i+1)%2 == 1, j, o[j], outs[0][j])
+			}
+		}
+	}
+}

@@ -126,13 +126,17 @@
 	VFMADD231PS  Z24, Z17, Z14;    \
 	VFMADD231PS  Z25, Z17, Z15
 
-// The lines of the row 8 KiB ahead (32 rows of a 16-bit 128-wide head,
-// 16 of an f32 one) into L2: the rows of a chunk are contiguous, and the
-// hardware prefetcher alone left the V pass well below a plain read on
-// the Intel Xeon kind (a T = 8192 f16 head, one core, 64-row chunks, GB/s
-// without / with: from L3 12.3-14.4 / 25.5-26.2, from DRAM 10.6-10.8 /
-// 14.1-14.2; T0 at 8 KiB read 23-24 / 9.5, T1 at 4 KiB 23.7 / 14.8; f32
-// from L3 22.6 / 28.1 with T0). Not measured on the AMD EPYC kind.
+// The ...L2 kernels (picked by cpuid.L2Prefetch) prefetch the lines of
+// the row 8 KiB ahead (32 rows of a 16-bit 128-wide head, 16 of an f32
+// one) into L2: the rows of a chunk are contiguous, and the hardware
+// prefetcher alone left the V pass well below a plain read on the Intel
+// Xeon kind (a T = 8192 f16 head, one core, 64-row chunks, GB/s without /
+// with: from L3 12.3-14.4 / 25.5-26.2, from DRAM 10.6-10.8 / 14.1-14.2;
+// T0 at 8 KiB read 23-24 / 9.5, T1 at 4 KiB 23.7 / 14.8; f32 from L3
+// 22.6 / 28.1 with T0). The others prefetch nothing, as measured on the
+// AMD EPYC kinds (W512NOPF).
+#define W512NOPF
+
 #define W512PF16 \
 	PREFETCHT1 8192(BX); \
 	PREFETCHT1 8256(BX); \
@@ -188,12 +192,24 @@ LOOP:;              \
 
 // func wsum2F32AVX512(out0, out1, p0, p1 *float32, v *float32, ldv, t, d, acc int)
 TEXT ·wsum2F32AVX512(SB), NOSPLIT, $0-72
-	W512BODY(wf32blk, wf32ld, wf32go, wf32loop, W512LOADF32, W512PF32, 2)
+	W512BODY(wf32blk, wf32ld, wf32go, wf32loop, W512LOADF32, W512NOPF, 2)
 
 // func wsum2F16AVX512(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
 TEXT ·wsum2F16AVX512(SB), NOSPLIT, $0-72
-	W512BODY(wf16blk, wf16ld, wf16go, wf16loop, W512LOADF16, W512PF16, 1)
+	W512BODY(wf16blk, wf16ld, wf16go, wf16loop, W512LOADF16, W512NOPF, 1)
 
 // func wsum2BF16AVX512(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
 TEXT ·wsum2BF16AVX512(SB), NOSPLIT, $0-72
-	W512BODY(wbfblk, wbfld, wbfgo, wbfloop, W512LOADBF16, W512PF16, 1)
+	W512BODY(wbfblk, wbfld, wbfgo, wbfloop, W512LOADBF16, W512NOPF, 1)
+
+// func wsum2F32AVX512L2(out0, out1, p0, p1 *float32, v *float32, ldv, t, d, acc int)
+TEXT ·wsum2F32AVX512L2(SB), NOSPLIT, $0-72
+	W512BODY(wf32blk2, wf32ld2, wf32go2, wf32loop2, W512LOADF32, W512PF32, 2)
+
+// func wsum2F16AVX512L2(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
+TEXT ·wsum2F16AVX512L2(SB), NOSPLIT, $0-72
+	W512BODY(wf16blk2, wf16ld2, wf16go2, wf16loop2, W512LOADF16, W512PF16, 1)
+
+// func wsum2BF16AVX512L2(out0, out1, p0, p1 *float32, v *uint16, ldv, t, d, acc int)
+TEXT ·wsum2BF16AVX512L2(SB), NOSPLIT, $0-72
+	W512BODY(wbfblk2, wbfld2, wbfgo2, wbfloop2, W512LOADBF16, W512PF16, 1)

@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"gelo/device/wire"
+	"gelo/lower/cpu/cpuid"
 )
 
 // useAsm selects the AVX2 assembly kernels (VCVTPH2PS needs F16C). It is
@@ -20,6 +21,11 @@ var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasF16C
 // (tests flip it).
 var useAVX512 = useAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
 	cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+
+// prefetchL2 selects the one-row q4_0 and q4_k kernels that prefetch into
+// L2 (q4mv16ILAVX512L2, q4kmv16ILAVX512L2) over those tuned on AMD (see
+// cpuid.L2Prefetch; tests run both). Same bits either way.
+var prefetchL2 = cpuid.L2Prefetch
 
 // haveAsm reports whether assembly kernels exist for this build at all.
 const haveAsm = true
@@ -142,6 +148,9 @@ func q8mv16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32
 func q4mv16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32)
 
 //go:noescape
+func q4mv16ILAVX512L2(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32)
+
+//go:noescape
 func q8mm16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, nb, rows int, y *float32, ldy int)
 
 //go:noescape
@@ -152,6 +161,9 @@ func q4kmm16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, ns, rows int, y *
 
 //go:noescape
 func q4kmv16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, ns int, y *float32)
+
+//go:noescape
+func q4kmv16ILAVX512L2(x *int8, dx *float32, sx *int32, w *byte, ns int, y *float32)
 
 //go:noescape
 func quantizeActAVX2(q *int8, d *float32, s *int32, x *float32, nblocks int) int

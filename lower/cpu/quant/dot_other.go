@@ -12,6 +12,9 @@ const haveAsm = false
 // useAVX512 is always false without assembly kernels.
 var useAVX512 = false
 
+// prefetchL2 has no kernels to select here.
+var prefetchL2 = false
+
 func mv8(f wire.Format, x []int8, dx []float32, sx []int32, w []byte, ldw, nb int, y []float32) {
 	mv8Go(f, x, dx, sx, w, ldw, nb, y)
 }
@@ -37,6 +40,9 @@ func q4kmm8ILAVX2(*int8, *float32, *int32, *byte, int, int, *float32, int) {
 }
 func q8mv16ILAVX512(*int8, *float32, *int32, *byte, int, *float32) { panic("no assembly") }
 func q4mv16ILAVX512(*int8, *float32, *int32, *byte, int, *float32) { panic("no assembly") }
+func q4mv16ILAVX512L2(*int8, *float32, *int32, *byte, int, *float32) {
+	panic("no assembly")
+}
 func q8mm16ILAVX512(*int8, *float32, *int32, *byte, int, int, *float32, int) {
 	panic("no assembly")
 }
@@ -47,6 +53,9 @@ func q4kmm16ILAVX512(*int8, *float32, *int32, *byte, int, int, *float32, int) {
 	panic("no assembly")
 }
 func q4kmv16ILAVX512(*int8, *float32, *int32, *byte, int, *float32) {
+	panic("no assembly")
+}
+func q4kmv16ILAVX512L2(*int8, *float32, *int32, *byte, int, *float32) {
 	panic("no assembly")
 }
 

@@ -178,16 +178,22 @@ func mv16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 		return
 	}
 	if f == wire.Q4_K {
-		if q4kmv16 {
+		switch {
+		case q4kmv16 && prefetchL2:
+			q4kmv16ILAVX512L2(&x[0], &dx[0], &sx[0], &g[0], nb/8, &y[0])
+		case q4kmv16:
 			q4kmv16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb/8, &y[0])
-		} else {
+		default:
 			q4kmm16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb/8, 1, &y[0], mv16Rows)
 		}
 		return
 	}
-	if f == wire.Q8_0 {
+	switch {
+	case f == wire.Q8_0:
 		q8mv16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb, &y[0])
-	} else {
+	case prefetchL2:
+		q4mv16ILAVX512L2(&x[0], &dx[0], &sx[0], &g[0], nb, &y[0])
+	default:
 		q4mv16ILAVX512(&x[0], &dx[0], &sx[0], &g[0], nb, &y[0])
 	}
 }

@@ -62,7 +62,13 @@ const (
 	modeGo     = 0
 	modeAVX2   = 1
 	modeAVX512 = 2
+	// modeAVX512Prefetch is modeAVX512 with the other prefetch variant of
+	// the one-row kernels (prefetchL2 flipped), so that both are tested
+	// whichever this machine picks.
+	modeAVX512Prefetch = 3
 )
+
+var defaultPrefetchL2 = prefetchL2
 
 // asmModes returns the kernel modes to test: the portable code, and each
 // assembly variant this machine has.
@@ -71,7 +77,7 @@ func asmModes() []int {
 	if haveAsm && useAsm {
 		modes = append(modes, modeAVX2)
 		if useAVX512 {
-			modes = append(modes, modeAVX512)
+			modes = append(modes, modeAVX512, modeAVX512Prefetch)
 		}
 	}
 	return modes
@@ -79,9 +85,10 @@ func asmModes() []int {
 
 // withAsm runs f with the kernels of the given mode selected.
 func withAsm(mode int, f func()) {
-	oldAsm, old512 := useAsm, useAVX512
-	useAsm, useAVX512 = mode >= modeAVX2, mode == modeAVX512
-	defer func() { useAsm, useAVX512 = oldAsm, old512 }()
+	oldAsm, old512, oldPF := useAsm, useAVX512, prefetchL2
+	useAsm, useAVX512 = mode >= modeAVX2, mode >= modeAVX512
+	prefetchL2 = defaultPrefetchL2 != (mode == modeAVX512Prefetch)
+	defer func() { useAsm, useAVX512, prefetchL2 = oldAsm, old512, oldPF }()
 	f()
 }
 

@@ -1,0 +1,5 @@
+//go:build !amd64 || purego
+
+package cpuid
+
+func vendor() string { return "" }

@@ -11,7 +11,9 @@
 # THREADS (default: nproc), KV (the KV cache type of both engines: f16,
 # llama.cpp's default, or f32 or bf16; default f16), TOKENIZER (a tokenizer.json or its directory,
 # written into the GGUF files: llama.cpp refuses a file without one;
-# default ../shared/tokenizers/qwen3 beside the checkout).
+# default ../shared/tokenizers/qwen3 beside the checkout), LLAMA_CMAKE
+# (llama.cpp's ISA flags, default -DGGML_NATIVE=ON; see README.md for the
+# Intel Xeon kind, where the native build's AMX kernels die).
 set -euo pipefail
 model=${1:-qwen3-0.6b}
 formats=${2:-"f32 bf16 q8_0 q4_0"}
@@ -31,8 +33,9 @@ if [ ! -x "$llama/build/bin/llama-bench" ]; then
       tar xzf node-llama-cpp-3.21.1.tgz &&
       git clone -q package/llama/gitRelease.bundle llama.cpp)
   fi
+  # shellcheck disable=SC2086 # LLAMA_CMAKE is a list of flags
   cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DGGML_METAL=OFF -DGGML_CUDA=OFF >/dev/null
+    ${LLAMA_CMAKE:--DGGML_NATIVE=ON} -DLLAMA_CURL=OFF -DGGML_METAL=OFF -DGGML_CUDA=OFF >/dev/null
   cmake --build "$llama/build" --target llama-bench -j "$threads" >/dev/null
 fi
 

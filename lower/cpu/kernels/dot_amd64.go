@@ -20,9 +20,10 @@ var useAVX512 = useAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.H
 // useF16C selects the F16C widening of f16 KV caches (VCVTPH2PS).
 var useF16C = useAsm && cpu.X86.HasF16C
 
-// prefetchL2 selects the decode attention kernels that prefetch into L2
-// (gemv2x8*AVX512L2, wsum2*AVX512L2) over those tuned on AMD (see
-// cpuid.L2Prefetch; tests run both). Same bits either way.
+// prefetchL2 selects the kernels that prefetch into L2 (the decode
+// attention's gemv2x8*AVX512L2 and wsum2*AVX512L2, the bf16 matvec's
+// gemv1x8BF16AVX2L2) over those tuned on AMD (see cpuid.L2Prefetch; tests
+// run both). Same bits either way.
 var prefetchL2 = cpuid.L2Prefetch
 
 // haveAsm reports whether assembly kernels exist for this build at all.
@@ -233,6 +234,9 @@ func widenBF16AVX2(dst *float32, src *uint16, n int)
 //go:noescape
 func gemv1x8BF16AVX2(x *float32, w *uint16, ldw, k, ntiles int, y *float32)
 
+//go:noescape
+func gemv1x8BF16AVX2L2(x *float32, w *uint16, ldw, k, ntiles int, y *float32)
+
 // gemv1x8BF16 is gemv1x8 on bf16 weights (assembly only; k%8 == 0).
 func gemv1x8BF16(x []float32, w []uint16, ldw, k, ntiles int, y []float32) {
 	_ = x[k-1]
@@ -241,7 +245,11 @@ func gemv1x8BF16(x []float32, w []uint16, ldw, k, ntiles int, y []float32) {
 	if !useAsm || k%8 != 0 {
 		panic("kernels: gemv1x8BF16 needs AVX2 and k%8 == 0")
 	}
-	gemv1x8BF16AVX2(&x[0], &w[0], ldw, k, ntiles, &y[0])
+	if prefetchL2 {
+		gemv1x8BF16AVX2L2(&x[0], &w[0], ldw, k, ntiles, &y[0])
+	} else {
+		gemv1x8BF16AVX2(&x[0], &w[0], ldw, k, ntiles, &y[0])
+	}
 }
 
 //go:noescape
@@ -288,7 +296,7 @@ func gemv1x8H16(f KVFormat, x []float32, w []uint16, ldw, k, ntiles int, y []flo
 	if f == KVF16 {
 		gemv1x8F16AVX2(&x[0], &w[0], ldw, k, ntiles, &y[0])
 	} else {
-		gemv1x8BF16AVX2(&x[0], &w[0], ldw, k, ntiles, &y[0])
+		gemv1x8BF16(x, w, ldw, k, ntiles, y)
 	}
 }
 

@@ -615,12 +615,13 @@ func TestReadBuffers(t *testing.T) {
 }
 
 // kernel modes available on this machine: 0 Go fallback, 1 AVX2, 2 AVX2 +
-// AVX-512 GEMM.
+// AVX-512 GEMM, 3 mode 2 with the other prefetch variant (prefetchL2
+// flipped), so that both are tested whichever this machine picks.
 type mode int
 
-func (m mode) String() string { return [...]string{"go", "avx2", "avx512"}[m] }
+func (m mode) String() string { return [...]string{"go", "avx2", "avx512", "avx512-otherprefetch"}[m] }
 
-var defaultAsm, defaultAVX512 = useAsm, useAVX512
+var defaultAsm, defaultAVX512, defaultPrefetchL2 = useAsm, useAVX512, prefetchL2
 
 func asmModes() []mode {
 	ms := []mode{0}
@@ -628,7 +629,7 @@ func asmModes() []mode {
 		ms = append(ms, 1)
 	}
 	if defaultAVX512 {
-		ms = append(ms, 2)
+		ms = append(ms, 2, 3)
 	}
 	return ms
 }
@@ -636,13 +637,14 @@ func asmModes() []mode {
 // setMode selects the kernels for the rest of the test.
 func setMode(t testing.TB, m mode) {
 	useAsm, useAVX512 = m >= 1, m >= 2
-	t.Cleanup(func() { useAsm, useAVX512 = defaultAsm, defaultAVX512 })
+	prefetchL2 = defaultPrefetchL2 != (m == 3)
+	t.Cleanup(func() { useAsm, useAVX512, prefetchL2 = defaultAsm, defaultAVX512, defaultPrefetchL2 })
 }
 
 // setAsm(false) selects the Go fallback.
 func setAsm(t testing.TB, v bool) {
 	if v {
-		setMode(t, asmModes()[len(asmModes())-1])
+		setMode(t, min(asmModes()[len(asmModes())-1], 2)) // the default prefetch
 	} else {
 		setMode(t, 0)
 	}

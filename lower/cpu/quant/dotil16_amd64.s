@@ -111,6 +111,38 @@ ZERO:;                       \
 	DECQ    R10;             \
 	JNZ     ZERO
 
+// Q4MV16BODY(LOOP, PF): q4mv16ILAVX512 (LOOP its label) with the
+// prefetch instruction PF.
+#define Q4MV16BODY(LOOP, PF) \
+	MOVQ x+0(FP), SI;        \
+	MOVQ dx+8(FP), DI;       \
+	MOVQ sx+16(FP), R11;     \
+	MOVQ w+24(FP), AX;       \
+	MOVQ nb+32(FP), CX;      \
+	MOVL $0x0f, R10;         \
+	VPBROADCASTB R10, Z25;   \
+	VPXORD Z14, Z14, Z14;    \
+	XORQ   R10, R10;         \
+LOOP:;                       \
+	PF 4608(AX);             \
+	PF 4672(AX);             \
+	PF 4736(AX);             \
+	PF 4800(AX);             \
+	PF 4864(AX);             \
+	IL16Q4LOAD(0);           \
+	IL16DOT(3, Z0);          \
+	VADDPS Z0, Z14, Z14;     \
+	ADDQ   $32, SI;          \
+	ADDQ   $4, DI;           \
+	ADDQ   $4, R11;          \
+	ADDQ   $288, AX;         \
+	DECQ   CX;               \
+	JNZ    LOOP;             \
+	MOVQ    y+40(FP), DX;    \
+	VMOVUPS Z14, (DX);       \
+	VZEROUPPER;              \
+	RET
+
 // func q8mv16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32)
 //
 // y[r] = dot(x, row r) for the 16 rows of the Q8_0 Interleaved16 group at
@@ -149,38 +181,6 @@ q8mv16ILloop:
 	MOVQ    y+40(FP), DX
 	VMOVUPS Z14, (DX)
 	VZEROUPPER
-	RET
-
-// Q4MV16BODY(LOOP, PF): q4mv16ILAVX512 (LOOP its label) with the
-// prefetch instruction PF.
-#define Q4MV16BODY(LOOP, PF) \
-	MOVQ x+0(FP), SI;        \
-	MOVQ dx+8(FP), DI;       \
-	MOVQ sx+16(FP), R11;     \
-	MOVQ w+24(FP), AX;       \
-	MOVQ nb+32(FP), CX;      \
-	MOVL $0x0f, R10;         \
-	VPBROADCASTB R10, Z25;   \
-	VPXORD Z14, Z14, Z14;    \
-	XORQ   R10, R10;         \
-LOOP:;                       \
-	PF 4608(AX);             \
-	PF 4672(AX);             \
-	PF 4736(AX);             \
-	PF 4800(AX);             \
-	PF 4864(AX);             \
-	IL16Q4LOAD(0);           \
-	IL16DOT(3, Z0);          \
-	VADDPS Z0, Z14, Z14;     \
-	ADDQ   $32, SI;          \
-	ADDQ   $4, DI;           \
-	ADDQ   $4, R11;          \
-	ADDQ   $288, AX;         \
-	DECQ   CX;               \
-	JNZ    LOOP;             \
-	MOVQ    y+40(FP), DX;    \
-	VMOVUPS Z14, (DX);       \
-	VZEROUPPER;              \
 	RET
 
 // func q4mv16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, nb int, y *float32)

@@ -381,24 +381,24 @@ func wsum2(f KVFormat, out0, out1, p0, p1 []float32, v []float32, h []uint16, ld
 	if acc {
 		a = 1
 	}
+	if f == KVF32 {
+		_ = v[(t-1)*ldv+d-1]
+		if prefetchL2 {
+			wsum2F32AVX512L2(&out0[0], &out1[0], &p0[0], &p1[0], &v[0], ldv, t, d, a)
+		} else {
+			wsum2F32AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &v[0], ldv, t, d, a)
+		}
+		return
+	}
+	_ = h[(t-1)*ldv+d-1]
 	switch {
-	case f == KVF32 && prefetchL2:
-		_ = v[(t-1)*ldv+d-1]
-		wsum2F32AVX512L2(&out0[0], &out1[0], &p0[0], &p1[0], &v[0], ldv, t, d, a)
-	case f == KVF32:
-		_ = v[(t-1)*ldv+d-1]
-		wsum2F32AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &v[0], ldv, t, d, a)
 	case f == KVF16 && prefetchL2:
-		_ = h[(t-1)*ldv+d-1]
 		wsum2F16AVX512L2(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
 	case f == KVF16:
-		_ = h[(t-1)*ldv+d-1]
 		wsum2F16AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
 	case prefetchL2:
-		_ = h[(t-1)*ldv+d-1]
 		wsum2BF16AVX512L2(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
 	default:
-		_ = h[(t-1)*ldv+d-1]
 		wsum2BF16AVX512(&out0[0], &out1[0], &p0[0], &p1[0], &h[0], ldv, t, d, a)
 	}
 }

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "rows8_amd64.h"
 
 // maskTab: 8 lanes of all-ones then 8 lanes of zero. The mask for the first
 // r lanes (0 < r < 8) is the 8 words starting at maskTab + (8-r)*4.
@@ -41,13 +42,7 @@ GLOBL maskTab<>(SB), RODATA|NOPTR, $64
 	MOVQ w+8(FP), AX; \
 	MOVQ ldw+16(FP), R13; \
 	SHLQ $1, R13; \
-	LEAQ (AX)(R13*1), BX; \
-	LEAQ (BX)(R13*1), CX; \
-	LEAQ (CX)(R13*1), DI; \
-	LEAQ (DI)(R13*1), R8; \
-	LEAQ (R8)(R13*1), R9; \
-	LEAQ (R9)(R13*1), R10; \
-	LEAQ (R10)(R13*1), R11; \
+	ROWS8PTRS; \
 	SHLQ $3, R13; \
 	MOVQ k+24(FP), R12; \
 	SHLQ $1, R12; \
@@ -98,14 +93,7 @@ LOOP:; \
 	JB          LOOP; \
 	HSUM8((R14)); \
 	ADDQ $32, R14; \
-	ADDQ R13, AX; \
-	ADDQ R13, BX; \
-	ADDQ R13, CX; \
-	ADDQ R13, DI; \
-	ADDQ R13, R8; \
-	ADDQ R13, R9; \
-	ADDQ R13, R10; \
-	ADDQ R13, R11; \
+	ROWS8NEXT; \
 	DECQ ntiles+32(FP); \
 	JNZ  TILE; \
 RET_:; \
@@ -262,13 +250,7 @@ TEXT ·gemv1x8AVX2(SB), NOSPLIT, $0-48
 	MOVQ w+8(FP), AX
 	MOVQ ldw+16(FP), R13
 	SHLQ $2, R13
-	LEAQ (AX)(R13*1), BX
-	LEAQ (BX)(R13*1), CX
-	LEAQ (CX)(R13*1), DI
-	LEAQ (DI)(R13*1), R8
-	LEAQ (R8)(R13*1), R9
-	LEAQ (R9)(R13*1), R10
-	LEAQ (R10)(R13*1), R11
+	ROWS8PTRS
 	SHLQ $3, R13           // tile advance: 8*ldw bytes
 	MOVQ k+24(FP), R12
 	MOVQ R12, DX
@@ -339,14 +321,7 @@ g18done:
 	HSUM8((R14))
 
 	ADDQ $32, R14
-	ADDQ R13, AX
-	ADDQ R13, BX
-	ADDQ R13, CX
-	ADDQ R13, DI
-	ADDQ R13, R8
-	ADDQ R13, R9
-	ADDQ R13, R10
-	ADDQ R13, R11
+	ROWS8NEXT
 	DECQ ntiles+32(FP)
 	JNZ  g18tile
 
@@ -1069,13 +1044,7 @@ TEXT ·gemv1x8F16AVX2(SB), NOSPLIT, $0-48
 	MOVQ w+8(FP), AX
 	MOVQ ldw+16(FP), R13
 	SHLQ $1, R13
-	LEAQ (AX)(R13*1), BX
-	LEAQ (BX)(R13*1), CX
-	LEAQ (CX)(R13*1), DI
-	LEAQ (DI)(R13*1), R8
-	LEAQ (R8)(R13*1), R9
-	LEAQ (R9)(R13*1), R10
-	LEAQ (R10)(R13*1), R11
+	ROWS8PTRS
 	SHLQ $3, R13           // tile advance: 8*ldw weights, in bytes
 	MOVQ k+24(FP), R12
 	SHLQ $1, R12           // weight bytes per row
@@ -1122,14 +1091,7 @@ gh18loop:
 	HSUM8((R14))
 
 	ADDQ $32, R14
-	ADDQ R13, AX
-	ADDQ R13, BX
-	ADDQ R13, CX
-	ADDQ R13, DI
-	ADDQ R13, R8
-	ADDQ R13, R9
-	ADDQ R13, R10
-	ADDQ R13, R11
+	ROWS8NEXT
 	DECQ ntiles+32(FP)
 	JNZ  gh18tile
 

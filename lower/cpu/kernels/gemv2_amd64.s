@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "hsum8_amd64.h"
+#include "rows8_amd64.h"
 
 // Decode attention's scores for two query heads sharing a 16-bit KV head,
 // with AVX-512: the keys of each row are loaded and widened once for both.
@@ -44,13 +45,7 @@
 	MOVQ            w+16(FP), AX;        \
 	MOVQ            ldw+24(FP), R13;     \
 	SHLQ            $1, R13;             \
-	LEAQ            (AX)(R13*1), BX;     \
-	LEAQ            (BX)(R13*1), CX;     \
-	LEAQ            (CX)(R13*1), DI;     \
-	LEAQ            (DI)(R13*1), R8;     \
-	LEAQ            (R8)(R13*1), R9;     \
-	LEAQ            (R9)(R13*1), R10;    \
-	LEAQ            (R10)(R13*1), R11;   \
+	ROWS8PTRS; \
 	SHLQ            $3, R13;             \
 	MOVQ            k+32(FP), R12;       \
 	SHLQ            $1, R12;             \
@@ -108,14 +103,7 @@ LOOP:;                                       \
 	HSUM8((R15));                        \
 	ADDQ            $32, y0+48(FP);      \
 	ADDQ            $32, y1+56(FP);      \
-	ADDQ            R13, AX;             \
-	ADDQ            R13, BX;             \
-	ADDQ            R13, CX;             \
-	ADDQ            R13, DI;             \
-	ADDQ            R13, R8;             \
-	ADDQ            R13, R9;             \
-	ADDQ            R13, R10;            \
-	ADDQ            R13, R11;            \
+	ROWS8NEXT; \
 	DECQ            ntiles+40(FP);       \
 	JNZ             TILE;                \
 DONE:;                                       \

@@ -1,6 +1,7 @@
 // Package cpuid names the CPU's vendor, for the few kernel choices that
 // measure differently on Intel and AMD parts with the same instruction
-// set (software prefetch hints: see L2Prefetch).
+// set (software prefetch hints: see L2Prefetch), and says whether the
+// process may use AMX tiles (AMX), which the OS must grant.
 package cpuid
 
 // Vendor is the CPUID vendor string ("GenuineIntel", "AuthenticAMD", ...),

@@ -5,7 +5,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,13 +164,19 @@ func BenchmarkGEMM(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, v := range []string{"MatMulQ", "MatMul", "MatMulQ-il", "MatMulQ-il16"} {
+			for _, v := range []string{"MatMulQ", "MatMul", "MatMulQ-il", "MatMulQ-il16", "MatMulQ-il16-amx"} {
 				withQuant := v == "MatMul"
+				mode := modeAVX512 // the VNNI kernels on Interleaved16, where the machine has them
 				switch {
 				case v == "MatMulQ-il":
 					w = interleaved(b, w)
 				case v == "MatMulQ-il16":
 					w = interleavedAs(b, rowMajor(b, w), wire.Interleaved16)
+				case v == "MatMulQ-il16-amx":
+					mode = modeAMX
+				}
+				if strings.HasPrefix(v, "MatMulQ-il16") && !slices.Contains(asmModes(), mode) {
+					continue
 				}
 				b.Run(fmt.Sprintf("%v/%s/m%d_k%d_n%d", f, v, m, k, n), func(b *testing.B) {
 					c := NewCtx(0)
@@ -178,17 +186,24 @@ func BenchmarkGEMM(b *testing.B) {
 						b.Fatal(err)
 					}
 					y := make([]float32, m*n)
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						var err error
-						if withQuant {
-							err = c.MatMul(y, x, m, w, nil)
-						} else {
-							err = c.MatMulQ(y, &a, w, nil)
+					run := func() {
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							var err error
+							if withQuant {
+								err = c.MatMul(y, x, m, w, nil)
+							} else {
+								err = c.MatMulQ(y, &a, w, nil)
+							}
+							if err != nil {
+								b.Fatal(err)
+							}
 						}
-						if err != nil {
-							b.Fatal(err)
-						}
+					}
+					if strings.HasPrefix(v, "MatMulQ-il16") {
+						withAsm(mode, run)
+					} else {
+						run()
 					}
 					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 				})

@@ -22,6 +22,14 @@ var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasF16C
 var useAVX512 = useAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
 	cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 
+// useAMX selects the AMX GEMM kernels (q8mm16ILAMX, q4mm16ILAMX: 16
+// activation rows by a 16-row Interleaved16 group, one tile multiply a
+// block) for whole 16-row chunks of m >= 16 where the process may run AMX
+// (cpuid.AMX); it needs useAVX512 too (the float part is AVX-512, and the
+// other shapes keep the VNNI kernels). Same bits as those (the block sums
+// are exact integers either way). Decided once at init (tests flip it).
+var useAMX = useAVX512 && cpuid.AMX
+
 // prefetchL2 selects the one-row q4_0 and q4_k kernels that prefetch into
 // L2 (q4mv16ILAVX512L2, q4kmv16ILAVX512L2) over those tuned on AMD (see
 // cpuid.L2Prefetch; tests run both). Same bits either way.
@@ -164,6 +172,9 @@ func q4kmv16ILAVX512(x *int8, dx *float32, sx *int32, w *byte, ns int, y *float3
 
 //go:noescape
 func q4kmv16ILAVX512L2(x *int8, dx *float32, sx *int32, w *byte, ns int, y *float32)
+
+//go:noescape
+func q8mm16ILAMX(x *int8, dx *float32, w *byte, nb, groups int, y *float32, ldy int, scr *int32, cfg *byte)
 
 //go:noescape
 func quantizeActAVX2(q *int8, d *float32, s *int32, x *float32, nblocks int) int

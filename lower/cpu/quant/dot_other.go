@@ -12,6 +12,9 @@ const haveAsm = false
 // useAVX512 is always false without assembly kernels.
 var useAVX512 = false
 
+// useAMX is always false without assembly kernels.
+var useAMX = false
+
 // prefetchL2 has no kernels to select here.
 var prefetchL2 = false
 
@@ -60,3 +63,6 @@ func q4kmv16ILAVX512L2(*int8, *float32, *int32, *byte, int, *float32) {
 }
 
 func quantizeActAsm(q []int8, d []float32, s []int32, x []float32) int { return 0 }
+func q8mm16ILAMX(*int8, *float32, *byte, int, int, *float32, int, *int32, *byte) {
+	panic("no assembly")
+}

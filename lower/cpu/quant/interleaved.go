@@ -198,6 +198,26 @@ func mv16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 	}
 }
 
+// amxScratch is the int32 count of the AMX kernels' scratch: the two C
+// tiles (16 x 16 block sums) they store between the tile multiply and the
+// float part.
+const amxScratch = 2 * mv16Rows * mm16Rows
+
+// amxConfig is the AMX kernels' tile configuration (palette 1; see
+// amx_amd64.s): tmm0 and tmm3 the C tiles (16 rows of 16 int32), tmm1 and
+// tmm4 the A tiles (16 activation rows of a block's 32 quants), tmm2 and
+// tmm5 the B tiles (8 rows of 64 bytes: a block's pieces).
+var amxConfig = func() (c [64]byte) {
+	c[0] = 1
+	for _, t := range []struct{ tile, rows, colBytes int }{
+		{0, 16, 64}, {3, 16, 64}, {1, 16, 32}, {4, 16, 32}, {2, 8, 64}, {5, 8, 64},
+	} {
+		c[16+2*t.tile], c[17+2*t.tile] = byte(t.colBytes), byte(t.colBytes>>8)
+		c[48+t.tile] = byte(t.rows)
+	}
+	return c
+}()
+
 // mm16IL sets y[r*ldy+c] = row c of the Interleaved16 group g (Q8_0,
 // Q4_0 or Q4_K) times activation row r (x[r*32*nb:], dx[r*nb:], sx[r*nb:]), r <
 // rows, c < 16.
@@ -225,6 +245,16 @@ func mm16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb, row
 	}
 }
 
+// amxRows is how many of the activation rows i0..i1 the AMX kernel
+// takes (whole 16-row chunks from i0) for a format f matrix in groups of
+// gr rows: Q8_0 on Interleaved16 where useAMX.
+func amxRows(f wire.Format, gr, i0, i1 int) int {
+	if !useAMX || f != wire.Q8_0 || gr != mv16Rows {
+		return 0
+	}
+	return (i1 - i0) / mm16Rows * mm16Rows
+}
+
 // doInterleaved computes the task's block of y, rows i0..i1 of the
 // activations by weight rows j0..j1 (j0 a multiple of the group size),
 // from an interleaved matrix: whole groups through the group kernels
@@ -249,10 +279,21 @@ func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 	if gr == mv16Rows {
 		per = mm16Rows
 	}
-	for jg := j0; jg < full; jg += gr {
+	// The AMX kernel takes whole 16-row chunks of the activations through
+	// every whole group of the task in one call, straight into y; the
+	// VNNI kernels below take the rows past the last whole chunk.
+	r0 := i0
+	if amx := amxRows(f, gr, i0, i1); amx > 0 && full > j0 {
+		var scr [amxScratch]int32
+		for i := i0; i < i0+amx; i += mm16Rows {
+			q8mm16ILAMX(&j.q[i*k], &j.dx[i*nb], &wd[j0*ldw], nb, (full-j0)/gr, &j.y[i*n+j0], n, &scr[0], &amxConfig[0])
+		}
+		r0 += amx
+	}
+	for jg := j0; jg < full && r0 < i1; jg += gr {
 		g := wd[jg*ldw:]
-		if tiled && i1-i0 > 1 {
-			for i := i0; i < i1; i += per {
+		if tiled && i1-r0 > 1 {
+			for i := r0; i < i1; i += per {
 				r := min(per, i1-i)
 				if gr == mv16Rows {
 					mm16IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, r, tile[:], gr)
@@ -266,10 +307,10 @@ func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 			continue
 		}
 		if gr == mv16Rows {
-			mv16IL(f, j.q[i0*k:], j.dx[i0*nb:], j.sx[i0*nb:], g, nb, j.y[i0*n+jg:])
+			mv16IL(f, j.q[r0*k:], j.dx[r0*nb:], j.sx[r0*nb:], g, nb, j.y[r0*n+jg:])
 			continue
 		}
-		i := i0
+		i := r0
 		for ; i+4 <= i1; i += 4 {
 			mm48IL(f, j.q[i*k:], j.dx[i*nb:], j.sx[i*nb:], g, nb, j.y[i*n+jg:], n)
 		}

@@ -66,9 +66,12 @@ const (
 	// the one-row kernels (prefetchL2 flipped), so that both are tested
 	// whichever this machine picks.
 	modeAVX512Prefetch = 3
+	// modeAMX is modeAVX512 with the AMX GEMM kernels (where the process
+	// may run them); modes 2 and 3 run the VNNI ones.
+	modeAMX = 4
 )
 
-var defaultPrefetchL2 = prefetchL2
+var defaultPrefetchL2, defaultAMX = prefetchL2, useAMX
 
 // asmModes returns the kernel modes to test: the portable code, and each
 // assembly variant this machine has.
@@ -79,16 +82,20 @@ func asmModes() []int {
 		if useAVX512 {
 			modes = append(modes, modeAVX512, modeAVX512Prefetch)
 		}
+		if defaultAMX {
+			modes = append(modes, modeAMX)
+		}
 	}
 	return modes
 }
 
 // withAsm runs f with the kernels of the given mode selected.
 func withAsm(mode int, f func()) {
-	oldAsm, old512, oldPF := useAsm, useAVX512, prefetchL2
+	oldAsm, old512, oldPF, oldAMX := useAsm, useAVX512, prefetchL2, useAMX
 	useAsm, useAVX512 = mode >= modeAVX2, mode >= modeAVX512
 	prefetchL2 = defaultPrefetchL2 != (mode == modeAVX512Prefetch)
-	defer func() { useAsm, useAVX512, prefetchL2 = oldAsm, old512, oldPF }()
+	useAMX = defaultAMX && mode == modeAMX
+	defer func() { useAsm, useAVX512, prefetchL2, useAMX = oldAsm, old512, oldPF, oldAMX }()
 	f()
 }
 

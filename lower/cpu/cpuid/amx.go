@@ -1,0 +1,11 @@
+package cpuid
+
+// AMX reports whether this process may run Intel AMX tile instructions
+// with int8 and bf16 multiplies (AMX-TILE, AMX-INT8, AMX-BF16): the CPU has
+// them and the kernel granted the process the tile data state. Linux keeps
+// that state off until a process asks for it (arch_prctl
+// ARCH_REQ_XCOMP_PERM); a tile load before the request raises SIGILL, as
+// llama.cpp's AMX kernels did on the Intel Xeon kind. The request is made
+// once, here, at init; a refusal (an older kernel, a hypervisor that does
+// not pass the state through) leaves AMX false and the AVX-512 kernels run.
+var AMX = requestAMX()

@@ -1,0 +1,5 @@
+//go:build !linux || !amd64 || purego
+
+package cpuid
+
+func requestAMX() bool { return false }

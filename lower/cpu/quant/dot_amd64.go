@@ -177,6 +177,9 @@ func q4kmv16ILAVX512L2(x *int8, dx *float32, sx *int32, w *byte, ns int, y *floa
 func q8mm16ILAMX(x *int8, dx *float32, w *byte, nb, groups int, y *float32, ldy int, scr *int32, cfg *byte)
 
 //go:noescape
+func q4mm16ILAMX(x *int8, dx *float32, w *byte, nb, groups int, y *float32, ldy int, scr *int32, cfg *byte)
+
+//go:noescape
 func quantizeActAVX2(q *int8, d *float32, s *int32, x *float32, nblocks int) int
 
 // quantizeActAsm quantizes whole blocks of x into q, d and s from the

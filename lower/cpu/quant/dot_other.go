@@ -66,3 +66,6 @@ func quantizeActAsm(q []int8, d []float32, s []int32, x []float32) int { return 
 func q8mm16ILAMX(*int8, *float32, *byte, int, int, *float32, int, *int32, *byte) {
 	panic("no assembly")
 }
+func q4mm16ILAMX(*int8, *float32, *byte, int, int, *float32, int, *int32, *byte) {
+	panic("no assembly")
+}

@@ -200,8 +200,8 @@ func mv16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 
 // amxScratch is the int32 count of the AMX kernels' scratch: the two C
 // tiles (16 x 16 block sums) they store between the tile multiply and the
-// float part.
-const amxScratch = 2 * mv16Rows * mm16Rows
+// float part, then Q4_0's two unpacked B tiles (512 bytes each).
+const amxScratch = 2*mv16Rows*mm16Rows + 2*512/4
 
 // amxConfig is the AMX kernels' tile configuration (palette 1; see
 // amx_amd64.s): tmm0 and tmm3 the C tiles (16 rows of 16 int32), tmm1 and
@@ -247,9 +247,9 @@ func mm16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb, row
 
 // amxRows is how many of the activation rows i0..i1 the AMX kernel
 // takes (whole 16-row chunks from i0) for a format f matrix in groups of
-// gr rows: Q8_0 on Interleaved16 where useAMX.
+// gr rows: Q8_0 and Q4_0 on Interleaved16 where useAMX.
 func amxRows(f wire.Format, gr, i0, i1 int) int {
-	if !useAMX || f != wire.Q8_0 || gr != mv16Rows {
+	if !useAMX || (f != wire.Q8_0 && f != wire.Q4_0) || gr != mv16Rows {
 		return 0
 	}
 	return (i1 - i0) / mm16Rows * mm16Rows
@@ -286,7 +286,12 @@ func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 	if amx := amxRows(f, gr, i0, i1); amx > 0 && full > j0 {
 		var scr [amxScratch]int32
 		for i := i0; i < i0+amx; i += mm16Rows {
-			q8mm16ILAMX(&j.q[i*k], &j.dx[i*nb], &wd[j0*ldw], nb, (full-j0)/gr, &j.y[i*n+j0], n, &scr[0], &amxConfig[0])
+			x, dx, w, y, groups := &j.q[i*k], &j.dx[i*nb], &wd[j0*ldw], &j.y[i*n+j0], (full-j0)/gr
+			if f == wire.Q8_0 {
+				q8mm16ILAMX(x, dx, w, nb, groups, y, n, &scr[0], &amxConfig[0])
+			} else {
+				q4mm16ILAMX(x, dx, w, nb, groups, y, n, &scr[0], &amxConfig[0])
+			}
 		}
 		r0 += amx
 	}

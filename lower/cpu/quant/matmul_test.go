@@ -542,32 +542,38 @@ func TestMatMulQAllocs(t *testing.T) {
 	defer c.Close()
 	k, n := 256, 72
 	for _, f := range []wire.Format{wire.Q8_0, wire.Q4_0, wire.Q4_K} {
-		w, _ := wire.Quantize(f, randData(rng, n*k, 1), n, k)
-		for _, m := range []int{1, 2, 65} {
-			x := randData(rng, m*k, 1)
-			y := make([]float32, m*n)
-			bias := randData(rng, n, 1)
-			var a wire.Activations
-			_ = a.Quantize(x, m, k)
-			_ = c.MatMul(y, x, m, w, bias) // warm-up: grows the scratch
-			if got := testing.AllocsPerRun(20, func() {
-				if err := c.MatMulQ(y, &a, w, bias); err != nil {
-					t.Fatal(err)
+		rm, _ := wire.Quantize(f, randData(rng, n*k, 1), n, k)
+		ws := []*wire.Matrix{rm}
+		if l := LayoutFor(f); l != wire.RowMajor {
+			ws = append(ws, interleavedAs(t, rm, l)) // the AMX kernels' (m = 65)
+		}
+		for _, w := range ws {
+			for _, m := range []int{1, 2, 65} {
+				x := randData(rng, m*k, 1)
+				y := make([]float32, m*n)
+				bias := randData(rng, n, 1)
+				var a wire.Activations
+				_ = a.Quantize(x, m, k)
+				_ = c.MatMul(y, x, m, w, bias) // warm-up: grows the scratch
+				if got := testing.AllocsPerRun(20, func() {
+					if err := c.MatMulQ(y, &a, w, bias); err != nil {
+						t.Fatal(err)
+					}
+				}); got != 0 {
+					t.Errorf("%v layout %d m=%d: MatMulQ allocates %v", f, w.Layout, m, got)
 				}
-			}); got != 0 {
-				t.Errorf("%v m=%d: MatMulQ allocates %v", f, m, got)
-			}
-			if got := testing.AllocsPerRun(20, func() {
-				if err := c.MatMul(y, x, m, w, bias); err != nil {
-					t.Fatal(err)
+				if got := testing.AllocsPerRun(20, func() {
+					if err := c.MatMul(y, x, m, w, bias); err != nil {
+						t.Fatal(err)
+					}
+				}); got != 0 {
+					t.Errorf("%v m=%d: MatMul allocates %v", f, m, got)
 				}
-			}); got != 0 {
-				t.Errorf("%v m=%d: MatMul allocates %v", f, m, got)
-			}
-			if got := testing.AllocsPerRun(20, func() {
-				_ = c.QuantizeActivations(&a, x, m, k)
-			}); got != 0 {
-				t.Errorf("m=%d: QuantizeActivations allocates %v", m, got)
+				if got := testing.AllocsPerRun(20, func() {
+					_ = c.QuantizeActivations(&a, x, m, k)
+				}); got != 0 {
+					t.Errorf("m=%d: QuantizeActivations allocates %v", m, got)
+				}
 			}
 		}
 	}

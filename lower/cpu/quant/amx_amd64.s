@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "q4k16head_amd64.h"
 
 // AMX kernels on wire.Interleaved16 groups, 16 activation rows at a time.
 // The 8 64-byte vectors of a Q8_0 block (a 4-byte piece of each of the 16
@@ -276,3 +277,204 @@ TEXT ·q8mm16ILAMX(SB), NOSPLIT, $16-72
 // As q8mm16ILAMX for Q4_0 Interleaved16 groups (blocks of 288 bytes).
 TEXT ·q4mm16ILAMX(SB), NOSPLIT, $16-72
 	AMXKERNEL(288, Q4UNPACK(0, 2048), TILELOAD_T2_R82048, Q4UNPACK(288, 2560), TILELOAD_T5_R82560, q4amxgroup, q4amxpair, q4amxtail, q4amxend)
+
+// The Q4_K kernel (q4kmm16ILAMX): per super-block the 16 rows' header is
+// unpacked (K16HEAD, K16SCALES: d1_s and m1_s in the scratch, the
+// accumulators spilled around it), then per pair of sub-blocks the 8
+// pieces' low nibbles (sub-block 2j) and high nibbles (2j+1) go into the
+// two B tiles as they are (0..15, exact as signed bytes), and the float
+// part is the canonical Q4_K one per lane:
+// acc = fl32(acc + fl32(fl32(float32(isum) * fl32(d1*dx)) - fl32(float32(sx) * fl32(m1*dx)))).
+// dx and float32(sx) come from the chunk's table (amxTable: per block
+// the 16 rows' dx, then their sx as float32), so one pointer (R10) reads
+// them. Scratch (R8): C tiles 0-2047, B tiles 2048-3071, d1/m1 3072-4095
+// (R11), the spilled accumulators 4096-5119.
+
+// K4ROW(ACC, T, D): one activation row's float part for the sub-block
+// whose sums are at T(R8): dx at D(R10), float32(sx) at D+64(R10), d1 in
+// Z16, m1 in Z17.
+#define K4ROW(ACC, T, D) \
+	VMULPS.BCST D(R10), Z16, Z18;      \
+	VCVTDQ2PS   T(R8), Z19;            \
+	VMULPS      Z18, Z19, Z19;         \
+	VMULPS.BCST D(R10), Z17, Z18;      \
+	VMULPS.BCST (D+64)(R10), Z18, Z18; \
+	VSUBPS      Z18, Z19, Z19;         \
+	VADDPS      Z19, ACC, ACC
+
+// K4FLOAT(T, S): the float part of sub-block S (0..7) of the super-block,
+// its sums at T(R8).
+#define K4FLOAT(T, S) \
+	VMOVUPS (S*64)(R11), Z16 \
+	VMOVUPS (512+S*64)(R11), Z17 \
+	K4ROW(Z0, T+0, (S*128+0)) \
+	K4ROW(Z1, T+64, (S*128+4)) \
+	K4ROW(Z2, T+128, (S*128+8)) \
+	K4ROW(Z3, T+192, (S*128+12)) \
+	K4ROW(Z4, T+256, (S*128+16)) \
+	K4ROW(Z5, T+320, (S*128+20)) \
+	K4ROW(Z6, T+384, (S*128+24)) \
+	K4ROW(Z7, T+448, (S*128+28)) \
+	K4ROW(Z8, T+512, (S*128+32)) \
+	K4ROW(Z9, T+576, (S*128+36)) \
+	K4ROW(Z10, T+640, (S*128+40)) \
+	K4ROW(Z11, T+704, (S*128+44)) \
+	K4ROW(Z12, T+768, (S*128+48)) \
+	K4ROW(Z13, T+832, (S*128+52)) \
+	K4ROW(Z14, T+896, (S*128+56)) \
+	K4ROW(Z15, T+960, (S*128+60))
+
+// K4UNPACK(J): sub-blocks 2J and 2J+1 of the super-block at DI as the B
+// tiles at 2048(R8) and 2560(R8) (Z25 = 0x0f bytes; clobbers Z20..Z24).
+#define K4UNPACK(J) \
+	VMOVDQU32 (256+J*512+0)+0(DI), Z20 \
+	VMOVDQU32 (256+J*512+0)+64(DI), Z21 \
+	VMOVDQU32 (256+J*512+0)+128(DI), Z22 \
+	VMOVDQU32 (256+J*512+0)+192(DI), Z23 \
+	VPANDD Z25, Z20, Z24 \
+	VMOVDQU32 Z24, 2048(R8) \
+	VPANDD Z25, Z21, Z24 \
+	VMOVDQU32 Z24, 2112(R8) \
+	VPANDD Z25, Z22, Z24 \
+	VMOVDQU32 Z24, 2176(R8) \
+	VPANDD Z25, Z23, Z24 \
+	VMOVDQU32 Z24, 2240(R8) \
+	VPSRLW $4, Z20, Z20 \
+	VPANDD Z25, Z20, Z20 \
+	VMOVDQU32 Z20, 2560(R8) \
+	VPSRLW $4, Z21, Z21 \
+	VPANDD Z25, Z21, Z21 \
+	VMOVDQU32 Z21, 2624(R8) \
+	VPSRLW $4, Z22, Z22 \
+	VPANDD Z25, Z22, Z22 \
+	VMOVDQU32 Z22, 2688(R8) \
+	VPSRLW $4, Z23, Z23 \
+	VPANDD Z25, Z23, Z23 \
+	VMOVDQU32 Z23, 2752(R8) \
+	VMOVDQU32 (256+J*512+256)+0(DI), Z20 \
+	VMOVDQU32 (256+J*512+256)+64(DI), Z21 \
+	VMOVDQU32 (256+J*512+256)+128(DI), Z22 \
+	VMOVDQU32 (256+J*512+256)+192(DI), Z23 \
+	VPANDD Z25, Z20, Z24 \
+	VMOVDQU32 Z24, 2304(R8) \
+	VPANDD Z25, Z21, Z24 \
+	VMOVDQU32 Z24, 2368(R8) \
+	VPANDD Z25, Z22, Z24 \
+	VMOVDQU32 Z24, 2432(R8) \
+	VPANDD Z25, Z23, Z24 \
+	VMOVDQU32 Z24, 2496(R8) \
+	VPSRLW $4, Z20, Z20 \
+	VPANDD Z25, Z20, Z20 \
+	VMOVDQU32 Z20, 2816(R8) \
+	VPSRLW $4, Z21, Z21 \
+	VPANDD Z25, Z21, Z21 \
+	VMOVDQU32 Z21, 2880(R8) \
+	VPSRLW $4, Z22, Z22 \
+	VPANDD Z25, Z22, Z22 \
+	VMOVDQU32 Z22, 2944(R8) \
+	VPSRLW $4, Z23, Z23 \
+	VPANDD Z25, Z23, Z23 \
+	VMOVDQU32 Z23, 3008(R8)
+
+// K4PAIR(J): sub-blocks 2J and 2J+1 (A tiles at SI, 32(SI)), SI moved on.
+#define K4PAIR(J) \
+	K4UNPACK(J);          \
+	TILEZERO_T0;          \
+	TILELOAD_T1_SI;       \
+	TILELOAD_T2_R82048;   \
+	TDPBSSD_T0;           \
+	TILESTORE_T0;         \
+	TILEZERO_T3;          \
+	TILELOAD_T4_SI32;     \
+	TILELOAD_T5_R82560;   \
+	TDPBSSD_T3;           \
+	TILESTORE_T3;         \
+	K4FLOAT(0, (2*J));    \
+	K4FLOAT(1024, (2*J+1)); \
+	ADDQ $64, SI
+
+// K4SPILL, K4RELOAD: the accumulators to and from 4096(R8).
+#define K4SPILL \
+	VMOVUPS Z0, 4096(R8) \
+	VMOVUPS Z1, 4160(R8) \
+	VMOVUPS Z2, 4224(R8) \
+	VMOVUPS Z3, 4288(R8) \
+	VMOVUPS Z4, 4352(R8) \
+	VMOVUPS Z5, 4416(R8) \
+	VMOVUPS Z6, 4480(R8) \
+	VMOVUPS Z7, 4544(R8) \
+	VMOVUPS Z8, 4608(R8) \
+	VMOVUPS Z9, 4672(R8) \
+	VMOVUPS Z10, 4736(R8) \
+	VMOVUPS Z11, 4800(R8) \
+	VMOVUPS Z12, 4864(R8) \
+	VMOVUPS Z13, 4928(R8) \
+	VMOVUPS Z14, 4992(R8) \
+	VMOVUPS Z15, 5056(R8)
+
+#define K4RELOAD \
+	VMOVUPS 4096(R8), Z0 \
+	VMOVUPS 4160(R8), Z1 \
+	VMOVUPS 4224(R8), Z2 \
+	VMOVUPS 4288(R8), Z3 \
+	VMOVUPS 4352(R8), Z4 \
+	VMOVUPS 4416(R8), Z5 \
+	VMOVUPS 4480(R8), Z6 \
+	VMOVUPS 4544(R8), Z7 \
+	VMOVUPS 4608(R8), Z8 \
+	VMOVUPS 4672(R8), Z9 \
+	VMOVUPS 4736(R8), Z10 \
+	VMOVUPS 4800(R8), Z11 \
+	VMOVUPS 4864(R8), Z12 \
+	VMOVUPS 4928(R8), Z13 \
+	VMOVUPS 4992(R8), Z14 \
+	VMOVUPS 5056(R8), Z15
+
+// func q4kmm16ILAMX(x *int8, tab *float32, w *byte, ns, groups int, y *float32, ldy int, scr *int32, cfg *byte)
+//
+// For r < 16, c < 16*groups: y[r*ldy + c] = dot(activation row r, row c
+// of the Q4_K Interleaved16 groups from w, one after another), activation
+// row r at x + r*256*ns, its dx and sx in the table tab (amxTable), ns >=
+// 1 super-blocks, groups >= 1; scr is amxScratch int32 of scratch, cfg the
+// tile configuration (amxConfig).
+TEXT ·q4kmm16ILAMX(SB), NOSPLIT, $16-72
+	MOVQ cfg+64(FP), AX
+	LDTILECFG_AX
+	K16CONSTS
+	MOVQ w+16(FP), DI
+	MOVQ scr+56(FP), R8
+	LEAQ 3072(R8), R11
+	MOVQ $64, CX
+	MOVQ ns+24(FP), DX
+	SHLQ $8, DX
+	MOVQ groups+32(FP), R9
+	MOVQ R9, 0(SP)
+	MOVQ y+40(FP), R9
+	MOVQ R9, 8(SP)
+
+q4kamxgroup:
+	MOVQ x+0(FP), SI
+	MOVQ tab+8(FP), R10
+	AMXZERO
+	MOVQ ns+24(FP), R9
+
+q4kamxsuper:
+	K4SPILL
+	MOVQ DI, AX
+	K16HEAD
+	K16SCALES(R11)
+	K4RELOAD
+	K4PAIR(0)
+	K4PAIR(1)
+	K4PAIR(2)
+	K4PAIR(3)
+	ADDQ $2304, DI
+	ADDQ $1024, R10
+	DECQ R9
+	JNZ  q4kamxsuper
+
+	AMXEND
+	JNZ q4kamxgroup
+	TILERELEASE
+	VZEROUPPER
+	RET

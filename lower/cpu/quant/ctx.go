@@ -38,6 +38,9 @@ type Ctx struct {
 
 	// act is the scratch of MatMul (grown on demand).
 	act wire.Activations
+	// amxTab is the Q4_K AMX kernel's table of activation scales (grown
+	// on demand).
+	amxTab []float32
 }
 
 // NewCtx returns a Ctx with a pool of workers participants (the caller plus

@@ -177,6 +177,9 @@ func q4kmv16ILAVX512L2(x *int8, dx *float32, sx *int32, w *byte, ns int, y *floa
 func q8mm16ILAMX(x *int8, dx *float32, w *byte, nb, groups int, y *float32, ldy int, scr *int32, cfg *byte)
 
 //go:noescape
+func q4kmm16ILAMX(x *int8, tab *float32, w *byte, ns, groups int, y *float32, ldy int, scr *int32, cfg *byte)
+
+//go:noescape
 func q4mm16ILAMX(x *int8, dx *float32, w *byte, nb, groups int, y *float32, ldy int, scr *int32, cfg *byte)
 
 //go:noescape

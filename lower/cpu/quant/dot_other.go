@@ -69,3 +69,6 @@ func q8mm16ILAMX(*int8, *float32, *byte, int, int, *float32, int, *int32, *byte)
 func q4mm16ILAMX(*int8, *float32, *byte, int, int, *float32, int, *int32, *byte) {
 	panic("no assembly")
 }
+func q4kmm16ILAMX(*int8, *float32, *byte, int, int, *float32, int, *int32, *byte) {
+	panic("no assembly")
+}

@@ -200,8 +200,34 @@ func mv16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 
 // amxScratch is the int32 count of the AMX kernels' scratch: the two C
 // tiles (16 x 16 block sums) they store between the tile multiply and the
-// float part, then Q4_0's two unpacked B tiles (512 bytes each).
-const amxScratch = 2*mv16Rows*mm16Rows + 2*512/4
+// float part, Q4_0's and Q4_K's two unpacked B tiles (512 bytes each),
+// then Q4_K's d1 and m1 of a super-block (16 vectors) and its spilled
+// accumulators (16 more).
+const amxScratch = 2*mv16Rows*mm16Rows + 2*512/4 + 2*16*16
+
+// amxTable returns tab (grown if short) holding, for each of chunks
+// 16-row chunks of the activations and each of their nb blocks, the 16
+// rows' dx and then their block sums sx as float32 (exact: |sx| < 2^12),
+// 32 floats a block: the Q4_K AMX kernel's operands, read from one
+// pointer.
+func amxTable(tab, dx []float32, sx []int32, chunks, nb int) []float32 {
+	need := chunks * nb * 2 * mm16Rows
+	if cap(tab) < need {
+		tab = make([]float32, need)
+	}
+	tab = tab[:need]
+	for c := range chunks {
+		for r := range mm16Rows {
+			row := (c*mm16Rows + r) * nb
+			for b := range nb {
+				at := (c*nb + b) * 2 * mm16Rows
+				tab[at+r] = dx[row+b]
+				tab[at+mm16Rows+r] = float32(sx[row+b])
+			}
+		}
+	}
+	return tab
+}
 
 // amxConfig is the AMX kernels' tile configuration (palette 1; see
 // amx_amd64.s): tmm0 and tmm3 the C tiles (16 rows of 16 int32), tmm1 and
@@ -247,9 +273,10 @@ func mm16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb, row
 
 // amxRows is how many of the activation rows i0..i1 the AMX kernel
 // takes (whole 16-row chunks from i0) for a format f matrix in groups of
-// gr rows: Q8_0 and Q4_0 on Interleaved16 where useAMX.
+// gr rows: Q8_0, Q4_0 and Q4_K on Interleaved16 where useAMX (Q4_K's
+// chunks those of its table: from a multiple of 16).
 func amxRows(f wire.Format, gr, i0, i1 int) int {
-	if !useAMX || (f != wire.Q8_0 && f != wire.Q4_0) || gr != mv16Rows {
+	if !useAMX || (f != wire.Q8_0 && f != wire.Q4_0 && f != wire.Q4_K) || gr != mv16Rows || (f == wire.Q4_K && i0%mm16Rows != 0) {
 		return 0
 	}
 	return (i1 - i0) / mm16Rows * mm16Rows
@@ -287,10 +314,14 @@ func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 		var scr [amxScratch]int32
 		for i := i0; i < i0+amx; i += mm16Rows {
 			x, dx, w, y, groups := &j.q[i*k], &j.dx[i*nb], &wd[j0*ldw], &j.y[i*n+j0], (full-j0)/gr
-			if f == wire.Q8_0 {
+			switch f {
+			case wire.Q8_0:
 				q8mm16ILAMX(x, dx, w, nb, groups, y, n, &scr[0], &amxConfig[0])
-			} else {
+			case wire.Q4_0:
 				q4mm16ILAMX(x, dx, w, nb, groups, y, n, &scr[0], &amxConfig[0])
+			default:
+				tab := &j.amxTab[i/mm16Rows*nb*2*mm16Rows]
+				q4kmm16ILAMX(x, tab, w, nb/8, groups, y, n, &scr[0], &amxConfig[0])
 			}
 		}
 		r0 += amx

@@ -36,6 +36,7 @@ type matmulJob struct {
 	colTasks int // evenly (the last task also takes the rows past the last whole unit)
 	rowsPer  int // activation rows per task (GEMM); the last takes the rest
 	rowTasks int
+	amxTab   []float32 // the Q4_K AMX kernel's per-chunk dx and sx (amxTable)
 }
 
 // MatMulQ computes y[m,n] = x[m,k] · w[n,k]^T (+ bias[n] when bias is not
@@ -104,9 +105,13 @@ func (c *Ctx) MatMulQ(y []float32, xq *wire.Activations, w *wire.Matrix, bias []
 		j.colTasks = max(1, n/per)
 		j.rowsPer, j.rowTasks = gemmRowBlock, max(1, m/gemmRowBlock)
 	}
+	if useAMX && w.Format == wire.Q4_K && w.Layout == wire.Interleaved16 && m >= mm16Rows {
+		c.amxTab = amxTable(c.amxTab, j.dx, j.sx, m/mm16Rows, j.nb)
+		j.amxTab = c.amxTab
+	}
 	c.run(j, j.colTasks*j.rowTasks)
 	j.y, j.bias, j.w = nil, nil, nil
-	j.q, j.dx, j.sx = nil, nil, nil
+	j.q, j.dx, j.sx, j.amxTab = nil, nil, nil, nil
 	return nil
 }
 

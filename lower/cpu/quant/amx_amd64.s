@@ -24,8 +24,13 @@
 //	tmm1, tmm4  A (16 rows x 32 bytes)   from (SI), 32(SI), stride DX = 32*nb
 //	tmm2, tmm5  B (8 rows x 64 bytes)    from 32(DI), 576(DI) (Q8_0), or 2048(R8), 2560(R8) (Q4_0), stride CX
 //
-// The tile configuration (amxConfig) is loaded on entry and the tile state
-// released before return, so no tile state outlives a call.
+// The scratch is double-buffered: R8 and R14 (scr, scr+3072) swap after
+// each pair of blocks, so one pair's tile stores need not wait for the
+// float part still reading the last pair's sums (the two overlap: the
+// stores and the float part each took about half the time of a Q8_0
+// GEMM, and their sum before the swap). The tile configuration
+// (amxConfig) is loaded on entry and the tile state released before
+// return, so no tile state outlives a call.
 
 #define LDTILECFG_AX     BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00
 #define TILERELEASE      BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0
@@ -47,34 +52,34 @@
 #define TILESTORE_T0 BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x08
 #define TILESTORE_T3 BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x9c; BYTE $0x08; BYTE $0x00; BYTE $0x04; BYTE $0x00; BYTE $0x00
 
-// AMXROW(ACC, T, DXA): one activation row's float part: isum at T(R8),
+// AMXROW(ACC, T, DXA): one activation row's float part: isum at T,
 // dx at DXA, the block's 16 scales in Z16.
 #define AMXROW(ACC, T, DXA) \
 	VMULPS.BCST DXA, Z16, Z17; \
-	VCVTDQ2PS   T(R8), Z18;    \
+	VCVTDQ2PS   T, Z18;        \
 	VMULPS      Z17, Z18, Z18; \
 	VADDPS      Z18, ACC, ACC
 
-// AMXFLOAT(T, D): the float part of the block whose sums are at T(R8),
+// AMXFLOAT(T, D, S): the float part of the block whose sums are at T(S),
 // dx D bytes past the row pointers (R10 rows 0-3, R13 4-7, BX 8-11, AX
 // 12-15; R11 = 4*nb, R12 = 3 * 4*nb), scales in Z16.
-#define AMXFLOAT(T, D) \
-	AMXROW(Z0, T+0, D(R10));          \
-	AMXROW(Z1, T+64, D(R10)(R11*1));  \
-	AMXROW(Z2, T+128, D(R10)(R11*2)); \
-	AMXROW(Z3, T+192, D(R10)(R12*1)); \
-	AMXROW(Z4, T+256, D(R13));        \
-	AMXROW(Z5, T+320, D(R13)(R11*1)); \
-	AMXROW(Z6, T+384, D(R13)(R11*2)); \
-	AMXROW(Z7, T+448, D(R13)(R12*1)); \
-	AMXROW(Z8, T+512, D(BX));         \
-	AMXROW(Z9, T+576, D(BX)(R11*1));  \
-	AMXROW(Z10, T+640, D(BX)(R11*2)); \
-	AMXROW(Z11, T+704, D(BX)(R12*1)); \
-	AMXROW(Z12, T+768, D(AX));        \
-	AMXROW(Z13, T+832, D(AX)(R11*1)); \
-	AMXROW(Z14, T+896, D(AX)(R11*2)); \
-	AMXROW(Z15, T+960, D(AX)(R12*1))
+#define AMXFLOAT(T, D, S) \
+	AMXROW(Z0, T+0(S), D(R10));          \
+	AMXROW(Z1, T+64(S), D(R10)(R11*1));  \
+	AMXROW(Z2, T+128(S), D(R10)(R11*2)); \
+	AMXROW(Z3, T+192(S), D(R10)(R12*1)); \
+	AMXROW(Z4, T+256(S), D(R13));        \
+	AMXROW(Z5, T+320(S), D(R13)(R11*1)); \
+	AMXROW(Z6, T+384(S), D(R13)(R11*2)); \
+	AMXROW(Z7, T+448(S), D(R13)(R12*1)); \
+	AMXROW(Z8, T+512(S), D(BX));         \
+	AMXROW(Z9, T+576(S), D(BX)(R11*1));  \
+	AMXROW(Z10, T+640(S), D(BX)(R11*2)); \
+	AMXROW(Z11, T+704(S), D(BX)(R12*1)); \
+	AMXROW(Z12, T+768(S), D(AX));        \
+	AMXROW(Z13, T+832(S), D(AX)(R11*1)); \
+	AMXROW(Z14, T+896(S), D(AX)(R11*2)); \
+	AMXROW(Z15, T+960(S), D(AX)(R12*1))
 
 // AMXZERO: Z0..Z15 (the accumulators) zeroed.
 #define AMXZERO \
@@ -189,15 +194,48 @@
 	VPSUBB    Z20, Z24, Z24;    \
 	VMOVDQU32 Z24, T+448(R8)
 
-// AMXKERNEL(BLK, PREP0, LOADB0, PREP1, LOADB1, GROUP, PAIR, TAIL, END):
+// AMXTILES(PREP0, LOADB0, PREP1, LOADB1): the tile multiplies of the
+// pair of blocks at (SI) and (DI), their sums stored at (R8) and 1024(R8).
+#define AMXTILES(PREP0, LOADB0, PREP1, LOADB1) \
+	PREP0;            \
+	PREP1;            \
+	TILEZERO_T0;      \
+	TILELOAD_T1_SI;   \
+	LOADB0;           \
+	TDPBSSD_T0;       \
+	TILESTORE_T0;     \
+	TILEZERO_T3;      \
+	TILELOAD_T4_SI32; \
+	LOADB1;           \
+	TDPBSSD_T3;       \
+	TILESTORE_T3
+
+// AMXPAIRFLOAT(W, S): the float part of a pair of blocks, their scales at
+// W and W+BLK bytes past DI, their sums at (S), the dx row pointers moved
+// on.
+#define AMXPAIRFLOAT(W, BLK, S) \
+	VCVTPH2PS W(DI), Z16;         \
+	AMXFLOAT(0, 0, S);            \
+	VCVTPH2PS (W+BLK)(DI), Z16;   \
+	AMXFLOAT(1024, 4, S);         \
+	ADDQ $8, R10;                 \
+	ADDQ $8, R13;                 \
+	ADDQ $8, BX;                  \
+	ADDQ $8, AX
+
+// AMXKERNEL(BLK, PREP0, LOADB0, PREP1, LOADB1, GROUP, PAIR, LAST, TAIL, END):
 // the body of the AMX GEMM kernels for blocks of BLK bytes; PREP0 and
 // LOADB0 bring block 0 at (DI) into the B tile tmm2, PREP1 and LOADB1
-// block 1 at BLK(DI) into tmm5; the rest are the labels.
-#define AMXKERNEL(BLK, PREP0, LOADB0, PREP1, LOADB1, GROUP, PAIR, TAIL, END) \
+// block 1 at BLK(DI) into tmm5; the rest are the labels. Software
+// pipelined: the tile multiplies of the next pair of blocks are issued
+// (into the other half of the scratch) before the float part of this one,
+// so the tile unit works while the vector units convert and scale.
+#define AMXKERNEL(BLK, PREP0, LOADB0, PREP1, LOADB1, GROUP, PAIR, LAST, TAIL, END) \
 	MOVQ cfg+64(FP), AX;    \
 	LDTILECFG_AX;           \
 	MOVQ w+16(FP), DI;      \
 	MOVQ scr+56(FP), R8;    \
+	LEAQ 3072(R8), R14;     \
 	MOVQ $64, CX;           \
 	MOVQ nb+24(FP), DX;     \
 	LEAQ (DX*4), R11;       \
@@ -214,31 +252,20 @@
 GROUP:;                     \
 	AMXGROUP;               \
 	JZ   TAIL;              \
+	AMXTILES(PREP0, LOADB0, PREP1, LOADB1); \
 PAIR:;                      \
-	PREP0;                  \
-	PREP1;                  \
-	TILEZERO_T0;            \
-	TILELOAD_T1_SI;         \
-	LOADB0;                 \
-	TDPBSSD_T0;             \
-	TILESTORE_T0;           \
-	TILEZERO_T3;            \
-	TILELOAD_T4_SI32;       \
-	LOADB1;                 \
-	TDPBSSD_T3;             \
-	TILESTORE_T3;           \
-	VCVTPH2PS (DI), Z16;    \
-	AMXFLOAT(0, 0);         \
-	VCVTPH2PS BLK(DI), Z16; \
-	AMXFLOAT(1024, 4);      \
+	DECQ R9;                \
+	JZ   LAST;              \
 	ADDQ $64, SI;           \
 	ADDQ $(2*BLK), DI;      \
-	ADDQ $8, R10;           \
-	ADDQ $8, R13;           \
-	ADDQ $8, BX;            \
-	ADDQ $8, AX;            \
-	DECQ R9;                \
-	JNZ  PAIR;              \
+	XCHGQ R8, R14;          \
+	AMXTILES(PREP0, LOADB0, PREP1, LOADB1); \
+	AMXPAIRFLOAT(-2*BLK, BLK, R14); \
+	JMP  PAIR;              \
+LAST:;                      \
+	AMXPAIRFLOAT(0, BLK, R8); \
+	ADDQ $64, SI;           \
+	ADDQ $(2*BLK), DI;      \
 TAIL:;                      \
 	MOVQ nb+24(FP), R9;     \
 	TESTQ $1, R9;           \
@@ -250,7 +277,7 @@ TAIL:;                      \
 	TDPBSSD_T0;             \
 	TILESTORE_T0;           \
 	VCVTPH2PS (DI), Z16;    \
-	AMXFLOAT(0, 0);         \
+	AMXFLOAT(0, 0, R8);     \
 	ADDQ $BLK, DI;          \
 END:;                       \
 	AMXEND;                 \
@@ -267,16 +294,15 @@ END:;                       \
 // of the Q8_0 Interleaved16 groups from w, one after another), activation
 // row r at x + r*32*nb (scales dx + r*nb), nb >= 1, groups >= 1; scr is
 // amxScratch int32 of scratch (the stored C tiles, and Q4_0's unpacked B
-// tiles), cfg the tile configuration (amxConfig). Blocks go in pairs, both
-// tile multiplies before the float parts.
+// tiles), cfg the tile configuration (amxConfig). Blocks go in pairs.
 TEXT ·q8mm16ILAMX(SB), NOSPLIT, $16-72
-	AMXKERNEL(544, NOPREP, TILELOAD_T2_DI32, NOPREP, TILELOAD_T5_DI576, q8amxgroup, q8amxpair, q8amxtail, q8amxend)
+	AMXKERNEL(544, NOPREP, TILELOAD_T2_DI32, NOPREP, TILELOAD_T5_DI576, q8amxgroup, q8amxpair, q8amxlast, q8amxtail, q8amxend)
 
 // func q4mm16ILAMX(x *int8, dx *float32, w *byte, nb, groups int, y *float32, ldy int, scr *int32, cfg *byte)
 //
 // As q8mm16ILAMX for Q4_0 Interleaved16 groups (blocks of 288 bytes).
 TEXT ·q4mm16ILAMX(SB), NOSPLIT, $16-72
-	AMXKERNEL(288, Q4UNPACK(0, 2048), TILELOAD_T2_R82048, Q4UNPACK(288, 2560), TILELOAD_T5_R82560, q4amxgroup, q4amxpair, q4amxtail, q4amxend)
+	AMXKERNEL(288, Q4UNPACK(0, 2048), TILELOAD_T2_R82048, Q4UNPACK(288, 2560), TILELOAD_T5_R82560, q4amxgroup, q4amxpair, q4amxlast, q4amxtail, q4amxend)
 
 // The Q4_K kernel (q4kmm16ILAMX): per super-block the 16 rows' header is
 // unpacked (K16HEAD, K16SCALES: d1_s and m1_s in the scratch, the
@@ -287,42 +313,43 @@ TEXT ·q4mm16ILAMX(SB), NOSPLIT, $16-72
 // acc = fl32(acc + fl32(fl32(float32(isum) * fl32(d1*dx)) - fl32(float32(sx) * fl32(m1*dx)))).
 // dx and float32(sx) come from the chunk's table (amxTable: per block
 // the 16 rows' dx, then their sx as float32), so one pointer (R10) reads
-// them. Scratch (R8): C tiles 0-2047, B tiles 2048-3071, d1/m1 3072-4095
-// (R11), the spilled accumulators 4096-5119.
+// them. Scratch (R8): C tiles 0-2047, B tiles 2048-3071 (a pair of
+// sub-blocks; the next pair's at 3072-6143, R8 and R14 swapped after
+// each pair), d1/m1 6144-7167 (R11), the spilled accumulators 7168-8191.
 
 // K4ROW(ACC, T, D): one activation row's float part for the sub-block
-// whose sums are at T(R8): dx at D(R10), float32(sx) at D+64(R10), d1 in
+// whose sums are at T: dx at D(R10), float32(sx) at D+64(R10), d1 in
 // Z16, m1 in Z17.
 #define K4ROW(ACC, T, D) \
 	VMULPS.BCST D(R10), Z16, Z18;      \
-	VCVTDQ2PS   T(R8), Z19;            \
+	VCVTDQ2PS   T, Z19;                \
 	VMULPS      Z18, Z19, Z19;         \
 	VMULPS.BCST D(R10), Z17, Z18;      \
 	VMULPS.BCST (D+64)(R10), Z18, Z18; \
 	VSUBPS      Z18, Z19, Z19;         \
 	VADDPS      Z19, ACC, ACC
 
-// K4FLOAT(T, S): the float part of sub-block S (0..7) of the super-block,
-// its sums at T(R8).
-#define K4FLOAT(T, S) \
+// K4FLOAT(T, S, R): the float part of sub-block S (0..7) of the
+// super-block, its sums at T(R).
+#define K4FLOAT(T, S, R) \
 	VMOVUPS (S*64)(R11), Z16 \
 	VMOVUPS (512+S*64)(R11), Z17 \
-	K4ROW(Z0, T+0, (S*128+0)) \
-	K4ROW(Z1, T+64, (S*128+4)) \
-	K4ROW(Z2, T+128, (S*128+8)) \
-	K4ROW(Z3, T+192, (S*128+12)) \
-	K4ROW(Z4, T+256, (S*128+16)) \
-	K4ROW(Z5, T+320, (S*128+20)) \
-	K4ROW(Z6, T+384, (S*128+24)) \
-	K4ROW(Z7, T+448, (S*128+28)) \
-	K4ROW(Z8, T+512, (S*128+32)) \
-	K4ROW(Z9, T+576, (S*128+36)) \
-	K4ROW(Z10, T+640, (S*128+40)) \
-	K4ROW(Z11, T+704, (S*128+44)) \
-	K4ROW(Z12, T+768, (S*128+48)) \
-	K4ROW(Z13, T+832, (S*128+52)) \
-	K4ROW(Z14, T+896, (S*128+56)) \
-	K4ROW(Z15, T+960, (S*128+60))
+	K4ROW(Z0, T+0(R), (S*128+0)) \
+	K4ROW(Z1, T+64(R), (S*128+4)) \
+	K4ROW(Z2, T+128(R), (S*128+8)) \
+	K4ROW(Z3, T+192(R), (S*128+12)) \
+	K4ROW(Z4, T+256(R), (S*128+16)) \
+	K4ROW(Z5, T+320(R), (S*128+20)) \
+	K4ROW(Z6, T+384(R), (S*128+24)) \
+	K4ROW(Z7, T+448(R), (S*128+28)) \
+	K4ROW(Z8, T+512(R), (S*128+32)) \
+	K4ROW(Z9, T+576(R), (S*128+36)) \
+	K4ROW(Z10, T+640(R), (S*128+40)) \
+	K4ROW(Z11, T+704(R), (S*128+44)) \
+	K4ROW(Z12, T+768(R), (S*128+48)) \
+	K4ROW(Z13, T+832(R), (S*128+52)) \
+	K4ROW(Z14, T+896(R), (S*128+56)) \
+	K4ROW(Z15, T+960(R), (S*128+60))
 
 // K4UNPACK(J): sub-blocks 2J and 2J+1 of the super-block at DI as the B
 // tiles at 2048(R8) and 2560(R8) (Z25 = 0x0f bytes; clobbers Z20..Z24).
@@ -376,8 +403,9 @@ TEXT ·q4mm16ILAMX(SB), NOSPLIT, $16-72
 	VPANDD Z25, Z23, Z23 \
 	VMOVDQU32 Z23, 3008(R8)
 
-// K4PAIR(J): sub-blocks 2J and 2J+1 (A tiles at SI, 32(SI)), SI moved on.
-#define K4PAIR(J) \
+// K4TILES(J): the tile multiplies of sub-blocks 2J and 2J+1 (A tiles at
+// SI, 32(SI)), their sums at (R8) and 1024(R8), SI moved on.
+#define K4TILES(J) \
 	K4UNPACK(J);          \
 	TILEZERO_T0;          \
 	TILELOAD_T1_SI;       \
@@ -389,46 +417,50 @@ TEXT ·q4mm16ILAMX(SB), NOSPLIT, $16-72
 	TILELOAD_T5_R82560;   \
 	TDPBSSD_T3;           \
 	TILESTORE_T3;         \
-	K4FLOAT(0, (2*J));    \
-	K4FLOAT(1024, (2*J+1)); \
 	ADDQ $64, SI
 
-// K4SPILL, K4RELOAD: the accumulators to and from 4096(R8).
+// K4PAIRFLOAT(J, R): the float parts of sub-blocks 2J and 2J+1, their
+// sums at (R) and 1024(R).
+#define K4PAIRFLOAT(J, R) \
+	K4FLOAT(0, (2*J), R); \
+	K4FLOAT(1024, (2*J+1), R)
+
+// K4SPILL, K4RELOAD: the accumulators to and from 7168(R8).
 #define K4SPILL \
-	VMOVUPS Z0, 4096(R8) \
-	VMOVUPS Z1, 4160(R8) \
-	VMOVUPS Z2, 4224(R8) \
-	VMOVUPS Z3, 4288(R8) \
-	VMOVUPS Z4, 4352(R8) \
-	VMOVUPS Z5, 4416(R8) \
-	VMOVUPS Z6, 4480(R8) \
-	VMOVUPS Z7, 4544(R8) \
-	VMOVUPS Z8, 4608(R8) \
-	VMOVUPS Z9, 4672(R8) \
-	VMOVUPS Z10, 4736(R8) \
-	VMOVUPS Z11, 4800(R8) \
-	VMOVUPS Z12, 4864(R8) \
-	VMOVUPS Z13, 4928(R8) \
-	VMOVUPS Z14, 4992(R8) \
-	VMOVUPS Z15, 5056(R8)
+	VMOVUPS Z0, 7168(R8) \
+	VMOVUPS Z1, 7232(R8) \
+	VMOVUPS Z2, 7296(R8) \
+	VMOVUPS Z3, 7360(R8) \
+	VMOVUPS Z4, 7424(R8) \
+	VMOVUPS Z5, 7488(R8) \
+	VMOVUPS Z6, 7552(R8) \
+	VMOVUPS Z7, 7616(R8) \
+	VMOVUPS Z8, 7680(R8) \
+	VMOVUPS Z9, 7744(R8) \
+	VMOVUPS Z10, 7808(R8) \
+	VMOVUPS Z11, 7872(R8) \
+	VMOVUPS Z12, 7936(R8) \
+	VMOVUPS Z13, 8000(R8) \
+	VMOVUPS Z14, 8064(R8) \
+	VMOVUPS Z15, 8128(R8)
 
 #define K4RELOAD \
-	VMOVUPS 4096(R8), Z0 \
-	VMOVUPS 4160(R8), Z1 \
-	VMOVUPS 4224(R8), Z2 \
-	VMOVUPS 4288(R8), Z3 \
-	VMOVUPS 4352(R8), Z4 \
-	VMOVUPS 4416(R8), Z5 \
-	VMOVUPS 4480(R8), Z6 \
-	VMOVUPS 4544(R8), Z7 \
-	VMOVUPS 4608(R8), Z8 \
-	VMOVUPS 4672(R8), Z9 \
-	VMOVUPS 4736(R8), Z10 \
-	VMOVUPS 4800(R8), Z11 \
-	VMOVUPS 4864(R8), Z12 \
-	VMOVUPS 4928(R8), Z13 \
-	VMOVUPS 4992(R8), Z14 \
-	VMOVUPS 5056(R8), Z15
+	VMOVUPS 7168(R8), Z0 \
+	VMOVUPS 7232(R8), Z1 \
+	VMOVUPS 7296(R8), Z2 \
+	VMOVUPS 7360(R8), Z3 \
+	VMOVUPS 7424(R8), Z4 \
+	VMOVUPS 7488(R8), Z5 \
+	VMOVUPS 7552(R8), Z6 \
+	VMOVUPS 7616(R8), Z7 \
+	VMOVUPS 7680(R8), Z8 \
+	VMOVUPS 7744(R8), Z9 \
+	VMOVUPS 7808(R8), Z10 \
+	VMOVUPS 7872(R8), Z11 \
+	VMOVUPS 7936(R8), Z12 \
+	VMOVUPS 8000(R8), Z13 \
+	VMOVUPS 8064(R8), Z14 \
+	VMOVUPS 8128(R8), Z15
 
 // func q4kmm16ILAMX(x *int8, tab *float32, w *byte, ns, groups int, y *float32, ldy int, scr *int32, cfg *byte)
 //
@@ -443,7 +475,8 @@ TEXT ·q4kmm16ILAMX(SB), NOSPLIT, $16-72
 	K16CONSTS
 	MOVQ w+16(FP), DI
 	MOVQ scr+56(FP), R8
-	LEAQ 3072(R8), R11
+	LEAQ 3072(R8), R14
+	LEAQ 6144(R8), R11
 	MOVQ $64, CX
 	MOVQ ns+24(FP), DX
 	SHLQ $8, DX
@@ -464,10 +497,21 @@ q4kamxsuper:
 	K16HEAD
 	K16SCALES(R11)
 	K4RELOAD
-	K4PAIR(0)
-	K4PAIR(1)
-	K4PAIR(2)
-	K4PAIR(3)
+	// Software pipelined as AMXKERNEL: pair J+1's tiles (in the other
+	// half of the scratch) before pair J's float part; R8 is back at the
+	// first half after the four swaps (the spill area is fixed to it).
+	K4TILES(0)
+	XCHGQ R8, R14
+	K4TILES(1)
+	K4PAIRFLOAT(0, R14)
+	XCHGQ R8, R14
+	K4TILES(2)
+	K4PAIRFLOAT(1, R14)
+	XCHGQ R8, R14
+	K4TILES(3)
+	K4PAIRFLOAT(2, R14)
+	K4PAIRFLOAT(3, R8)
+	XCHGQ R8, R14
 	ADDQ $2304, DI
 	ADDQ $1024, R10
 	DECQ R9

@@ -198,12 +198,13 @@ func mv16IL(f wire.Format, x []int8, dx []float32, sx []int32, g []byte, nb int,
 	}
 }
 
-// amxScratch is the int32 count of the AMX kernels' scratch: the two C
-// tiles (16 x 16 block sums) they store between the tile multiply and the
-// float part, Q4_0's and Q4_K's two unpacked B tiles (512 bytes each),
-// then Q4_K's d1 and m1 of a super-block (16 vectors) and its spilled
-// accumulators (16 more).
-const amxScratch = 2*mv16Rows*mm16Rows + 2*512/4 + 2*16*16
+// amxScratch is the int32 count of the AMX kernels' scratch: twice (one
+// pair of blocks' while the next pair's is written) the two C tiles (16 x
+// 16 block sums) they store between the tile multiply and the float part
+// and Q4_0's or Q4_K's two unpacked B tiles (512 bytes each), then Q4_K's
+// d1 and m1 of a super-block (16 vectors) and its spilled accumulators (16
+// more).
+const amxScratch = 2*(2*mv16Rows*mm16Rows+2*512/4) + 2*16*16
 
 // amxTable returns tab (grown if short) holding, for each of chunks
 // 16-row chunks of the activations and each of their nb blocks, the 16

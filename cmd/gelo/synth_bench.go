@@ -19,6 +19,7 @@ import (
 	"gelo/lower/cpu/cpuid"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/cpu/mask"
+	"gelo/lower/cpu/quant"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/runtime"
@@ -200,7 +201,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if cpuid.L2Prefetch {
 		pf = "into L2 (T1), as measured on the Intel Xeon kind"
 	}
-	fmt.Fprintf(stdout, "cpu        vendor %q; the streaming kernels prefetch with %s (same bits either way)\n", cpuid.Vendor, pf)
+	gemm := "the VNNI or AVX2 kernels (no AMX tiles here)"
+	if quant.HasAMX() {
+		gemm = "AMX tiles (the OS granted them), the same bits as VNNI"
+	}
+	fmt.Fprintf(stdout, "cpu        vendor %q; the streaming kernels prefetch with %s (same bits either way); q8_0/q4_0/q4_k GEMMs (16+ rows) on %s\n", cpuid.Vendor, pf, gemm)
 	switch mf.backendName {
 	case "gomlx":
 		fmt.Fprintf(stdout, "engine     --backend gomlx (gomlx engine %s), --device %s; an unprotected plan runs as one gomlx graph and has no per-bucket split\n", mf.gomlxBackend, mf.device)

@@ -366,3 +366,8 @@ func (j *matmulJob) doInterleaved(i0, i1, j0, j1 int) {
 		}
 	}
 }
+
+// HasAMX reports whether the Q8_0, Q4_0 and Q4_K GEMMs (whole 16-row
+// chunks of m >= 16 on this machine's Interleaved16 layout) run on the AMX
+// tiles here (same bits as the VNNI kernels they replace).
+func HasAMX() bool { return useAMX }

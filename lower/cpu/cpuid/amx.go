@@ -1,5 +1,7 @@
 package cpuid
 
+import "os"
+
 // AMX reports whether this process may run Intel AMX tile instructions
 // with int8 and bf16 multiplies (AMX-TILE, AMX-INT8, AMX-BF16): the CPU has
 // them and the kernel granted the process the tile data state. Linux keeps
@@ -8,4 +10,9 @@ package cpuid
 // llama.cpp's AMX kernels did on the Intel Xeon kind. The request is made
 // once, here, at init; a refusal (an older kernel, a hypervisor that does
 // not pass the state through) leaves AMX false and the AVX-512 kernels run.
-var AMX = requestAMX()
+// GELO_AMX=0 in the environment turns it off without asking (same bits
+// either way): a guest kernel that lost tile state across a context
+// switch would corrupt the tile kernels' sums, which has been reported of
+// some Firecracker guests (none was lost on the Intel Xeon kind, see the
+// quant package's TestAMXUnderPreemption).
+var AMX = os.Getenv("GELO_AMX") != "0" && requestAMX()

@@ -161,42 +161,36 @@
 	ADDQ $64, 8(SP);       \
 	DECQ 0(SP)
 
+// NIBLO(V, T, M, K), NIBHI(V, T, M, K): the low (high) nibbles of the
+// bytes of V (M = 0x0f bytes), less K bytes, stored at T(R8); NIBHI
+// clobbers V, NIBLO Z25.
+#define NIBLO(V, T, M, K) \
+	VPANDD    M, V, Z25;   \
+	VPSUBB    K, Z25, Z25; \
+	VMOVDQU32 Z25, T(R8)
+
+#define NIBHI(V, T, M, K) \
+	VPSRLW    $4, V, V; \
+	VPANDD    M, V, V;  \
+	VPSUBB    K, V, V;  \
+	VMOVDQU32 V, T(R8)
+
 // Q4UNPACK(B, T): the Q4_0 block at B(DI) as a B tile at T(R8): its 4
 // piece vectors' low nibbles as rows 0-3, high nibbles as rows 4-7, each
 // less 8 (Z19 = 0x0F bytes, Z20 = 0x08 bytes). Clobbers Z21..Z25.
 #define Q4UNPACK(B, T) \
-	VMOVDQU32 B+32(DI), Z21;    \
-	VMOVDQU32 B+96(DI), Z22;    \
-	VMOVDQU32 B+160(DI), Z23;   \
-	VMOVDQU32 B+224(DI), Z24;   \
-	VPANDD    Z19, Z21, Z25;    \
-	VPSUBB    Z20, Z25, Z25;    \
-	VMOVDQU32 Z25, T(R8);       \
-	VPANDD    Z19, Z22, Z25;    \
-	VPSUBB    Z20, Z25, Z25;    \
-	VMOVDQU32 Z25, T+64(R8);    \
-	VPANDD    Z19, Z23, Z25;    \
-	VPSUBB    Z20, Z25, Z25;    \
-	VMOVDQU32 Z25, T+128(R8);   \
-	VPANDD    Z19, Z24, Z25;    \
-	VPSUBB    Z20, Z25, Z25;    \
-	VMOVDQU32 Z25, T+192(R8);   \
-	VPSRLW    $4, Z21, Z21;     \
-	VPANDD    Z19, Z21, Z21;    \
-	VPSUBB    Z20, Z21, Z21;    \
-	VMOVDQU32 Z21, T+256(R8);   \
-	VPSRLW    $4, Z22, Z22;     \
-	VPANDD    Z19, Z22, Z22;    \
-	VPSUBB    Z20, Z22, Z22;    \
-	VMOVDQU32 Z22, T+320(R8);   \
-	VPSRLW    $4, Z23, Z23;     \
-	VPANDD    Z19, Z23, Z23;    \
-	VPSUBB    Z20, Z23, Z23;    \
-	VMOVDQU32 Z23, T+384(R8);   \
-	VPSRLW    $4, Z24, Z24;     \
-	VPANDD    Z19, Z24, Z24;    \
-	VPSUBB    Z20, Z24, Z24;    \
-	VMOVDQU32 Z24, T+448(R8)
+	VMOVDQU32 B+32(DI), Z21;       \
+	VMOVDQU32 B+96(DI), Z22;       \
+	VMOVDQU32 B+160(DI), Z23;      \
+	VMOVDQU32 B+224(DI), Z24;      \
+	NIBLO(Z21, T, Z19, Z20);       \
+	NIBLO(Z22, T+64, Z19, Z20);    \
+	NIBLO(Z23, T+128, Z19, Z20);   \
+	NIBLO(Z24, T+192, Z19, Z20);   \
+	NIBHI(Z21, T+256, Z19, Z20);   \
+	NIBHI(Z22, T+320, Z19, Z20);   \
+	NIBHI(Z23, T+384, Z19, Z20);   \
+	NIBHI(Z24, T+448, Z19, Z20)
 
 // AMXTILES(PREP0, LOADB0, PREP1, LOADB1): the tile multiplies of the
 // pair of blocks at (SI) and (DI), their sums stored at (R8) and 1024(R8).
@@ -355,57 +349,40 @@ TEXT ·q4mm16ILAMX(SB), NOSPLIT, $16-72
 	K4ROW(Z14, T+896(R), (S*128+56)) \
 	K4ROW(Z15, T+960(R), (S*128+60))
 
+// K4HALF(O, T): 4 piece vectors of a Q4_K super-block at O(DI), their
+// low nibbles stored at T(R8) and their high nibbles at T+512(R8), 64
+// bytes apart, as they are (Z25 = 0x0f bytes; clobbers Z20..Z24).
+#define K4HALF(O, T) \
+	VMOVDQU32 O(DI), Z20;            \
+	VMOVDQU32 (O+64)(DI), Z21;       \
+	VMOVDQU32 (O+128)(DI), Z22;      \
+	VMOVDQU32 (O+192)(DI), Z23;      \
+	K4LO(Z20, T);                    \
+	K4LO(Z21, T+64);                 \
+	K4LO(Z22, T+128);                \
+	K4LO(Z23, T+192);                \
+	K4HI(Z20, T+512);                \
+	K4HI(Z21, T+576);                \
+	K4HI(Z22, T+640);                \
+	K4HI(Z23, T+704)
+
+// K4LO(V, T), K4HI(V, T): the low (high) nibbles of the bytes of V
+// stored at T(R8) as they are (Z25 = 0x0f bytes; K4LO clobbers Z24, K4HI
+// V).
+#define K4LO(V, T) \
+	VPANDD    Z25, V, Z24; \
+	VMOVDQU32 Z24, T(R8)
+
+#define K4HI(V, T) \
+	VPSRLW    $4, V, V; \
+	VPANDD    Z25, V, V; \
+	VMOVDQU32 V, T(R8)
+
 // K4UNPACK(J): sub-blocks 2J and 2J+1 of the super-block at DI as the B
 // tiles at 2048(R8) and 2560(R8) (Z25 = 0x0f bytes; clobbers Z20..Z24).
 #define K4UNPACK(J) \
-	VMOVDQU32 (256+J*512+0)+0(DI), Z20 \
-	VMOVDQU32 (256+J*512+0)+64(DI), Z21 \
-	VMOVDQU32 (256+J*512+0)+128(DI), Z22 \
-	VMOVDQU32 (256+J*512+0)+192(DI), Z23 \
-	VPANDD Z25, Z20, Z24 \
-	VMOVDQU32 Z24, 2048(R8) \
-	VPANDD Z25, Z21, Z24 \
-	VMOVDQU32 Z24, 2112(R8) \
-	VPANDD Z25, Z22, Z24 \
-	VMOVDQU32 Z24, 2176(R8) \
-	VPANDD Z25, Z23, Z24 \
-	VMOVDQU32 Z24, 2240(R8) \
-	VPSRLW $4, Z20, Z20 \
-	VPANDD Z25, Z20, Z20 \
-	VMOVDQU32 Z20, 2560(R8) \
-	VPSRLW $4, Z21, Z21 \
-	VPANDD Z25, Z21, Z21 \
-	VMOVDQU32 Z21, 2624(R8) \
-	VPSRLW $4, Z22, Z22 \
-	VPANDD Z25, Z22, Z22 \
-	VMOVDQU32 Z22, 2688(R8) \
-	VPSRLW $4, Z23, Z23 \
-	VPANDD Z25, Z23, Z23 \
-	VMOVDQU32 Z23, 2752(R8) \
-	VMOVDQU32 (256+J*512+256)+0(DI), Z20 \
-	VMOVDQU32 (256+J*512+256)+64(DI), Z21 \
-	VMOVDQU32 (256+J*512+256)+128(DI), Z22 \
-	VMOVDQU32 (256+J*512+256)+192(DI), Z23 \
-	VPANDD Z25, Z20, Z24 \
-	VMOVDQU32 Z24, 2304(R8) \
-	VPANDD Z25, Z21, Z24 \
-	VMOVDQU32 Z24, 2368(R8) \
-	VPANDD Z25, Z22, Z24 \
-	VMOVDQU32 Z24, 2432(R8) \
-	VPANDD Z25, Z23, Z24 \
-	VMOVDQU32 Z24, 2496(R8) \
-	VPSRLW $4, Z20, Z20 \
-	VPANDD Z25, Z20, Z20 \
-	VMOVDQU32 Z20, 2816(R8) \
-	VPSRLW $4, Z21, Z21 \
-	VPANDD Z25, Z21, Z21 \
-	VMOVDQU32 Z21, 2880(R8) \
-	VPSRLW $4, Z22, Z22 \
-	VPANDD Z25, Z22, Z22 \
-	VMOVDQU32 Z22, 2944(R8) \
-	VPSRLW $4, Z23, Z23 \
-	VPANDD Z25, Z23, Z23 \
-	VMOVDQU32 Z23, 3008(R8)
+	K4HALF((256+J*512), 2048); \
+	K4HALF((256+J*512+256), 2304)
 
 // K4TILES(J): the tile multiplies of sub-blocks 2J and 2J+1 (A tiles at
 // SI, 32(SI)), their sums at (R8) and 1024(R8), SI moved on.

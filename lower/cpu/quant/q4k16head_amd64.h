@@ -41,80 +41,46 @@
 	VPSLLD    $4, Z11, Z11; \
 	VPORD     Z11, Z10, Z10
 
+// K16SCALE(V, F, DST), K16SCALESH(SH, V, F, DST), K16SCALE24(V, F, DST):
+// one lane-wise 6-bit field of V (its low byte; the byte at bit SH; its top
+// byte) times F, stored at DST (Z28 = 0xff in every dword; clobbers Z12).
+#define K16SCALE(V, F, DST) \
+	VPANDD    Z28, V, Z12;   \
+	VCVTDQ2PS Z12, Z12;      \
+	VMULPS    F, Z12, Z12;   \
+	VMOVUPS   Z12, DST
+
+#define K16SCALESH(SH, V, F, DST) \
+	VPSRLD    $SH, V, Z12;   \
+	VPANDD    Z28, Z12, Z12; \
+	VCVTDQ2PS Z12, Z12;      \
+	VMULPS    F, Z12, Z12;   \
+	VMOVUPS   Z12, DST
+
+#define K16SCALE24(V, F, DST) \
+	VPSRLD    $24, V, Z12;   \
+	VCVTDQ2PS Z12, Z12;      \
+	VMULPS    F, Z12, Z12;   \
+	VMOVUPS   Z12, DST
+
 // K16SCALES(BASE), after K16HEAD (and Z28 = 0xff in every dword): the
 // dequantizer's per-row sub-block scales d1_s = fl32(d * sc_s) at
 // 64*s(BASE) and mins m1_s = fl32(dmin * m_s) at 512+64*s(BASE), s < 8.
 // Clobbers Z12.
 #define K16SCALES(BASE) \
-	VPANDD    Z28, Z6, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z4, Z12, Z12; \
-	VMOVUPS   Z12, 0(BASE); \
-	VPANDD    Z28, Z7, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z5, Z12, Z12; \
-	VMOVUPS   Z12, 512(BASE); \
-	VPSRLD    $8, Z6, Z12; \
-	VPANDD    Z28, Z12, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z4, Z12, Z12; \
-	VMOVUPS   Z12, 64(BASE); \
-	VPSRLD    $8, Z7, Z12; \
-	VPANDD    Z28, Z12, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z5, Z12, Z12; \
-	VMOVUPS   Z12, 576(BASE); \
-	VPSRLD    $16, Z6, Z12; \
-	VPANDD    Z28, Z12, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z4, Z12, Z12; \
-	VMOVUPS   Z12, 128(BASE); \
-	VPSRLD    $16, Z7, Z12; \
-	VPANDD    Z28, Z12, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z5, Z12, Z12; \
-	VMOVUPS   Z12, 640(BASE); \
-	VPSRLD    $24, Z6, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z4, Z12, Z12; \
-	VMOVUPS   Z12, 192(BASE); \
-	VPSRLD    $24, Z7, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z5, Z12, Z12; \
-	VMOVUPS   Z12, 704(BASE); \
-	VPANDD    Z28, Z8, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z4, Z12, Z12; \
-	VMOVUPS   Z12, 256(BASE); \
-	VPANDD    Z28, Z10, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z5, Z12, Z12; \
-	VMOVUPS   Z12, 768(BASE); \
-	VPSRLD    $8, Z8, Z12; \
-	VPANDD    Z28, Z12, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z4, Z12, Z12; \
-	VMOVUPS   Z12, 320(BASE); \
-	VPSRLD    $8, Z10, Z12; \
-	VPANDD    Z28, Z12, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z5, Z12, Z12; \
-	VMOVUPS   Z12, 832(BASE); \
-	VPSRLD    $16, Z8, Z12; \
-	VPANDD    Z28, Z12, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z4, Z12, Z12; \
-	VMOVUPS   Z12, 384(BASE); \
-	VPSRLD    $16, Z10, Z12; \
-	VPANDD    Z28, Z12, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z5, Z12, Z12; \
-	VMOVUPS   Z12, 896(BASE); \
-	VPSRLD    $24, Z8, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z4, Z12, Z12; \
-	VMOVUPS   Z12, 448(BASE); \
-	VPSRLD    $24, Z10, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VMULPS    Z5, Z12, Z12; \
-	VMOVUPS   Z12, 960(BASE)
+	K16SCALE(Z6, Z4, 0(BASE));          \
+	K16SCALE(Z7, Z5, 512(BASE));        \
+	K16SCALESH(8, Z6, Z4, 64(BASE));    \
+	K16SCALESH(8, Z7, Z5, 576(BASE));   \
+	K16SCALESH(16, Z6, Z4, 128(BASE));  \
+	K16SCALESH(16, Z7, Z5, 640(BASE));  \
+	K16SCALE24(Z6, Z4, 192(BASE));      \
+	K16SCALE24(Z7, Z5, 704(BASE));      \
+	K16SCALE(Z8, Z4, 256(BASE));        \
+	K16SCALE(Z10, Z5, 768(BASE));       \
+	K16SCALESH(8, Z8, Z4, 320(BASE));   \
+	K16SCALESH(8, Z10, Z5, 832(BASE));  \
+	K16SCALESH(16, Z8, Z4, 384(BASE));  \
+	K16SCALESH(16, Z10, Z5, 896(BASE)); \
+	K16SCALE24(Z8, Z4, 448(BASE));      \
+	K16SCALE24(Z10, Z5, 960(BASE))

@@ -192,20 +192,23 @@
 	NIBHI(Z23, T+384, Z19, Z20);   \
 	NIBHI(Z24, T+448, Z19, Z20)
 
-// AMXTILES(PREP0, LOADB0, PREP1, LOADB1): the tile multiplies of the
-// pair of blocks at (SI) and (DI), their sums stored at (R8) and 1024(R8).
-#define AMXTILES(PREP0, LOADB0, PREP1, LOADB1) \
+// AMXMUL(PREP0, LOADB0, PREP1, LOADB1): the tile multiplies of the pair
+// of blocks at (SI) and (DI), their sums left in tmm0 and tmm3.
+#define AMXMUL(PREP0, LOADB0, PREP1, LOADB1) \
 	PREP0;            \
 	PREP1;            \
 	TILEZERO_T0;      \
 	TILELOAD_T1_SI;   \
 	LOADB0;           \
 	TDPBSSD_T0;       \
-	TILESTORE_T0;     \
 	TILEZERO_T3;      \
 	TILELOAD_T4_SI32; \
 	LOADB1;           \
-	TDPBSSD_T3;       \
+	TDPBSSD_T3
+
+// AMXSTORES: tmm0 and tmm3 stored at (R8) and 1024(R8).
+#define AMXSTORES \
+	TILESTORE_T0; \
 	TILESTORE_T3
 
 // AMXPAIRFLOAT(W, S): the float part of a pair of blocks, their scales at
@@ -226,8 +229,9 @@
 // LOADB0 bring block 0 at (DI) into the B tile tmm2, PREP1 and LOADB1
 // block 1 at BLK(DI) into tmm5; the rest are the labels. Software
 // pipelined: the tile multiplies of the next pair of blocks are issued
-// (into the other half of the scratch) before the float part of this one,
-// so the tile unit works while the vector units convert and scale.
+// before the float part of this one and stored (into the other half of
+// the scratch) after it, so no load of the float part is ordered after a
+// tile store it does not read.
 #define AMXKERNEL(BLK, PREP0, LOADB0, PREP1, LOADB1, GROUP, PAIR, LAST, TAIL, END) \
 	MOVQ cfg+64(FP), AX;    \
 	LDTILECFG_AX;           \
@@ -250,15 +254,17 @@
 GROUP:;                     \
 	AMXGROUP;               \
 	JZ   TAIL;              \
-	AMXTILES(PREP0, LOADB0, PREP1, LOADB1); \
+	AMXMUL(PREP0, LOADB0, PREP1, LOADB1); \
+	AMXSTORES;              \
 PAIR:;                      \
 	DECQ R9;                \
 	JZ   LAST;              \
 	ADDQ $64, SI;           \
 	ADDQ $(2*BLK), DI;      \
 	XCHGQ R8, R14;          \
-	AMXTILES(PREP0, LOADB0, PREP1, LOADB1); \
+	AMXMUL(PREP0, LOADB0, PREP1, LOADB1); \
 	AMXPAIRFLOAT(-2*BLK, BLK, R14); \
+	AMXSTORES;              \
 	JMP  PAIR;              \
 LAST:;                      \
 	AMXPAIRFLOAT(0, BLK, R8); \

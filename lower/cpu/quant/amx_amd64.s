@@ -390,20 +390,11 @@ TEXT ·q4mm16ILAMX(SB), NOSPLIT, $16-72
 	K4HALF((256+J*512), 2048); \
 	K4HALF((256+J*512+256), 2304)
 
-// K4TILES(J): the tile multiplies of sub-blocks 2J and 2J+1 (A tiles at
-// SI, 32(SI)), their sums at (R8) and 1024(R8), SI moved on.
-#define K4TILES(J) \
-	K4UNPACK(J);          \
-	TILEZERO_T0;          \
-	TILELOAD_T1_SI;       \
-	TILELOAD_T2_R82048;   \
-	TDPBSSD_T0;           \
-	TILESTORE_T0;         \
-	TILEZERO_T3;          \
-	TILELOAD_T4_SI32;     \
-	TILELOAD_T5_R82560;   \
-	TDPBSSD_T3;           \
-	TILESTORE_T3;         \
+// K4MUL(J): the tile multiplies of sub-blocks 2J and 2J+1 (A tiles at
+// SI, 32(SI)), their sums left in tmm0 and tmm3 (AMXSTORES stores them),
+// SI moved on.
+#define K4MUL(J) \
+	AMXMUL(K4UNPACK(J), TILELOAD_T2_R82048, NOPREP, TILELOAD_T5_R82560); \
 	ADDQ $64, SI
 
 // K4PAIRFLOAT(J, R): the float parts of sub-blocks 2J and 2J+1, their
@@ -484,19 +475,24 @@ q4kamxsuper:
 	K16HEAD
 	K16SCALES(R11)
 	K4RELOAD
-	// Software pipelined as AMXKERNEL: pair J+1's tiles (in the other
-	// half of the scratch) before pair J's float part; R8 is back at the
-	// first half after the four swaps (the spill area is fixed to it).
-	K4TILES(0)
+	// Software pipelined as AMXKERNEL: pair J+1's tile multiplies before
+	// pair J's float part, stored (in the other half of the scratch)
+	// after it; R8 is back at the first half after the four swaps (the
+	// spill area is fixed to it).
+	K4MUL(0)
+	AMXSTORES
 	XCHGQ R8, R14
-	K4TILES(1)
+	K4MUL(1)
 	K4PAIRFLOAT(0, R14)
+	AMXSTORES
 	XCHGQ R8, R14
-	K4TILES(2)
+	K4MUL(2)
 	K4PAIRFLOAT(1, R14)
+	AMXSTORES
 	XCHGQ R8, R14
-	K4TILES(3)
+	K4MUL(3)
 	K4PAIRFLOAT(2, R14)
+	AMXSTORES
 	K4PAIRFLOAT(3, R8)
 	XCHGQ R8, R14
 	ADDQ $2304, DI

@@ -117,7 +117,7 @@ func BenchmarkMatVecBF16(b *testing.B) {
 					reportBW(b, int64(n*k*4))
 					return
 				}
-				ws := make([][]uint16, max(1, (96<<20)/(n*k*2)+1)) // > the LLC, as coldSet
+				ws := make([][]uint16, max(1, coldBytes/(n*k*2)+1)) // > the LLC, as coldSet
 				for i := range ws {
 					ws[i], _ = bf16Slice(rand.New(rand.NewPCG(uint64(i), 9)), n*k)
 				}
@@ -158,7 +158,7 @@ func BenchmarkGEMMBF16(b *testing.B) {
 						c.MatMulT(y, x, ws[i%len(ws)], m, k, n, nil)
 					}
 				} else {
-					ws := make([][]uint16, max(1, (96<<20)/(n*k*2)+1)) // > the LLC, as coldSet
+					ws := make([][]uint16, max(1, coldBytes/(n*k*2)+1)) // > the LLC, as coldSet
 					for i := range ws {
 						ws[i], _ = bf16Slice(rand.New(rand.NewPCG(uint64(i), 9)), n*k)
 					}

@@ -25,7 +25,7 @@ func BenchmarkDecodeStream(b *testing.B) {
 		sizes = append(sizes, n)
 		bytes += 4 * n
 	}
-	layers := (96<<20)/bytes + 1
+	layers := coldBytes/bytes + 1
 	bufs := make([][]float32, layers*len(sizes))
 	for i := range bufs {
 		bufs[i] = make([]float32, sizes[i%len(sizes)])
@@ -74,7 +74,7 @@ func BenchmarkDecodeLayers(b *testing.B) {
 		for _, s := range shapes {
 			bytes += s[0] * s[1] * esize
 		}
-		layers := (96<<20)/bytes + 1
+		layers := coldBytes/bytes + 1
 		if n, err := strconv.Atoi(os.Getenv("GELO_BENCH_LAYERS")); err == nil && n > 0 {
 			layers = n
 		}

@@ -27,8 +27,22 @@ type benchEnv struct {
 	rss     int64 // resident bytes at the end of the last B = 1 decodeTPOT (0: unknown)
 }
 
+// module compiles the suite's plan: po (its weight format, where the suite
+// sets none, the --weights flag's) and the --kv-dtype flag's cache, so that
+// every suite measures the weights and cache the command line names.
 func (e *benchEnv) module(po passes.ProtectOptions, noFuse []string) (*ir.Module, error) {
-	return plan.Compile(models.Source{}, e.l.Config, plan.Options{ProtectOptions: po, NoFuse: noFuse}, nil)
+	o := plan.Options{ProtectOptions: po, NoFuse: noFuse}
+	if o.Weights == "" {
+		o.Weights = e.mf.weights
+	}
+	if e.mf.kvDType != "" {
+		dt, err := plan.ParseKVDType(e.mf.kvDType)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		o.Trace.KVDType = dt
+	}
+	return plan.Compile(models.Source{}, e.l.Config, o, nil)
 }
 
 // decodeTPOT measures the median decode step of a B-sequence batch after

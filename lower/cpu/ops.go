@@ -239,14 +239,11 @@ func lowerShieldStrip(l *lowering) (func() error, error) {
 }
 
 func lowerSliceCols(l *lowering) (func() error, error) {
-	n, out, in, rows, dims, f := l.n, l.out, l.in, l.rows, l.dims, l.f
+	n, ctx, out, in, rows, dims, f := l.n, l.ctx, l.out, l.in, l.rows, l.dims, l.f
 	start, _ := n.Attrs.Int("start")
 	cols, src := dims(out)[1], dims(in[0])[1]
 	return func() error {
-		y, x := f(out), f(in[0])
-		for r := 0; r < rows; r++ {
-			copy(y[r*cols:(r+1)*cols], x[r*src+int(start):r*src+int(start)+cols])
-		}
+		ctx.SliceCols(f(out), f(in[0]), rows, src, int(start), cols)
 		return nil
 	}, nil
 }

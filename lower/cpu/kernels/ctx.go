@@ -45,6 +45,7 @@ type Ctx struct {
 	fz       fusedJob
 	bd       bf16DotJob
 	rb       roundJob
+	sl       sliceJob
 
 	// warm reads the next one-row product's first bytes (WarmMatVec).
 	warm pool.Warmer

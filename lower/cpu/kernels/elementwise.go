@@ -152,3 +152,39 @@ func (c *Ctx) Add(y, a, b []float32) { c.elementwise("Add", ewAdd, y, a, b) }
 // SwiGLU sets y = silu(gate) * up elementwise (silu rounded to float32
 // first, as HF computes act_fn(gate) * up). y may alias gate or up.
 func (c *Ctx) SwiGLU(y, gate, up []float32) { c.elementwise("SwiGLU", ewSwiGLU, y, gate, up) }
+
+// sliceJob copies the column window of whole rows, per rows a task.
+type sliceJob struct {
+	y, x                        []float32
+	rows, src, start, cols, per int
+}
+
+func (j *sliceJob) do(_ *Ctx, task, _ int) {
+	r0 := task * j.per
+	for r := r0; r < min(r0+j.per, j.rows); r++ {
+		copy(j.y[r*j.cols:(r+1)*j.cols], j.x[r*j.src+j.start:r*j.src+j.start+j.cols])
+	}
+}
+
+// SliceCols sets y (rows x cols) to columns start..start+cols-1 of x (rows
+// x src): a fused stack's output split into its parts. A prefill's parts
+// are megabytes a layer, so the rows are copied by every worker (about
+// ewChunk values a task); a copy, so the bits do not depend on the split.
+// Shorter slices or a window past src panic (a programming error).
+func (c *Ctx) SliceCols(y, x []float32, rows, src, start, cols int) {
+	if rows < 0 || cols < 0 || start < 0 || start+cols > src || len(y) < rows*cols || len(x) < rows*src {
+		panic(fmt.Sprintf("kernels: SliceCols: bad shapes rows=%d src=%d start=%d cols=%d len(y)=%d len(x)=%d",
+			rows, src, start, cols, len(y), len(x)))
+	}
+	j := &c.sl
+	j.y, j.x, j.rows, j.src, j.start, j.cols = y, x, rows, src, start, cols
+	j.per = max(1, ewChunk/max(cols, 1))
+	if tasks := (rows + j.per - 1) / j.per; tasks > 1 {
+		c.run(j, tasks)
+	} else {
+		for t := range tasks {
+			j.do(c, t, 0)
+		}
+	}
+	j.y, j.x = nil, nil
+}

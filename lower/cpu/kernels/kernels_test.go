@@ -711,3 +711,29 @@ func TestVectorExpMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceCols: the column window of every row, for row counts below and
+// above one task and every worker count, nothing written past rows*cols.
+func TestSliceCols(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for _, workers := range []int{1, 2, 3} {
+		c := withCtx(t, workers)
+		for _, sh := range [][4]int{{1, 4096, 2048, 1024}, {7, 96, 0, 64}, {512, 4096, 3072, 1024}, {33, 3000, 1000, 2000}, {5, 8, 8, 0}} {
+			rows, src, start, cols := sh[0], sh[1], sh[2], sh[3]
+			x := randSlice(rng, rows*src)
+			y := make([]float32, rows*cols+1)
+			y[rows*cols] = 42
+			c.SliceCols(y, x, rows, src, start, cols)
+			for r := 0; r < rows; r++ {
+				for j := 0; j < cols; j++ {
+					if y[r*cols+j] != x[r*src+start+j] {
+						t.Fatalf("workers=%d %v: y[%d][%d] = %v, want %v", workers, sh, r, j, y[r*cols+j], x[r*src+start+j])
+					}
+				}
+			}
+			if y[rows*cols] != 42 {
+				t.Fatalf("workers=%d %v: wrote past rows*cols", workers, sh)
+			}
+		}
+	}
+}

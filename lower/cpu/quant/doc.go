@@ -100,5 +100,14 @@
 // (one VPDPBUSD per piece and activation dword) and GEMMs (up to 16
 // activation rows per group call) read it as it lies.
 //
+// Where the process may use Intel AMX tiles (cpuid.AMX), the Q8_0, Q4_0
+// and Q4_K GEMMs on Interleaved16 take whole 16-row chunks of the
+// activations through the tiles instead (amx_amd64.s): a block's 16 x 16
+// exact integer sums come from one TDPBSSD (an Interleaved16 Q8_0 block
+// is its B operand as it lies; Q4_0 and Q4_K nibbles are unpacked into
+// one first), and the float part is the per-lane order above, so the bits
+// are the VNNI kernels'. The rows past the last whole chunk, and decode,
+// stay on those.
+//
 // Elsewhere (or with the purego build tag) the portable Go kernels run.
 package quant

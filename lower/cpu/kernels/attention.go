@@ -242,7 +242,11 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 		// through out unchanged, so the order per element stays t
 		// ascending). Out is written only after this group's q was read.
 		for t0 := 0; t0 < Tmax; t0 += attnChunk {
-			for r := r0; r < r1; r++ {
+			r := r0
+			if wsum6Asm(f, hd) && (i1-i0)%2 == 0 {
+				r = j.wsumRows(f, g, t0, r0, r1, i0, i1, score)
+			}
+			for ; r < r1; r++ {
 				T := int(j.pos[r]) + 1
 				if t0 >= T {
 					continue
@@ -281,6 +285,58 @@ func (j *attnJob) do(c *Ctx, task, worker int) {
 			}
 		}
 	}
+}
+
+// wsumRows takes the weighted sums of V of chunk t0 of KV head g for the
+// block's rows from r0 three at a time while three rows share a sequence
+// and attend to all of the chunk's first position: each pair of query
+// heads i0..i1 of the three rows goes through the chunk's positions that
+// all three attend to with wsum6 (the V rows read once for the six
+// sums), the positions past those for a row's own longer T with wsum2,
+// continuing; per element the order stays t ascending, so the bits are
+// the row-by-row path's. It returns the first row it did not take.
+func (j *attnJob) wsumRows(f KVFormat, g, t0, r0, r1, i0, i1 int, score func(r, i int) []float32) int {
+	hd, maxT := j.hd, j.maxT
+	ldo, ldp := j.heads*hd, j.hb*maxT
+	r := r0
+	for ; r+3 <= r1; r += 3 {
+		if j.seq[r+1] != j.seq[r] || j.seq[r+2] != j.seq[r] {
+			break
+		}
+		Tmin := int(min(j.pos[r], j.pos[r+1], j.pos[r+2])) + 1
+		if t0 >= Tmin {
+			break
+		}
+		base := KVOffset(int(j.seq[r]), g, 0, j.kvH, hd, maxT) + t0*hd
+		var v []float32
+		var h []uint16
+		if f == KVF32 {
+			v = j.vc.F32[base:]
+		} else {
+			h = j.vc.H16[base:]
+		}
+		tcc := min(attnChunk, Tmin-t0)
+		for i := i0; i < i1; i += 2 {
+			wsum6(f, j.out[(r*j.heads+i)*hd:], ldo, hd, score(r, i)[t0:], ldp, maxT, v, h, hd, tcc, hd, t0 > 0)
+		}
+		for rr := r; rr < r+3; rr++ {
+			tc := min(attnChunk, int(j.pos[rr])+1-t0)
+			if tc == tcc {
+				continue
+			}
+			var vt []float32
+			var ht []uint16
+			if f == KVF32 {
+				vt = v[tcc*hd:]
+			} else {
+				ht = h[tcc*hd:]
+			}
+			for i := i0; i < i1; i += 2 {
+				wsum2(f, j.out[(rr*j.heads+i)*hd:], j.out[(rr*j.heads+i+1)*hd:], score(rr, i)[t0+tcc:], score(rr, i+1)[t0+tcc:], vt, ht, hd, tc-tcc, hd, true)
+			}
+		}
+	}
+	return r
 }
 
 // scoresGEMM computes the scores of chunk t0 of KV head g for every row

@@ -404,6 +404,45 @@ func wsum2(f KVFormat, out0, out1, p0, p1 []float32, v []float32, h []uint16, ld
 }
 
 //go:noescape
+func wsum6F32AVX512(out *float32, ldo, oh int, p *float32, ldp, ph int, v *float32, ldv, t, d, acc int)
+
+//go:noescape
+func wsum6F16AVX512(out *float32, ldo, oh int, p *float32, ldp, ph int, v *uint16, ldv, t, d, acc int)
+
+//go:noescape
+func wsum6BF16AVX512(out *float32, ldo, oh int, p *float32, ldp, ph int, v *uint16, ldv, t, d, acc int)
+
+// wsum6Asm reports whether wsum6 has its assembly for format f and d
+// columns (wsum2's, which also takes its tails).
+func wsum6Asm(f KVFormat, d int) bool { return wsum2Asm(f, d) }
+
+// wsum6 is wsum2 of six (row, head) pairs sharing one V chunk: rows r < 3
+// ldo floats apart in out and ldp apart in p, heads h < 2 oh and ph apart,
+// each pair's bits those of its own wsum call, the V rows read (and
+// widened) once for the six (wsum6Asm(f, d)).
+func wsum6(f KVFormat, out []float32, ldo, oh int, p []float32, ldp, ph int, v []float32, h []uint16, ldv, t, d int, acc bool) {
+	_, _ = out[2*ldo+oh+d-1], p[2*ldp+ph+t-1]
+	if !wsum6Asm(f, d) {
+		panic("kernels: wsum6 without its assembly")
+	}
+	a := 0
+	if acc {
+		a = 1
+	}
+	switch f {
+	case KVF32:
+		_ = v[(t-1)*ldv+d-1]
+		wsum6F32AVX512(&out[0], ldo, oh, &p[0], ldp, ph, &v[0], ldv, t, d, a)
+	case KVF16:
+		_ = h[(t-1)*ldv+d-1]
+		wsum6F16AVX512(&out[0], ldo, oh, &p[0], ldp, ph, &h[0], ldv, t, d, a)
+	default:
+		_ = h[(t-1)*ldv+d-1]
+		wsum6BF16AVX512(&out[0], ldo, oh, &p[0], ldp, ph, &h[0], ldv, t, d, a)
+	}
+}
+
+//go:noescape
 func gemv2x8F16AVX512(x0, x1 *float32, w *uint16, ldw, k, ntiles int, y0, y1 *float32)
 
 //go:noescape

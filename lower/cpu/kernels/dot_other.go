@@ -105,3 +105,9 @@ func f32ToF16F16C(dst *uint16, src *float32, n int) {
 func f32ToBF16AVX2(dst *uint16, src *float32, n int) {
 	panic("kernels: f32ToBF16AVX2 without its assembly")
 }
+
+func wsum6Asm(f KVFormat, d int) bool { return false }
+
+func wsum6(f KVFormat, out []float32, ldo, oh int, p []float32, ldp, ph int, v []float32, h []uint16, ldv, t, d int, acc bool) {
+	panic("kernels: wsum6 without assembly")
+}

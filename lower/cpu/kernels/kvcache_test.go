@@ -236,6 +236,51 @@ func TestWsum2(t *testing.T) {
 	}
 }
 
+// TestWsum6: the six-pair weighted sums (three rows by two heads, with
+// strides as a prefill block lays them out) give, for each pair, the bits
+// of the one-head kernel, from zero and accumulating, for every cache
+// format, writing nothing between or past the pairs' outputs.
+func TestWsum6(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 31))
+	for _, f := range []KVFormat{KVF32, KVF16, KVBF16} {
+		for _, d := range []int{128, 256} {
+			if !wsum6Asm(f, d) {
+				t.Skipf("no AVX-512 here: wsum6 is not used")
+			}
+			for _, T := range []int{1, 7, 64} {
+				for _, acc := range []bool{false, true} {
+					ldv := d + 128
+					raw := randSlice(rng, T*ldv)
+					h, wide := round16(raw, f)
+					if f == KVF32 {
+						wide = raw
+					}
+					oh, ldo := d+16, 3*(d+16) // heads, then rows, with gaps
+					ph, ldp := T+5, 2*(T+5)+3
+					p := randSlice(rng, 2*ldp+ph+T)
+					init := randSlice(rng, 2*ldo+oh+d+16)
+					out := append([]float32(nil), init...)
+					wsum6(f, out, ldo, oh, p, ldp, ph, wide, h, ldv, T, d, acc)
+					want := append([]float32(nil), init...)
+					for r := 0; r < 3; r++ {
+						for hh := 0; hh < 2; hh++ {
+							o, pp := want[r*ldo+hh*oh:r*ldo+hh*oh+d], p[r*ldp+hh*ph:]
+							if f == KVF32 {
+								wsum(o, pp, wide, ldv, T, d, acc)
+							} else {
+								wsumH16(f, o, pp, h, ldv, T, d, acc)
+							}
+						}
+					}
+					if i := bitsEqual(out, want); i >= 0 {
+						t.Fatalf("%v d=%d T=%d acc=%v: out[%d] = %v, want %v", f, d, T, acc, i, out[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestGemv2: the two-head scores (AVX-512, else AVX2) give, for each head,
 // the bits of the one-head kernel (gemv1x8H16 on a 16-bit cache, gemv1x8
 // on an f32 one).

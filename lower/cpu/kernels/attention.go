@@ -46,7 +46,8 @@ type attnJob struct {
 // Tasks are (row, block of query heads sharing whole KV heads), or in a
 // prefill (2*attnRows rows or more) (block of attnRows rows, one KV head's
 // query heads; with AVX-512 a block of one sequence takes its scores as a
-// GEMM, scoresGEMM);
+// GEMM, scoresGEMM, and its weighted sums of V three rows by two heads a
+// pass, wsumRows);
 // a task takes its KV heads one at a time and walks that head's positions
 // in chunks of 64, so that the query heads of the group, and the rows of
 // the block, reuse each chunk from cache. A 16-bit cache is widened in registers (F16C's VCVTPH2PS, or the

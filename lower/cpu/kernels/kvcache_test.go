@@ -194,6 +194,18 @@ func TestAttentionPrefillBlocks(t *testing.T) {
 	}
 }
 
+// vChunk returns T random V rows of d columns, ldv apart, as a cache of
+// format f holds them (h, for a 16-bit cache) and widened (wide).
+func vChunk(rng *rand.Rand, f KVFormat, T, d int) (ldv int, h []uint16, wide []float32) {
+	ldv = d + 128
+	raw := randSlice(rng, T*ldv)
+	h, wide = round16(raw, f)
+	if f == KVF32 {
+		wide = raw
+	}
+	return ldv, h, wide
+}
+
 // TestWsum2: the two-head AVX-512 weighted sums give, for each head, the
 // bits of the one-head AVX2 kernel (wsum, or wsumH16 on a 16-bit cache),
 // from zero and accumulating, for every cache format.
@@ -206,12 +218,7 @@ func TestWsum2(t *testing.T) {
 			}
 			for _, T := range []int{1, 7, 64} {
 				for _, acc := range []bool{false, true} {
-					ldv := d + 128
-					raw := randSlice(rng, T*ldv)
-					h, wide := round16(raw, f)
-					if f == KVF32 {
-						wide = raw
-					}
+					ldv, h, wide := vChunk(rng, f, T, d)
 					p0, p1 := randSlice(rng, T), randSlice(rng, T)
 					init0, init1 := randSlice(rng, d), randSlice(rng, d)
 					out0, out1 := append([]float32(nil), init0...), append([]float32(nil), init1...)
@@ -249,12 +256,7 @@ func TestWsum6(t *testing.T) {
 			}
 			for _, T := range []int{1, 7, 64} {
 				for _, acc := range []bool{false, true} {
-					ldv := d + 128
-					raw := randSlice(rng, T*ldv)
-					h, wide := round16(raw, f)
-					if f == KVF32 {
-						wide = raw
-					}
+					ldv, h, wide := vChunk(rng, f, T, d)
 					oh, ldo := d+16, 3*(d+16) // heads, then rows, with gaps
 					ph, ldp := T+5, 2*(T+5)+3
 					p := randSlice(rng, 2*ldp+ph+T)

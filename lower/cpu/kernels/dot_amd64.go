@@ -182,6 +182,9 @@ func wsum(out, p, v []float32, ldv, t, d int, acc bool) {
 func expSumAVX2(s *float32, n int, m float32, sums *[4]float64)
 
 //go:noescape
+func expSumAVX512(s *float32, n int, m float32, sums *[4]float64)
+
+//go:noescape
 func scaleMaxAVX2(s *float32, n int, scale float32) float32
 
 //go:noescape
@@ -205,9 +208,14 @@ func scaleMaxVec(s []float32, n int, scale float32) float32 {
 	return scaleMaxAVX2(&s[0], n, scale)
 }
 
-// expSumVec: s[i] = expf(s[i]-m), sums[i%4] += s[i] (float64), i < n.
+// expSumVec: s[i] = expf(s[i]-m), sums[i%4] += s[i] (float64), i < n
+// (16 lanes a step with AVX-512, the same bits).
 func expSumVec(s []float32, n int, m float32, sums *[4]float64) {
 	_ = s[n-1]
+	if useAVX512 {
+		expSumAVX512(&s[0], n, m, sums)
+		return
+	}
 	expSumAVX2(&s[0], n, m, sums)
 }
 

@@ -849,6 +849,103 @@ esdone:
 	VZEROUPPER
 	RET
 
+// EXPF512(X, R, T1, T2, T3): EXPF on 16 lanes, the same operations in
+// the same order (the constants broadcast from their first lane), the
+// special cases by mask registers K1-K3 instead of blends.
+#define EXPF512(X, R, T1, T2, T3) \
+	VMULPS.BCST  expLog2e<>(SB), X, T1; \
+	VADDPS.BCST  expMagic<>(SB), T1, T1; \
+	VSUBPS.BCST  expMagic<>(SB), T1, T1; \
+	VMULPS.BCST  expC1<>(SB), T1, T2; \
+	VSUBPS       T2, X, T2; \
+	VMULPS.BCST  expC2<>(SB), T1, T3; \
+	VSUBPS       T3, T2, T2; \
+	VMULPS       T2, T2, T3; \
+	VMULPS.BCST  expP0<>(SB), T2, R; \
+	VADDPS.BCST  expP1<>(SB), R, R; \
+	VMULPS       T2, R, R; \
+	VADDPS.BCST  expP2<>(SB), R, R; \
+	VMULPS       T2, R, R; \
+	VADDPS.BCST  expP3<>(SB), R, R; \
+	VMULPS       T2, R, R; \
+	VADDPS.BCST  expP4<>(SB), R, R; \
+	VMULPS       T2, R, R; \
+	VADDPS.BCST  expP5<>(SB), R, R; \
+	VMULPS       T3, R, R; \
+	VADDPS       T2, R, R; \
+	VADDPS.BCST  expOne<>(SB), R, R; \
+	VCVTTPS2DQ   T1, T1; \
+	VPSRAD       $1, T1, T2; \
+	VPSUBD       T2, T1, T1; \
+	VPADDD.BCST  expBias<>(SB), T2, T2; \
+	VPSLLD       $23, T2, T2; \
+	VPADDD.BCST  expBias<>(SB), T1, T1; \
+	VPSLLD       $23, T1, T1; \
+	VMULPS       T2, R, R; \
+	VMULPS       T1, R, R; \
+	VCMPPS.BCST  $5, expHi<>(SB), X, K1; \
+	VBROADCASTSS expInf<>(SB), T1; \
+	VMOVAPS      T1, K1, R; \
+	VCMPPS.BCST  $1, expLo<>(SB), X, K2; \
+	VPXORD       T1, T1, T1; \
+	VMOVAPS      T1, K2, R; \
+	VCMPPS       $3, X, X, K3; \
+	VMOVAPS      X, K3, R
+
+// func expSumAVX512(s *float32, n int, m float32, sums *[4]float64)
+//
+// expSumAVX2 with 16 lanes a step (the last 8 of an n = 8 mod 16 by the
+// AVX2 step): the same values, and the same four float64 partial sums,
+// each element added to partial i%4 in i order.
+TEXT ·expSumAVX512(SB), NOSPLIT, $0-32
+	MOVQ         s+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS m+16(FP), Z14
+	VXORPD       Y12, Y12, Y12
+	SHLQ         $2, CX
+	ADDQ         SI, CX
+	LEAQ         -60(CX), DX
+
+es512loop:
+	CMPQ          SI, DX
+	JAE           es512tail
+	VMOVUPS       (SI), Z0
+	VSUBPS        Z14, Z0, Z0
+	EXPF512(Z0, Z1, Z2, Z3, Z4)
+	VMOVUPS       Z1, (SI)
+	VCVTPS2PD     X1, Y2
+	VADDPD        Y2, Y12, Y12
+	VEXTRACTF32X4 $1, Z1, X3
+	VCVTPS2PD     X3, Y3
+	VADDPD        Y3, Y12, Y12
+	VEXTRACTF32X4 $2, Z1, X3
+	VCVTPS2PD     X3, Y3
+	VADDPD        Y3, Y12, Y12
+	VEXTRACTF32X4 $3, Z1, X3
+	VCVTPS2PD     X3, Y3
+	VADDPD        Y3, Y12, Y12
+	ADDQ          $64, SI
+	JMP           es512loop
+
+es512tail:
+	CMPQ         SI, CX
+	JAE          es512done
+	VMOVUPS      (SI), Y0
+	VSUBPS       Y14, Y0, Y0
+	EXPF(Y0, Y1, Y2, Y3, Y4)
+	VMOVUPS      Y1, (SI)
+	VCVTPS2PD    X1, Y2
+	VADDPD       Y2, Y12, Y12
+	VEXTRACTF128 $1, Y1, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y3, Y12, Y12
+
+es512done:
+	MOVQ    sums+24(FP), DI
+	VMOVUPD Y12, (DI)
+	VZEROUPPER
+	RET
+
 // func scaleMaxAVX2(s *float32, n int, scale float32) float32
 //
 // For i < n (a multiple of 8): s[i] *= scale; returns the maximum of the

@@ -669,21 +669,34 @@ func TestVectorExpMatchesGo(t *testing.T) {
 			xs = append(xs, float32(rng.NormFloat64()*1e-3))
 		}
 	}
-	n := len(xs)
-	e := append([]float32(nil), xs...)
-	var sums [4]float64
-	expSumVec(e, n, 0, &sums)
-	var want [4]float64
-	for i, x := range xs {
-		g := expf(x)
-		if math.Float32bits(e[i]) != math.Float32bits(g) && !(g != g && e[i] != e[i]) {
-			t.Fatalf("vector expf(%v) = %v, Go expf = %v", x, e[i], g)
+	// Both vector widths where the machine has AVX-512 (16 lanes a step,
+	// and an 8-lane last step when n is 8 mod 16).
+	widths := []bool{useAVX512}
+	if useAVX512 {
+		widths = append(widths, false)
+	}
+	for _, wide := range widths {
+		old := useAVX512
+		useAVX512 = wide
+		for _, n := range []int{len(xs), len(xs) - 8, 8, 16, 24} {
+			e := append([]float32(nil), xs[:n]...)
+			var sums [4]float64
+			expSumVec(e, n, 0, &sums)
+			var want [4]float64
+			for i, x := range xs[:n] {
+				g := expf(x)
+				if math.Float32bits(e[i]) != math.Float32bits(g) && !(g != g && e[i] != e[i]) {
+					t.Fatalf("avx512=%v n=%d: vector expf(%v) = %v, Go expf = %v", wide, n, x, e[i], g)
+				}
+				want[i&3] += float64(g)
+			}
+			if sums != want && !math.IsNaN(want[0]+want[1]+want[2]+want[3]) {
+				t.Fatalf("avx512=%v n=%d: sums %v want %v", wide, n, sums, want)
+			}
 		}
-		want[i&3] += float64(g)
+		useAVX512 = old
 	}
-	if sums != want && !math.IsNaN(want[0]+want[1]+want[2]+want[3]) {
-		t.Fatalf("sums %v want %v", sums, want)
-	}
+	n := len(xs)
 	y := make([]float32, n)
 	u := randSlice(rng, n)
 	for _, up := range [][]float32{nil, u} {

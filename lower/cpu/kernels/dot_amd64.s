@@ -815,6 +815,20 @@ GLOBL negInf<>(SB), RODATA|NOPTR, $32
 	VCMPPS     $3, X, X, T1; \
 	VBLENDVPS  T1, X, R, R
 
+// EXPSUM8: the 8 values at (SI) less m (Y14) through EXPF, stored back,
+// and added as float64 to the partial sums in Y12 (elements 0-3, then
+// 4-7: each to partial i%4 in i order).
+#define EXPSUM8 \
+	VMOVUPS      (SI), Y0; \
+	VSUBPS       Y14, Y0, Y0; \
+	EXPF(Y0, Y1, Y2, Y3, Y4); \
+	VMOVUPS      Y1, (SI); \
+	VCVTPS2PD    X1, Y2; \
+	VADDPD       Y2, Y12, Y12; \
+	VEXTRACTF128 $1, Y1, X3; \
+	VCVTPS2PD    X3, Y3; \
+	VADDPD       Y3, Y12, Y12
+
 // func expSumAVX2(s *float32, n int, m float32, sums *[4]float64)
 //
 // For i < n (a multiple of 8): s[i] = expf(s[i] - m); sums[l] = the float64
@@ -830,15 +844,7 @@ TEXT ·expSumAVX2(SB), NOSPLIT, $0-32
 	JAE          esdone
 
 esloop:
-	VMOVUPS      (SI), Y0
-	VSUBPS       Y14, Y0, Y0
-	EXPF(Y0, Y1, Y2, Y3, Y4)
-	VMOVUPS      Y1, (SI)
-	VCVTPS2PD    X1, Y2
-	VADDPD       Y2, Y12, Y12
-	VEXTRACTF128 $1, Y1, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       Y3, Y12, Y12
+	EXPSUM8
 	ADDQ         $32, SI
 	CMPQ         SI, CX
 	JB           esloop
@@ -930,15 +936,7 @@ es512loop:
 es512tail:
 	CMPQ         SI, CX
 	JAE          es512done
-	VMOVUPS      (SI), Y0
-	VSUBPS       Y14, Y0, Y0
-	EXPF(Y0, Y1, Y2, Y3, Y4)
-	VMOVUPS      Y1, (SI)
-	VCVTPS2PD    X1, Y2
-	VADDPD       Y2, Y12, Y12
-	VEXTRACTF128 $1, Y1, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       Y3, Y12, Y12
+	EXPSUM8
 
 es512done:
 	MOVQ    sums+24(FP), DI

@@ -35,6 +35,17 @@ GLOBL maskTab<>(SB), RODATA|NOPTR, $64
 
 #include "hsum8_amd64.h"
 
+// GB18PAIR(A, B, T0, T1, C0, C1): two rows' 8 bf16 weights at (A) and
+// (B) (DX bytes on) widened into T0 and T1, times the input in Y8, added
+// to the rows' accumulators C0 and C1.
+#define GB18PAIR(A, B, T0, T1, C0, C1) \
+	VPMOVZXWD   (A)(DX*1), T0; \
+	VPMOVZXWD   (B)(DX*1), T1; \
+	VPSLLD      $16, T0, T0; \
+	VPSLLD      $16, T1, T1; \
+	VFMADD231PS T0, Y8, C0; \
+	VFMADD231PS T1, Y8, C1
+
 // GB18BODY(TILE, LOOP, RET_, PF): gemv1x8BF16AVX2 (TILE, LOOP and RET_
 // its labels) with the prefetch instruction PF.
 #define GB18BODY(TILE, LOOP, RET_, PF) \
@@ -64,30 +75,10 @@ LOOP:; \
 	PF          (R15)(DX*8); \
 	PF          64(R15)(DX*8); \
 	VMOVUPS     (SI)(DX*2), Y8; \
-	VPMOVZXWD   (AX)(DX*1), Y9; \
-	VPMOVZXWD   (BX)(DX*1), Y10; \
-	VPSLLD      $16, Y9, Y9; \
-	VPSLLD      $16, Y10, Y10; \
-	VFMADD231PS Y9, Y8, Y0; \
-	VFMADD231PS Y10, Y8, Y1; \
-	VPMOVZXWD   (CX)(DX*1), Y11; \
-	VPMOVZXWD   (DI)(DX*1), Y12; \
-	VPSLLD      $16, Y11, Y11; \
-	VPSLLD      $16, Y12, Y12; \
-	VFMADD231PS Y11, Y8, Y2; \
-	VFMADD231PS Y12, Y8, Y3; \
-	VPMOVZXWD   (R8)(DX*1), Y9; \
-	VPMOVZXWD   (R9)(DX*1), Y10; \
-	VPSLLD      $16, Y9, Y9; \
-	VPSLLD      $16, Y10, Y10; \
-	VFMADD231PS Y9, Y8, Y4; \
-	VFMADD231PS Y10, Y8, Y5; \
-	VPMOVZXWD   (R10)(DX*1), Y11; \
-	VPMOVZXWD   (R11)(DX*1), Y12; \
-	VPSLLD      $16, Y11, Y11; \
-	VPSLLD      $16, Y12, Y12; \
-	VFMADD231PS Y11, Y8, Y6; \
-	VFMADD231PS Y12, Y8, Y7; \
+	GB18PAIR(AX, BX, Y9, Y10, Y0, Y1); \
+	GB18PAIR(CX, DI, Y11, Y12, Y2, Y3); \
+	GB18PAIR(R8, R9, Y9, Y10, Y4, Y5); \
+	GB18PAIR(R10, R11, Y11, Y12, Y6, Y7); \
 	ADDQ        $16, DX; \
 	CMPQ        DX, R12; \
 	JB          LOOP; \

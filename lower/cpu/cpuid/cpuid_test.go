@@ -11,17 +11,7 @@ import (
 // TestVendorMatchesProcCPUInfo checks the vendor read by CPUID against the
 // kernel's own reading, where Linux gives one.
 func TestVendorMatchesProcCPUInfo(t *testing.T) {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil || runtime.GOARCH != "amd64" {
-		t.Skipf("no /proc/cpuinfo on %s (%v)", runtime.GOARCH, err)
-	}
-	want := ""
-	for _, line := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "vendor_id" {
-			want = strings.TrimSpace(v)
-			break
-		}
-	}
+	want := cpuinfoField(t, "vendor_id")
 	if want == "" {
 		t.Skip("/proc/cpuinfo names no vendor_id")
 	}
@@ -35,23 +25,40 @@ func TestVendorMatchesProcCPUInfo(t *testing.T) {
 }
 
 // TestAMXNeedsTheCPUFlags: AMX is never reported where the kernel lists
-// no AMX tile, int8 and bf16 support, and where it does, the kernel granted
-// the tile state (an arch_prctl refusal would have left AMX false).
+// no AMX tile, int8 and bf16 support (where it does, AMX also needs the
+// kernel to grant the tile state, which this test cannot tell apart).
 func TestAMXNeedsTheCPUFlags(t *testing.T) {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil || runtime.GOARCH != "amd64" {
-		t.Skipf("no /proc/cpuinfo on %s (%v)", runtime.GOARCH, err)
-	}
-	var flags []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "flags" {
-			flags = strings.Fields(v)
-			break
-		}
-	}
+	flags := strings.Fields(cpuinfoField(t, "flags"))
 	listed := slices.Contains(flags, "amx_tile") && slices.Contains(flags, "amx_int8") && slices.Contains(flags, "amx_bf16")
 	if AMX && !listed {
 		t.Fatalf("AMX reported, but /proc/cpuinfo lists no amx_tile, amx_int8 and amx_bf16")
 	}
 	t.Logf("AMX %v (the kernel lists the flags: %v)", AMX, listed)
+}
+
+// cpuinfoField returns the first value of key in /proc/cpuinfo ("" if it
+// names none), skipping the test where there is no such file or the CPU is
+// not amd64.
+func cpuinfoField(t *testing.T, key string) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil || runtime.GOARCH != "amd64" {
+		t.Skipf("no /proc/cpuinfo on %s (%v)", runtime.GOARCH, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// TestAMXWanted: GELO_AMX=0, off or false (any case, spaces around)
+// turn AMX off; unset or anything else leaves it to the CPU and the kernel.
+func TestAMXWanted(t *testing.T) {
+	for env, want := range map[string]bool{"": true, "1": true, "on": true, "0": false, "off": false, "FALSE": false, " 0 ": false} {
+		if got := amxWanted(env); got != want {
+			t.Errorf("GELO_AMX=%q: wanted %v, got %v", env, want, got)
+		}
+	}
 }

@@ -35,12 +35,8 @@ func (e *benchEnv) module(po passes.ProtectOptions, noFuse []string) (*ir.Module
 	if o.Weights == "" {
 		o.Weights = e.mf.weights
 	}
-	if e.mf.kvDType != "" {
-		dt, err := plan.ParseKVDType(e.mf.kvDType)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
-		}
-		o.Trace.KVDType = dt
+	if err := e.mf.setKVDType(&o); err != nil {
+		return nil, err
 	}
 	return plan.Compile(models.Source{}, e.l.Config, o, nil)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"testing"
 
 	"gelo/models"
@@ -35,5 +36,9 @@ func TestBenchSuitesCompileTheFlagsWeights(t *testing.T) {
 	}
 	if got := m.Meta["weights"]; got != passes.WeightsQ4_0 {
 		t.Errorf("a suite's own format: weights %q, want %q", got, passes.WeightsQ4_0)
+	}
+	e.mf.kvDType = "f8"
+	if _, err := e.module(po, nil); !errors.Is(err, errUsage) {
+		t.Errorf("--kv-dtype f8: err %v, want a usage error", err)
 	}
 }

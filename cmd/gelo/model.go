@@ -107,12 +107,8 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 // options parses the compile flags.
 func (mf *modelFlags) options() (plan.Options, error) {
 	o := plan.Knobs()
-	if mf.kvDType != "" {
-		dt, err := plan.ParseKVDType(mf.kvDType)
-		if err != nil {
-			return o, fmt.Errorf("%w: %v", errUsage, err)
-		}
-		o.Trace.KVDType = dt
+	if err := mf.setKVDType(&o); err != nil {
+		return o, err
 	}
 	var knobs []string // expert protection knobs given on the command line
 	securitySet := false
@@ -251,6 +247,20 @@ func (mf *modelFlags) compile(src models.Source, cfg *models.Config, stderr io.W
 			_, err := fmt.Fprintf(stderr, "// ---- IR after %s ----\n%s", pass, ir.Print(m))
 			return err
 		}})
+}
+
+// setKVDType sets o's KV cache dtype from --kv-dtype (left as it is when
+// the flag is not given); a bad name is a usage error.
+func (mf *modelFlags) setKVDType(o *plan.Options) error {
+	if mf.kvDType == "" {
+		return nil
+	}
+	dt, err := plan.ParseKVDType(mf.kvDType)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	o.Trace.KVDType = dt
+	return nil
 }
 
 // session builds a session for a compiled module on the engine flags.

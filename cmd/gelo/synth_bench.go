@@ -201,6 +201,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if cpuid.L2Prefetch {
 		pf = "into L2 (T1), as measured on the Intel Xeon kind"
 	}
+	pf += ", chosen " + cpuid.PrefetchChoice
 	gemm := "the VNNI or AVX2 kernels (no AMX tiles here)"
 	if quant.HasAMX() {
 		gemm = "AMX tiles (the OS granted them), the same bits as VNNI"

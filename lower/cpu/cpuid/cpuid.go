@@ -4,6 +4,12 @@
 // process may use AMX tiles (AMX), which the OS must grant.
 package cpuid
 
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
 // Vendor is the CPUID vendor string ("GenuineIntel", "AuthenticAMD", ...),
 // or "" where it is not read (other architectures, -tags purego).
 var Vendor = vendor()
@@ -15,6 +21,26 @@ var Vendor = vendor()
 // step's weights and the decode attention's cache 1.4-1.8x faster than
 // those hints; on AMD Zen 4 T1 and T2 fill L2 only and are reported to be
 // dropped at times, and the AMD kinds' figures were measured with the
-// hints kept there. Only speed depends on it: a prefetch changes no
-// result.
-var L2Prefetch = Vendor == "GenuineIntel"
+// hints kept there. The vendor picks, unless GELO_PREFETCH says t1 or
+// tuned: the T1 kernels were written after the last AMD measurements, so
+// a session there can time both in one binary. Only speed depends on it:
+// a prefetch changes no result. PrefetchChoice says in words what picked.
+var L2Prefetch, PrefetchChoice = l2Prefetch(Vendor, os.Getenv("GELO_PREFETCH"))
+
+// l2Prefetch is L2Prefetch and PrefetchChoice for a vendor and a
+// GELO_PREFETCH value: t1 or tuned (any case) choose, anything else
+// leaves it to the vendor (a value not understood is named in the choice,
+// so that a typo shows where the choice is printed).
+func l2Prefetch(vendor, env string) (bool, string) {
+	byVendor := vendor == "GenuineIntel"
+	switch v := strings.ToLower(strings.TrimSpace(env)); v {
+	case "t1":
+		return true, "GELO_PREFETCH=t1"
+	case "tuned":
+		return false, "GELO_PREFETCH=tuned"
+	case "":
+		return byVendor, "by the CPU vendor"
+	default:
+		return byVendor, fmt.Sprintf("by the CPU vendor (GELO_PREFETCH=%q not understood: t1 or tuned)", env)
+	}
+}

@@ -62,3 +62,27 @@ func TestAMXWanted(t *testing.T) {
 		}
 	}
 }
+
+// TestL2PrefetchChoice: GELO_PREFETCH=t1 or tuned (any case, spaces
+// around) overrides the vendor's choice; unset or anything else leaves it,
+// and a value not understood is named in the choice.
+func TestL2PrefetchChoice(t *testing.T) {
+	for _, c := range []struct {
+		vendor, env string
+		want        bool
+		says        string
+	}{
+		{"GenuineIntel", "", true, "vendor"},
+		{"AuthenticAMD", "", false, "vendor"},
+		{"AuthenticAMD", "T1", true, "GELO_PREFETCH=t1"},
+		{"AuthenticAMD", " t1 ", true, "GELO_PREFETCH=t1"},
+		{"GenuineIntel", "tuned", false, "GELO_PREFETCH=tuned"},
+		{"GenuineIntel", "nta", true, `"nta" not understood`},
+		{"AuthenticAMD", "l2", false, `"l2" not understood`},
+	} {
+		got, says := l2Prefetch(c.vendor, c.env)
+		if got != c.want || !strings.Contains(says, c.says) {
+			t.Errorf("vendor %s, GELO_PREFETCH=%q: got %v (%q), want %v (saying %q)", c.vendor, c.env, got, says, c.want, c.says)
+		}
+	}
+}

@@ -18,10 +18,10 @@ func TestVendorMatchesProcCPUInfo(t *testing.T) {
 	if vendor() != "" && Vendor != want {
 		t.Fatalf("Vendor = %q, /proc/cpuinfo says %q", Vendor, want)
 	}
-	if L2Prefetch != (Vendor == "GenuineIntel") {
-		t.Fatalf("L2Prefetch = %v for vendor %q", L2Prefetch, Vendor)
+	if want, _ := l2Prefetch(Vendor, os.Getenv("GELO_PREFETCH")); L2Prefetch != want {
+		t.Fatalf("L2Prefetch = %v for vendor %q, GELO_PREFETCH=%q", L2Prefetch, Vendor, os.Getenv("GELO_PREFETCH"))
 	}
-	t.Logf("vendor %q, L2Prefetch %v", Vendor, L2Prefetch)
+	t.Logf("vendor %q, L2Prefetch %v (%s)", Vendor, L2Prefetch, PrefetchChoice)
 }
 
 // TestAMXNeedsTheCPUFlags: AMX is never reported where the kernel lists

@@ -847,8 +847,13 @@ esdone:
 	RET
 
 // EXPF512(X, R, T1, T2, T3): EXPF on 16 lanes, the same operations in
-// the same order (the constants broadcast from their first lane), the
-// special cases by mask registers K1-K3 instead of blends.
+// the same order (the constants broadcast from their first lane) up to the
+// scaling, the special cases by mask registers K1-K3 instead of blends.
+// The scaling by 2^n is one VSCALEFPS where EXPF multiplies by 2^(n>>1)
+// and 2^(n-(n>>1)): for |x| within the bounds, n is in [-126, 128] and the
+// product by 2^(n>>1) is exact, so both round e*2^n once, to the same bits
+// (checked against Go's expf on every float32 input, see
+// TestVectorExpMatchesGo).
 #define EXPF512(X, R, T1, T2, T3) \
 	VMULPS.BCST  expLog2e<>(SB), X, T1; \
 	VADDPS.BCST  expMagic<>(SB), T1, T1; \
@@ -871,21 +876,11 @@ esdone:
 	VMULPS       T3, R, R; \
 	VADDPS       T2, R, R; \
 	VADDPS.BCST  expOne<>(SB), R, R; \
-	VCVTTPS2DQ   T1, T1; \
-	VPSRAD       $1, T1, T2; \
-	VPSUBD       T2, T1, T1; \
-	VPADDD.BCST  expBias<>(SB), T2, T2; \
-	VPSLLD       $23, T2, T2; \
-	VPADDD.BCST  expBias<>(SB), T1, T1; \
-	VPSLLD       $23, T1, T1; \
-	VMULPS       T2, R, R; \
-	VMULPS       T1, R, R; \
+	VSCALEFPS    T1, R, R; \
 	VCMPPS.BCST  $5, expHi<>(SB), X, K1; \
-	VBROADCASTSS expInf<>(SB), T1; \
-	VMOVAPS      T1, K1, R; \
+	VBROADCASTSS expInf<>(SB), K1, R; \
 	VCMPPS.BCST  $1, expLo<>(SB), X, K2; \
-	VPXORD       T1, T1, T1; \
-	VMOVAPS      T1, K2, R; \
+	VPXORD       R, R, K2, R; \
 	VCMPPS       $3, X, X, K3; \
 	VMOVAPS      X, K3, R
 

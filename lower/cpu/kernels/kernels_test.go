@@ -76,9 +76,11 @@ func TestCanonicalOrderExact(t *testing.T) {
 	c := withCtx(t, 2)
 	for _, k := range []int{1, 5, 8, 13, 64, 67} {
 		// m from packMinRows on: a task packs its weight panel (AVX-512,
-		// k%8 == 0); 2*packedRowBlock+7: several such row blocks.
-		for _, m := range []int{1, 2, 5, 7, 13, packMinRows, 2*packedRowBlock + 7} {
-			n := 19
+		// k%8 == 0); 2*packedRowBlock+7: several such row blocks. n = 19
+		// and 27: a tail tile after an even and an odd number of full
+		// ones.
+		for _, mn := range [][2]int{{1, 19}, {2, 19}, {5, 19}, {7, 19}, {13, 19}, {packMinRows, 19}, {packMinRows, 27}, {2*packedRowBlock + 7, 19}, {2*packedRowBlock + 7, 27}} {
+			m, n := mn[0], mn[1]
 			x, w := randSlice(rng, m*k), randSlice(rng, n*k)
 			bias := randSlice(rng, n)
 			y := make([]float32, m*n)

@@ -185,6 +185,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	samples := kernels.ProbeBandwidth(probe, []int{256 << 20, 512 << 20}, 15)
 	bw := kernels.BandwidthBound(samples)
 	peak := kernels.MeasurePeakGFLOPS(probe)
+	dotPeak := kernels.MeasurePeakBF16DotGFLOPS(probe)
 	workers := probe.Workers()
 	probe.Close()
 	debug.FreeOSMemory() // the probe's buffers leave the resident set
@@ -193,6 +194,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "model      %s (%s, %d layers, hidden %d, intermediate %d, vocab %d)\n", l.Spec, cfg.ModelType,
 		cfg.NumHiddenLayers, cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize)
 	fmt.Fprintf(stdout, "machine    %d workers; read bandwidth %.1f GB/s (the best pass of the probe below), FMA peak %.1f GFLOP/s (measured)\n", workers, bw, peak)
+	if dotPeak > 0 {
+		fmt.Fprintf(stdout, "  bf16 dot product peak %.1f GFLOP/s (measured; VDPBF16PS, --weights bf16dot's GEMMs), %.2fx the FMA peak\n", dotPeak, dotPeak/peak)
+	}
 	for _, x := range samples {
 		fmt.Fprintf(stdout, "  bandwidth probe %-10s %d worker(s): best %5.1f GB/s, median %5.1f GB/s (%d passes)\n",
 			passes.HumanBytes(int64(x.Bytes)), x.Workers, x.Best, x.Median, x.Passes)

@@ -13,8 +13,8 @@ import (
 // Reference machine figures for the ratios the benchmarks report, measured
 // once per run with a GOMAXPROCS-worker Ctx (as the benchmarks use).
 var (
-	machineOnce      sync.Once
-	machineBW, peakF float64
+	machineOnce             sync.Once
+	machineBW, peakF, peakD float64
 )
 
 func machine() (bw, peak float64) {
@@ -23,6 +23,7 @@ func machine() (bw, peak float64) {
 		defer c.Close()
 		machineBW = MeasureReadBandwidth(c, 256<<20)
 		peakF = MeasurePeakGFLOPS(c)
+		peakD = MeasurePeakBF16DotGFLOPS(c)
 	})
 	return machineBW, peakF
 }
@@ -213,13 +214,15 @@ func probeBound() float64 {
 }
 
 // BenchmarkMachine reports the reference figures the ratios above use:
-// read bandwidth (GB/s) and FMA peak (GFLOP/s) of all workers.
+// read bandwidth (GB/s), FMA peak and, where it runs, the bf16 dot
+// product's peak (GFLOP/s) of all workers.
 func BenchmarkMachine(b *testing.B) {
 	bw, peak := machine()
 	for i := 0; i < b.N; i++ {
 	}
 	b.ReportMetric(bw, "GB/s")
 	b.ReportMetric(peak, "peakGFLOP/s")
+	b.ReportMetric(peakD, "bf16dotPeakGFLOP/s")
 }
 
 // BenchmarkAttentionPrefill: the last 256 rows of a 2048-token prefill

@@ -177,6 +177,9 @@ func BenchmarkGEMMBF16(b *testing.B) {
 				g := 2 * float64(m*k*n) * float64(b.N) / b.Elapsed().Seconds() / 1e9
 				b.ReportMetric(g, "GFLOP/s")
 				b.ReportMetric(100*g/peak, "%peak")
+				if format == "bf16dot" && peakD > 0 {
+					b.ReportMetric(100*g/peakD, "%dotpeak") // of the bf16 dot product's own peak
+				}
 			})
 		}
 	}

@@ -145,6 +145,18 @@ func sum64(p []float32, n int) float32 {
 	return sumGo(p, n)
 }
 
+//go:noescape
+func bf16DotLoopAVX512(iters int)
+
+// bf16DotLoop runs iters iterations of 192 flops of the bf16 dot product
+// in registers (useBF16Dot only).
+func bf16DotLoop(iters int) {
+	if !useBF16Dot {
+		panic("kernels: bf16DotLoop without AVX512_BF16")
+	}
+	bf16DotLoopAVX512(iters / 4)
+}
+
 // fmaLoop runs iters iterations of 192 flops in registers (with the
 // widest vectors the GEMM uses).
 func fmaLoop(iters int) {

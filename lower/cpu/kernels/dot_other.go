@@ -111,3 +111,5 @@ func wsum6Asm(f KVFormat, d int) bool { return false }
 func wsum6(f KVFormat, out []float32, ldo, oh int, p []float32, ldp, ph int, v []float32, h []uint16, ldv, t, d int, acc bool) {
 	panic("kernels: wsum6 without assembly")
 }
+
+func bf16DotLoop(iters int) { panic("kernels: bf16DotLoop without assembly") }

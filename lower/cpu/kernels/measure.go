@@ -13,12 +13,18 @@ type measureJob struct {
 	tasks int // tasks that read (the others idle): the worker count probed
 	iters int
 	flops bool
-	sums  []float32 // one per task, keeps the reads alive
+	bf16  bool // with flops: the bf16 dot product's loop, not the FMAs'
+
+	sums []float32 // one per task, keeps the reads alive
 }
 
 func (j *measureJob) do(_ *Ctx, task, _ int) {
 	if j.flops {
-		fmaLoop(j.iters)
+		if j.bf16 {
+			bf16DotLoop(j.iters)
+		} else {
+			fmaLoop(j.iters)
+		}
 		return
 	}
 	if task < j.tasks {
@@ -115,11 +121,26 @@ func (c *Ctx) readPasses(buf []float32, readers, passes int) (int, []float64) {
 // every worker runs a register-only loop of 12 independent 8-wide FMA
 // chains (the assembly kernel; the Go fallback where there is none), best of
 // 8 timed passes after a warm-up.
-func MeasurePeakGFLOPS(c *Ctx) float64 {
+func MeasurePeakGFLOPS(c *Ctx) float64 { return measurePeak(c, false) }
+
+// MeasurePeakBF16DotGFLOPS is MeasurePeakGFLOPS for the bf16 dot product
+// (AVX512_BF16 VDPBF16PS, 12 independent chains: each instruction 32 pair
+// products and their sums, counted as 2 flops a product, as the FMAs'),
+// or 0 where it does not run (HasBF16Dot). Its ratio to the FMA peak says
+// whether the bf16dot mode can be faster than the exact bf16 path here: on
+// the Intel Xeon kind it was half.
+func MeasurePeakBF16DotGFLOPS(c *Ctx) float64 {
+	if !useBF16Dot {
+		return 0
+	}
+	return measurePeak(c, true)
+}
+
+func measurePeak(c *Ctx, bf16 bool) float64 {
 	const iters = 1 << 20 // 192 flops each
 	w := c.Workers()
 	j := &c.meas
-	j.iters, j.flops = iters, true
+	j.iters, j.flops, j.bf16 = iters, true, bf16
 	best := math.Inf(1)
 	for pass := 0; pass < 9; pass++ {
 		t0 := time.Now()
@@ -129,7 +150,7 @@ func MeasurePeakGFLOPS(c *Ctx) float64 {
 			best = dt
 		}
 	}
-	j.flops = false
+	j.flops, j.bf16 = false, false
 	return float64(w) * iters * 192 / best / 1e9
 }
 

@@ -570,6 +570,17 @@ func TestMeasure(t *testing.T) {
 	if f := MeasurePeakGFLOPS(c); !(f > 0.1) {
 		t.Fatalf("peak %v", f)
 	}
+	// The bf16 dot product's peak: measured where it runs, 0 elsewhere.
+	if d := MeasurePeakBF16DotGFLOPS(c); HasBF16Dot() != (d > 0.1) || (!HasBF16Dot() && d != 0) {
+		t.Fatalf("bf16 dot product peak %v with HasBF16Dot %v", d, HasBF16Dot())
+	}
+	old := useBF16Dot
+	useBF16Dot = false
+	d := MeasurePeakBF16DotGFLOPS(c)
+	useBF16Dot = old
+	if d != 0 {
+		t.Fatalf("bf16 dot product peak %v without it, want 0", d)
+	}
 	s := ProbeBandwidth(c, []int{8 << 20, 16 << 20}, 3)
 	if len(s) != 4 {
 		t.Fatalf("%d samples, want 2 sizes x 2 worker counts", len(s))

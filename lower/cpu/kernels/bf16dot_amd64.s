@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "zero_amd64.h"
 
 // The bf16 dot product kernels (AVX512_BF16), in MatMulTBF16Dot's
 // canonical order: each output's 16 lanes take VDPBF16PS on the 32-value
@@ -125,30 +126,7 @@ bd46tile:
 	LEAQ   (R13)(R12*1), R14  // row 2
 	LEAQ   (R14)(R12*1), R10  // row 3
 	MOVQ   AX, R11            // column 0, advanced per chunk
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
+	ZERO24
 	MOVQ   k+32(FP), CX
 	SHRQ   $5, CX             // chunks
 
@@ -245,18 +223,7 @@ bd46ret:
 // (bf16dot is slower than the exact path there).
 TEXT ·bf16DotLoopAVX512(SB), NOSPLIT, $0-8
 	MOVQ   iters+0(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	ZERO12
 	VPXORD Z24, Z24, Z24
 	VPXORD Z28, Z28, Z28
 	TESTQ  CX, CX

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "zero_amd64.h"
 
 // AVX-512 GEMM micro-kernel with the SAME arithmetic as gemm4x3AVX2: a zmm
 // accumulator holds the 8 canonical lanes of two dot products (lanes 0-7:
@@ -68,32 +69,6 @@ GLOBL hsum16Perm<>(SB), RODATA|NOPTR, $64
 	LEAQ (CX)(CX*1), R8; \
 	LEAQ (R8)(BX*1), R9
 
-// ZERO24 sets the accumulators to +0.
-#define ZERO24 \
-	VPXORD Z0, Z0, Z0; \
-	VPXORD Z1, Z1, Z1; \
-	VPXORD Z2, Z2, Z2; \
-	VPXORD Z3, Z3, Z3; \
-	VPXORD Z4, Z4, Z4; \
-	VPXORD Z5, Z5, Z5; \
-	VPXORD Z6, Z6, Z6; \
-	VPXORD Z7, Z7, Z7; \
-	VPXORD Z8, Z8, Z8; \
-	VPXORD Z9, Z9, Z9; \
-	VPXORD Z10, Z10, Z10; \
-	VPXORD Z11, Z11, Z11; \
-	VPXORD Z12, Z12, Z12; \
-	VPXORD Z13, Z13, Z13; \
-	VPXORD Z14, Z14, Z14; \
-	VPXORD Z15, Z15, Z15; \
-	VPXORD Z16, Z16, Z16; \
-	VPXORD Z17, Z17, Z17; \
-	VPXORD Z18, Z18, Z18; \
-	VPXORD Z19, Z19, Z19; \
-	VPXORD Z20, Z20, Z20; \
-	VPXORD Z21, Z21, Z21; \
-	VPXORD Z22, Z22, Z22; \
-	VPXORD Z23, Z23, Z23
 
 // FMA4 adds the weight registers Z24-Z27 times the broadcast activation
 // chunk X into one row's accumulators A-D.
@@ -342,18 +317,7 @@ g68bret:
 // 12 independent 16-wide FMA chains per iteration (384 flops).
 TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	MOVQ   iters+0(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	ZERO12
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  CX, CX

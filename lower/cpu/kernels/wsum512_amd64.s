@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "zero_amd64.h"
 
 // Decode attention's weighted sums of V with AVX-512, for one or two query
 // heads sharing a KV head: out_h[c] = a + sum_{s<t} p_h[s]*v[s*ldv+c], a =
@@ -12,23 +13,7 @@
 
 // The accumulators Z0..Z7 (head 0) and Z8..Z15 (head 1): zeroed, loaded
 // from out0 (DI) and out1 (DX), stored back.
-#define W512ZERO \
-	VPXORD Z0, Z0, Z0;   \
-	VPXORD Z1, Z1, Z1;   \
-	VPXORD Z2, Z2, Z2;   \
-	VPXORD Z3, Z3, Z3;   \
-	VPXORD Z4, Z4, Z4;   \
-	VPXORD Z5, Z5, Z5;   \
-	VPXORD Z6, Z6, Z6;   \
-	VPXORD Z7, Z7, Z7;   \
-	VPXORD Z8, Z8, Z8;   \
-	VPXORD Z9, Z9, Z9;   \
-	VPXORD Z10, Z10, Z10; \
-	VPXORD Z11, Z11, Z11; \
-	VPXORD Z12, Z12, Z12; \
-	VPXORD Z13, Z13, Z13; \
-	VPXORD Z14, Z14, Z14; \
-	VPXORD Z15, Z15, Z15
+#define W512ZERO ZERO16
 
 #define W512LOADACC \
 	VMOVUPS (DI), Z0;     \

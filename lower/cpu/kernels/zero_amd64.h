@@ -1,6 +1,6 @@
-// ZERO12 and ZERO24, shared by the kernels' assembly files: Z0..Z11
-// (Z0..Z23) set to +0, the accumulators of the register-tile kernels and
-// of the peak loops.
+// ZERO12, ZERO16 and ZERO24, shared by the kernels' assembly files: Z0
+// up to Z11 (Z15, Z23) set to +0, the accumulators of the register-tile
+// kernels, the V sums and the peak loops.
 
 #define ZERO12 \
 	VPXORD Z0, Z0, Z0; \
@@ -16,12 +16,15 @@
 	VPXORD Z10, Z10, Z10; \
 	VPXORD Z11, Z11, Z11
 
-#define ZERO24 \
+#define ZERO16 \
 	ZERO12; \
 	VPXORD Z12, Z12, Z12; \
 	VPXORD Z13, Z13, Z13; \
 	VPXORD Z14, Z14, Z14; \
-	VPXORD Z15, Z15, Z15; \
+	VPXORD Z15, Z15, Z15
+
+#define ZERO24 \
+	ZERO16; \
 	VPXORD Z16, Z16, Z16; \
 	VPXORD Z17, Z17, Z17; \
 	VPXORD Z18, Z18, Z18; \

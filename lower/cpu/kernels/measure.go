@@ -13,9 +13,8 @@ type measureJob struct {
 	tasks int // tasks that read (the others idle): the worker count probed
 	iters int
 	flops bool
-	bf16  bool // with flops: the bf16 dot product's loop, not the FMAs'
-
-	sums []float32 // one per task, keeps the reads alive
+	bf16  bool      // with flops: the bf16 dot product's loop, not the FMAs'
+	sums  []float32 // one per task, keeps the reads alive
 }
 
 func (j *measureJob) do(_ *Ctx, task, _ int) {

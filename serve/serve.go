@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +43,10 @@ type Options struct {
 	MaxQueue int
 	// MaxBodyBytes bounds a request body; more is 413 (default 1 MiB).
 	MaxBodyBytes int64
+	// ReadTimeout bounds reading a request's body: a body not in by then
+	// is answered 408 and its connection closed, so that a client that
+	// stalls part-way cannot hold a connection (default 30 s).
+	ReadTimeout time.Duration
 	// WriteTimeout bounds each write to a client; a client that does not
 	// read for this long is dropped and its slot freed (default 30 s).
 	WriteTimeout time.Duration
@@ -103,6 +109,9 @@ func New(opt Options) *Server {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = 1 << 20
 	}
+	if opt.ReadTimeout <= 0 {
+		opt.ReadTimeout = 30 * time.Second
+	}
 	if opt.WriteTimeout <= 0 {
 		opt.WriteTimeout = 30 * time.Second
 	}
@@ -133,7 +142,20 @@ func New(opt Options) *Server {
 }
 
 // Handler is the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.bounded(s.mux) }
+
+// bounded puts a read deadline on every request that carries a body, so
+// that reading it, in a handler or in net/http's drain of what a handler
+// left unread (before the answer and after it), ends within ReadTimeout
+// whatever the client does. body() lifts it once the body is in.
+func (s *Server) bounded(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opt.ReadTimeout))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // Start begins serving m: it makes the batch and starts the scheduler.
 func (s *Server) Start(m Model) error {
@@ -276,22 +298,30 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	}})
 }
 
-// body reads a request body under the size limit.
+// body reads a request body under the size limit, before the read
+// deadline bounded set. Read whole, the body's deadline is lifted: the
+// response's writes have their own, and a deadline left on the connection
+// would cancel a long stream when net/http's background read hits it.
+// Not read whole (a stalled client, one that hung up, one over the
+// limit), the deadline stays and the connection is closed after the
+// answer, so that net/http's drain of the rest fails at once instead of
+// waiting for bytes that may never come.
 func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
-	// A body that trickles in is cut off; the deadline is lifted for the
-	// response, whose writes have their own.
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(s.opt.WriteTimeout))
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
-	rc.SetReadDeadline(time.Time{})
+	if err == nil {
+		http.NewResponseController(w).SetReadDeadline(time.Time{})
+		return b, nil
+	}
+	w.Header().Set("Connection", "close")
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
 		return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body is larger than %d bytes", s.opt.MaxBodyBytes), Type: "invalid_request_error", Code: "body_too_large"}
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return nil, &apiError{Status: http.StatusRequestTimeout, Message: fmt.Sprintf("the request body did not arrive within %v", s.opt.ReadTimeout), Type: "invalid_request_error", Code: "body_timeout"}
 	}
-	if err != nil {
-		return nil, badRequest("", "reading the request body: %v", err)
-	}
-	return b, nil
+	return nil, badRequest("", "reading the request body: %v", err)
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {

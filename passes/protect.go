@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"gelo/formats"
 	"gelo/ir"
 )
 
@@ -64,8 +65,8 @@ type ProtectOptions struct {
 	// for the others' protection (at the 0.6B widths a full-span crossing
 	// is 2048-4096 rows). No flag of compile sets it.
 	OffloadOnly []string
-	// Weights is the device weight format: f32 (default), bf16, q8_0, q4_0
-	// or q4_k.
+	// Weights is the weight format's name (package formats): f32
+	// (default), bf16, bf16dot, q8_0, q4_0, q4_k.
 	// It is a compile option like the protection, so it travels with it.
 	Weights string
 	// Verify is the integrity probes per device matmul (the verify-probes
@@ -114,10 +115,9 @@ func (o ProtectOptions) Check() error {
 	default:
 		return fmt.Errorf("--cadence %q: want per-forward or per-offload", o.Cadence)
 	}
-	switch o.Weights {
-	case "", WeightsF32, WeightsBF16, WeightsBF16Dot, WeightsQ8_0, WeightsQ4_0, WeightsQ4_K:
-	default:
-		return fmt.Errorf("--weights %q: want f32, bf16, bf16dot, q8_0, q4_0 or q4_k", o.Weights)
+	wf, err := formats.LookupPlan("--weights", o.Weights)
+	if err != nil {
+		return err
 	}
 	switch o.Topology {
 	case "", PerSequence, Shared:
@@ -130,7 +130,7 @@ func (o ProtectOptions) Check() error {
 	if err := o.checkVerify(); err != nil {
 		return err
 	}
-	if l := o.level(); l.FullSpan && !l.Whiten && (o.Weights == WeightsQ8_0 || o.Weights == WeightsQ4_0 || o.Weights == WeightsQ4_K) {
+	if l := o.level(); l.FullSpan && !l.Whiten && wf.Input == ir.Q8_0 {
 		return fmt.Errorf("--security %s with --weights %s: the payload is quantized after mixing, and shield rows at %g x the data rows' norm turn its block rounding into errors larger than the data (use f32 or bf16 weights, or --security exact)", l.Name, o.Weights, l.ShieldEnergy)
 	}
 	if o.Mask != MaskNone {

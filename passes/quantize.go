@@ -3,24 +3,9 @@ package passes
 import (
 	"fmt"
 
+	"gelo/formats"
 	"gelo/ir"
 )
-
-// Weight formats of a plan.
-const (
-	WeightsF32  = "f32"
-	WeightsBF16 = "bf16"
-	// WeightsBF16Dot: bf16 weights multiplied by the bf16 dot product
-	// (inputs rounded to bf16): the speed mode of a bf16 checkpoint,
-	// never its default (bf16 is exact).
-	WeightsBF16Dot = "bf16dot"
-	WeightsQ8_0    = "q8_0"
-	WeightsQ4_0    = "q4_0"
-	WeightsQ4_K    = "q4_k"
-)
-
-// WeightFormats lists the formats --weights takes.
-var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsBF16Dot, WeightsQ8_0, WeightsQ4_0, WeightsQ4_K}
 
 // Quantize gives every matmul (the LM head included) its weights in bf16
 // or a GGUF block format, on either side of the boundary: the device
@@ -39,40 +24,29 @@ var WeightFormats = []string{WeightsF32, WeightsBF16, WeightsBF16Dot, WeightsQ8_
 // product, its input rounded to bf16 (a crossing's payload is rounded
 // before it leaves, so the device multiplies exactly what was sent).
 func Quantize(format string) Pass {
-	return Pass{Name: "quantize", Doc: "matmul weights in f32, bf16, bf16dot, q8_0, q4_0 or q4_k (device and TEE-local alike)",
+	return Pass{Name: "quantize", Doc: "matmul weights in " + ir.OrList(formats.PlanNames()) + " (device and TEE-local alike)",
 		Run: func(m *ir.Module) error {
-			var dt ir.DType
-			dot := false
-			switch format {
-			case "", WeightsF32:
-				m.Meta["weights"] = WeightsF32
+			f, err := formats.LookupPlan("--weights", format)
+			if err != nil {
+				return err
+			}
+			if f.DType == ir.F32 {
+				m.Meta["weights"] = f.Name
 				return nil
-			case WeightsBF16:
-				dt = ir.BF16
-			case WeightsBF16Dot:
-				dt, dot = ir.BF16, true
-			case WeightsQ8_0:
-				dt = ir.Q8_0
-			case WeightsQ4_0:
-				dt = ir.Q4_0
-			case WeightsQ4_K:
-				dt = ir.Q4_K
-			default:
-				return fmt.Errorf("--weights %q: want f32, bf16, bf16dot, q8_0, q4_0 or q4_k", format)
 			}
 			for i, g := range m.Graphs {
-				ng, err := quantizeGraph(g, dt, dot)
+				ng, err := quantizeGraph(g, f)
 				if err != nil {
 					return fmt.Errorf("graph %s: %w", g.Name, err)
 				}
 				m.Graphs[i] = ng
 			}
-			m.Meta["weights"] = format
+			m.Meta["weights"] = f.Name
 			return nil
 		}}
 }
 
-func quantizeGraph(g *ir.Graph, dt ir.DType, dot bool) (*ir.Graph, error) {
+func quantizeGraph(g *ir.Graph, f *formats.Format) (*ir.Graph, error) {
 	ng := &ir.Graph{Name: g.Name, Params: g.Params}
 	remap := make([]ir.ValueID, len(g.Nodes))
 	quantized := map[ir.ValueID]ir.ValueID{} // f32 weight operand -> its quantized copy
@@ -89,13 +63,15 @@ func quantizeGraph(g *ir.Graph, dt ir.DType, dot bool) (*ir.Graph, error) {
 		var err error
 		switch n.Op {
 		case ir.OpWeight:
-			wdt := dt
-			if last := n.Type.Shape[n.Type.Rank()-1]; dt == ir.Q4_K && !last.IsSym() && !ir.Q4KRowsFit(last.Size) {
-				// Rows that are not whole super-blocks: q8_0 blocks,
-				// as llama.cpp too falls back for them.
-				wdt = ir.Q8_0
+			// Rows that are not whole blocks take the format's
+			// fallback (q4_k's q8_0, as llama.cpp's quantizer too).
+			wf := f
+			if last := n.Type.Shape[n.Type.Rank()-1]; !last.IsSym() {
+				if wf, err = f.ForRow(last.Size); err != nil {
+					return -1, fmt.Errorf("weight %v: %w", v, err)
+				}
 			}
-			q, err = ng.AddDeclared(ir.OpWeight, n.Attrs, ir.Type{DType: wdt, Shape: n.Type.Shape})
+			q, err = ng.AddDeclared(ir.OpWeight, n.Attrs, ir.Type{DType: wf.DType, Shape: n.Type.Shape})
 		case ir.OpConcatWeights:
 			ins := make([]ir.ValueID, len(n.Inputs))
 			for i, in := range n.Inputs {
@@ -148,7 +124,7 @@ func quantizeGraph(g *ir.Graph, dt ir.DType, dot bool) (*ir.Graph, error) {
 				return nil, err
 			}
 			in[1] = q
-			if dot {
+			if f.BF16Dot {
 				c := *n
 				c.Attrs = ir.Attrs{ir.AttrBF16Dot: true}
 				for k, v := range n.Attrs {

@@ -1,27 +1,22 @@
 package plan
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/x448/float16"
-
-	"gelo/device/wire"
-	"gelo/ir"
+	"gelo/formats"
 	"gelo/models"
 	"gelo/models/gguf"
-	"gelo/models/safetensors"
 )
 
-// GGUFTypes are the tensor types ExportGGUF writes matrices in.
-var GGUFTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k"}
+// GGUFTypes are the tensor types ExportGGUF writes matrices in (the
+// export formats' records).
+func GGUFTypes() []string { return formats.ExportNames() }
 
 // ExportGGUF writes m as a GGUF file llama.cpp loads: the config as
 // {arch}.* metadata, the tokenizer (when tok has one) as tokenizer.ggml.*,
@@ -36,29 +31,15 @@ func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) er
 	if arch == "mistral" {
 		arch = "llama"
 	}
-	var mat gguf.TensorType
-	fileType := uint32(0)
-	switch format {
-	case "f32":
-		mat = gguf.F32
-	case "f16":
-		mat, fileType = gguf.F16, 1
-	case "bf16":
-		mat, fileType = gguf.BF16, 32
-	case "q8_0":
-		mat, fileType = gguf.Q8_0, 7
-	case "q4_0":
-		mat, fileType = gguf.Q4_0, 2
-	case "q4_k":
-		mat, fileType = gguf.Q4_K, 14 // LLAMA_FTYPE_MOSTLY_Q4_K_S: every matrix Q4_K
-	default:
-		return fmt.Errorf("export: --type %q: want %s", format, strings.Join(GGUFTypes, ", "))
+	mat, err := formats.LookupExport(format)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
 	w := &gguf.Writer{}
 	w.String("general.architecture", arch)
 	w.String("general.name", m.Spec)
 	w.Uint32("general.alignment", gguf.DefaultAlignment)
-	w.Uint32("general.file_type", fileType)
+	w.Uint32("general.file_type", mat.GGUFFileType)
 	u := func(key string, v int) { w.Uint32(arch+"."+key, uint32(v)) }
 	u("block_count", cfg.NumHiddenLayers)
 	u("context_length", cfg.MaxPositionEmbeddings)
@@ -95,13 +76,18 @@ func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) er
 		if heads > 0 {
 			data = models.PermuteQK(data, shape, heads)
 		}
-		t := gguf.F32
+		f, err := formats.Lookup(formats.F32)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
 		if len(shape) == 2 {
-			t = mat
-			if t == gguf.Q4_K && !ir.Q4KRowsFit(shape[1]) {
-				t = gguf.Q8_0
+			// A matrix whose rows are not whole blocks of the format
+			// in its fallback (q4_k's q8_0), as llama.cpp's quantizer.
+			if f, err = mat.ForRow(shape[1]); err != nil {
+				return fmt.Errorf("export: tensor %s: %w", s.Name, err)
 			}
 		}
+		t := f.GGUF
 		var b []byte
 		if sb, ok := m.Blocks(s.Name); ok && sb.Type == t {
 			// A tensor its file stored in this type is written as it
@@ -111,53 +97,24 @@ func ExportGGUF(m *models.Model, tok Tokenizer, format string, out io.Writer) er
 			if heads > 0 {
 				b = models.PermuteRowBytes(b, shape[0], heads)
 			}
-		} else if b, err = encodeTensor(t, data, shape); err != nil {
+		} else if b, err = encodeTensor(f, data); err != nil {
 			return fmt.Errorf("export: tensor %s: %w", s.Name, err)
 		}
 		if err := w.Tensor(models.GGUFName(s.Name), t, shape, b); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 	}
-	_, err := w.WriteTo(out)
+	_, err = w.WriteTo(out)
 	return err
 }
 
-// encodeTensor lays out values as a tensor of type t stores them.
-func encodeTensor(t gguf.TensorType, v []float32, shape []int) ([]byte, error) {
-	switch t {
-	case gguf.F32:
-		b := make([]byte, 4*len(v))
-		for i, x := range v {
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-		}
-		return b, nil
-	case gguf.F16:
-		b := make([]byte, 2*len(v))
-		for i, x := range v {
-			binary.LittleEndian.PutUint16(b[2*i:], float16.Fromfloat32(x).Bits())
-		}
-		return b, nil
-	case gguf.BF16:
-		b := make([]byte, 2*len(v))
-		for i, x := range v {
-			binary.LittleEndian.PutUint16(b[2*i:], safetensors.F32ToBF16(x))
-		}
-		return b, nil
-	case gguf.Q8_0, gguf.Q4_0, gguf.Q4_K:
-		f := wire.Q8_0
-		switch t {
-		case gguf.Q4_0:
-			f = wire.Q4_0
-		case gguf.Q4_K:
-			f = wire.Q4_K
-		}
-		qm, err := wire.Quantize(f, v, shape[0], shape[1])
-		if err != nil {
-			return nil, err
-		}
-		return qm.Data, nil
+// encodeTensor lays out values as a tensor of format f stores them.
+func encodeTensor(f *formats.Format, v []float32) ([]byte, error) {
+	b := make([]byte, f.DType.Bytes(len(v)))
+	if err := f.Encode(b, v); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("type %v", t)
+	return b, nil
 }
 
 // ggufTokenizerMeta writes the tokenizer as tokenizer.ggml.*: every id of

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/models"
-	"gelo/passes"
 )
 
 // Bounds on the count flags, far above any useful value, so that no size
@@ -31,7 +31,7 @@ var (
 // Run is what a run will allocate, from its config and flags.
 type Run struct {
 	Config *models.Config
-	// Weights is the device weight format (f32, bf16, q8_0, q4_0, q4_k).
+	// Weights is the weight format's name (package formats; "" is f32).
 	Weights string
 	// KVDType is the KV cache's element type (f32, f16, bf16; "" is f32).
 	KVDType string
@@ -114,25 +114,11 @@ func need(r Run) (Need, error) {
 	if n.Weights, err = models.Mul(int(params), 4); err != nil {
 		return n, err
 	}
-	// The device keeps its own copy in its format (f32 shares the TEE's).
-	switch r.Weights {
-	case passes.WeightsBF16, passes.WeightsBF16Dot:
-		n.DeviceWeights, err = models.Mul(int(params), 2)
-	case passes.WeightsQ8_0:
-		n.DeviceWeights, err = models.Mul(int(params/32+1), 34)
-	case passes.WeightsQ4_0:
-		n.DeviceWeights, err = models.Mul(int(params/32+1), 18)
-	case passes.WeightsQ4_K:
-		// Matrices whose rows are not whole super-blocks are q8_0; when
-		// any input width is one of them, count every matrix at q8_0's
-		// size (an upper bound, as a guard wants).
-		if ir.Q4KRowsFit(c.HiddenSize) && ir.Q4KRowsFit(c.IntermediateSize) && ir.Q4KRowsFit(c.NumAttentionHeads*c.HeadDimension()) {
-			n.DeviceWeights, err = models.Mul(int(params/256+1), 144)
-		} else {
-			n.DeviceWeights, err = models.Mul(int(params/32+1), 34)
-		}
-	}
-	if err != nil {
+	// The device keeps its own copy of every matrix in its format (f32
+	// shares the TEE's), each matrix in the format's fallback where its
+	// rows are not whole blocks (the format record's rule, as quantize
+	// applies it).
+	if n.DeviceWeights, err = deviceWeightBytes(c, r.Weights); err != nil {
 		return n, err
 	}
 	if r.Workers > 0 {
@@ -240,4 +226,27 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size (a positive number of bytes, or with K, M, G, T, P)", s)
 	}
 	return int64(v * float64(mult)), nil
+}
+
+// deviceWeightBytes is the device's copy of c's matrices in the weight
+// format called name: none for f32 (the device shares the TEE's).
+func deviceWeightBytes(c *models.Config, name string) (int64, error) {
+	f, err := formats.LookupPlan("--weights", name)
+	if err != nil || f.DType == ir.F32 {
+		return 0, err
+	}
+	var total int64
+	for _, t := range c.TensorSpecs() {
+		if len(t.Shape) != 2 {
+			continue
+		}
+		b, err := f.MatrixBytes(t.Shape[0], t.Shape[1])
+		if err != nil {
+			return 0, fmt.Errorf("%w: tensor %s: %w", ErrPreflight, t.Name, err)
+		}
+		if total, err = models.Add(total, b); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
 }

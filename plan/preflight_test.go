@@ -3,6 +3,7 @@ package plan_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"gelo/models"
@@ -25,7 +26,7 @@ func TestPreflight(t *testing.T) {
 	if want := int64(36 * 2 * 2 * 40960 * 8 * 128 * 4); n.KV != want {
 		t.Errorf("KV %d, want %d", n.KV, want)
 	}
-	if n.Weights != 4*cfg.ParamCount() || n.DeviceWeights != 2*cfg.ParamCount() {
+	if n.Weights != 4*cfg.ParamCount() || n.DeviceWeights != 2*matrixElems(cfg) {
 		t.Errorf("weights %d / %d for %d params", n.Weights, n.DeviceWeights, cfg.ParamCount())
 	}
 	if n.Total != n.Weights+n.DeviceWeights+n.KV+n.History+n.Arena+n.Shields+n.Workers {
@@ -69,17 +70,14 @@ func TestPreflight(t *testing.T) {
 	}
 }
 
-// TestPreflightQ4K: under q4_k a model whose widths are whole 256-value
-// super-blocks is counted at Q4_K's 144 bytes a block; one with a width
-// that is not (qwen3-tiny's 64) has its matrices held as q8_0, and the
-// guard counts q8_0's 34 bytes per 32 values, not Q4_K's.
+// TestPreflightQ4K: under q4_k a matrix whose rows are whole 256-value
+// super-blocks is counted at Q4_K's 144 bytes a block, one whose rows are
+// not (qwen3-tiny's 64-wide inputs) at q8_0's 34 bytes per 32 values, the
+// format it is held in: the sizes here are written out, not read from the
+// format record.
 func TestPreflightQ4K(t *testing.T) {
-	for _, tc := range []struct {
-		variant  string
-		perBlock int64
-		values   int64
-	}{{"qwen3-0.6b", 144, 256}, {"qwen3-tiny", 34, 32}} {
-		cfg, err := models.Variant(tc.variant)
+	for _, variant := range []string{"qwen3-0.6b", "qwen3-tiny"} {
+		cfg, err := models.Variant(variant)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,8 +85,60 @@ func TestPreflightQ4K(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := (cfg.ParamCount()/tc.values + 1) * tc.perBlock; n.DeviceWeights != want {
-			t.Errorf("%s: device weights %d, want %d", tc.variant, n.DeviceWeights, want)
+		var want, q8 int64
+		for _, s := range cfg.TensorSpecs() {
+			if len(s.Shape) != 2 {
+				continue
+			}
+			rows, cols := int64(s.Shape[0]), int64(s.Shape[1])
+			if cols%256 == 0 {
+				want += rows * cols / 256 * 144
+			} else {
+				want += rows * cols / 32 * 34
+				q8++
+			}
+		}
+		if n.DeviceWeights != want {
+			t.Errorf("%s: device weights %d, want %d", variant, n.DeviceWeights, want)
+		}
+		if (variant == "qwen3-tiny") != (q8 > 0) {
+			t.Errorf("%s: %d matrices fall back to q8_0", variant, q8)
 		}
 	}
+}
+
+// TestPreflightFormats: every plan format's device copy is its matrices at
+// the format's bytes a value, and f32 has none (the device shares the
+// TEE's copy).
+func TestPreflightFormats(t *testing.T) {
+	cfg, err := models.Variant("qwen3-0.6b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for format, want := range map[string]int64{
+		"f32": 0, "": 0, "bf16": 2 * matrixElems(cfg), "bf16dot": 2 * matrixElems(cfg),
+		"q8_0": matrixElems(cfg) / 32 * 34, "q4_0": matrixElems(cfg) / 32 * 18,
+	} {
+		n, err := plan.Preflight(plan.Run{Config: cfg, Weights: format, Limit: 1 << 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.DeviceWeights != want {
+			t.Errorf("%q: device weights %d, want %d", format, n.DeviceWeights, want)
+		}
+	}
+	if _, err := plan.Preflight(plan.Run{Config: cfg, Weights: "q5_k", Limit: 1 << 50}); err == nil || !strings.Contains(err.Error(), `"q5_k"`) {
+		t.Errorf("an unknown format: %v", err)
+	}
+}
+
+// matrixElems counts the values of cfg's matrices (every 2-D tensor).
+func matrixElems(cfg *models.Config) int64 {
+	var n int64
+	for _, s := range cfg.TensorSpecs() {
+		if len(s.Shape) == 2 {
+			n += int64(s.Shape[0]) * int64(s.Shape[1])
+		}
+	}
+	return n
 }

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
@@ -136,32 +137,30 @@ func (e *benchEnv) benchFusion(masks []string) error {
 }
 
 // weightBytes is what a decode step reads for a weight format: the
-// device weights in that format, the TEE's norms in f32 and one
+// device weights in that format (each matrix in the format's fallback
+// where its rows are not whole blocks), the TEE's norms in f32 and one
 // embedding row.
-func weightBytes(cfg *models.Config, format string) int64 {
-	dt := ir.F32
-	switch format {
-	case passes.WeightsBF16, passes.WeightsBF16Dot:
-		dt = ir.BF16
-	case passes.WeightsQ8_0:
-		dt = ir.Q8_0
-	case passes.WeightsQ4_0:
-		dt = ir.Q4_0
-	case passes.WeightsQ4_K:
-		dt = ir.Q4_K
+func weightBytes(cfg *models.Config, format string) (int64, error) {
+	f, err := formats.LookupPlan("--weights", format)
+	if err != nil {
+		return 0, err
 	}
 	var n int64
 	for _, t := range cfg.TensorSpecs() {
 		switch {
 		case t.Kind == "linear" || (t.Name == models.EmbedName && cfg.TieWordEmbeddings):
-			n += int64(dt.Bytes(t.Elems()))
+			b, err := f.MatrixBytes(t.Shape[0], t.Shape[1])
+			if err != nil {
+				return 0, fmt.Errorf("tensor %s: %w", t.Name, err)
+			}
+			n += b
 		case t.Name == models.EmbedName:
 			n += int64(t.Shape[1]) * 4
 		default:
 			n += int64(t.Elems()) * 4
 		}
 	}
-	return n
+	return n, nil
 }
 
 // benchWeights: decode tok/s per weight format against its bound.
@@ -170,7 +169,7 @@ func (e *benchEnv) benchWeights(masks []string) error {
 		"mask", "format", "TPOT", "tok/s", "bytes/token", "bound", "vs f32", "RSS")
 	for _, mk := range masks {
 		var f32 time.Duration
-		for _, w := range passes.WeightFormats {
+		for _, w := range formats.PlanNames() {
 			po := protectWith(mk)
 			po.Weights = w
 			m, err := e.module(po, nil)
@@ -181,10 +180,13 @@ func (e *benchEnv) benchWeights(masks []string) error {
 			if err != nil {
 				return err
 			}
-			if w == passes.WeightsF32 {
+			if w == formats.F32 {
 				f32 = t
 			}
-			bytes := weightBytes(e.l.Config, w)
+			bytes, err := weightBytes(e.l.Config, w)
+			if err != nil {
+				return err
+			}
 			fmt.Fprintf(e.out, "%-6s %-6s %10s %9.2f %12s %9.2f %7.2fx %10s\n", mk, w, short(t), 1/t.Seconds(),
 				passes.HumanBytes(bytes), e.bw*1e9/float64(bytes), f32.Seconds()/t.Seconds(), humanRSS(e.rss))
 		}

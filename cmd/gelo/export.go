@@ -19,7 +19,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	var mf modelFlags
 	mf.register(fs)
 	out := fs.String("gguf", "", "write the model here as a GGUF file (required)")
-	typ := fs.String("type", "f32", "tensor type of the matrices: "+strings.Join(plan.GGUFTypes, ", ")+" (vectors stay f32)")
+	typ := fs.String("type", "f32", "tensor type of the matrices: "+strings.Join(plan.GGUFTypes(), ", ")+" (vectors stay f32)")
 	tokPath := fs.String("tokenizer", "", "tokenizer.json, or a directory holding one, to write as tokenizer.ggml.* (default: the model's own, if any)")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/term"
 
+	"gelo/formats"
 	"gelo/lower/cpu"
 	"gelo/lower/cpu/cpuid"
 	"gelo/lower/cpu/kernels"
@@ -219,8 +220,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	default:
 		fmt.Fprintf(stdout, "engine     --backend %s, --device %s, --kv-dtype %s\n", mf.backendName, mf.device, cmp.Or(mf.kvDType, "f32"))
 	}
-	format := cmp.Or(mf.weights, passes.WeightsF32)
-	bytesPerTok := weightBytes(cfg, format)
+	format := cmp.Or(mf.weights, formats.F32)
+	bytesPerTok, err := weightBytes(cfg, format)
+	if err != nil {
+		return err
+	}
 	bound := bw * 1e9 / float64(bytesPerTok)
 	fmt.Fprintf(stdout, "decode bound (B=1, plain) %.2f tok/s = %.1f GB/s / %s per token (%s device weights)\n\n",
 		bound, bw, passes.HumanBytes(bytesPerTok), format)
@@ -448,7 +452,7 @@ func benchMasks(mf modelFlags, l *models.Model, key []byte, cfg *models.Config, 
 		if phase == "decode step (B=1)" {
 			// The weights a step streams over the time its TEE-local
 			// matmuls took: how near the bound the kernels run in place.
-			bytesPerTok := weightBytes(cfg, cmp.Or(mf.weights, passes.WeightsF32))
+			bytesPerTok, _ := weightBytes(cfg, cmp.Or(mf.weights, formats.F32)) // checked by runBench
 			bw := bound * float64(bytesPerTok) / 1e9
 			fmt.Fprintf(stdout, "%-20s", "TEE matmul GB/s")
 			for _, r := range results {

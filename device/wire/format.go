@@ -29,44 +29,53 @@ const (
 	Q8_0 Format = 8 // GGML_TYPE_Q8_0
 )
 
+// blockDTypes is the one table of the block formats: each wire format's IR
+// dtype, whose record (ir.DType.Info) holds its name, block values and
+// block bytes. The weight-format records (package formats) key their wire
+// layout from these values.
+var blockDTypes = map[Format]ir.DType{Q4_0: ir.Q4_0, Q8_0: ir.Q8_0, Q4_K: ir.Q4_K}
+
+// DType returns f's IR dtype, false for an unknown format.
+func (f Format) DType() (ir.DType, bool) {
+	dt, ok := blockDTypes[f]
+	return dt, ok
+}
+
+// FormatOf returns the wire format of a block-quantized IR dtype; an
+// error, never another format, for a dtype that has none.
+func FormatOf(dt ir.DType) (Format, error) {
+	for f, d := range blockDTypes {
+		if d == dt {
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("wire: dtype %v has no block format", dt)
+}
+
 func (f Format) String() string {
-	switch f {
-	case Q4_0:
-		return "q4_0"
-	case Q8_0:
-		return "q8_0"
-	case Q4_K:
-		return "q4_k"
+	if dt, ok := f.DType(); ok {
+		return dt.String()
 	}
 	return fmt.Sprintf("Format(%d)", uint32(f))
 }
 
 // Valid reports whether f is a supported format.
-func (f Format) Valid() bool { return f == Q4_0 || f == Q8_0 || f == Q4_K }
+func (f Format) Valid() bool {
+	_, ok := f.DType()
+	return ok
+}
 
 // BlockBytes returns the size of one block of f (0 for an unknown format).
 func (f Format) BlockBytes() int {
-	switch f {
-	case Q4_0:
-		return BlockBytesQ4_0
-	case Q8_0:
-		return BlockBytesQ8_0
-	case Q4_K:
-		return BlockBytesQ4_K
-	}
-	return 0
+	dt, _ := f.DType()
+	return dt.Info().BlockBytes
 }
 
 // BlockValues returns the values one block of f holds: 32, or 256 for a
 // K-quant super-block (0 for an unknown format).
 func (f Format) BlockValues() int {
-	switch f {
-	case Q4_0, Q8_0:
-		return QK
-	case Q4_K:
-		return QKK
-	}
-	return 0
+	dt, _ := f.DType()
+	return dt.Info().Block
 }
 
 // ErrCols is returned (wrapped) when a length is not a multiple of QK.

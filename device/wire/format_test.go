@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+
+	"gelo/ir"
 )
 
 // f16RefRound is a reference fp32 -> fp16 conversion: the nearest of all
@@ -504,5 +506,29 @@ func TestActivationQuant(t *testing.T) {
 	}
 	if _, d := a.Block(1, 0); math.IsNaN(float64(d)) {
 		t.Fatal("clean block poisoned")
+	}
+}
+
+// FormatOf maps each block dtype to its format and refuses the rest: an
+// unknown dtype is an error, never q8_0 (the old silent fallback).
+func TestFormatOf(t *testing.T) {
+	for dt, want := range map[ir.DType]Format{ir.Q8_0: Q8_0, ir.Q4_0: Q4_0, ir.Q4_K: Q4_K} {
+		if f, err := FormatOf(dt); err != nil || f != want {
+			t.Errorf("FormatOf(%v) = %v, %v; want %v", dt, f, err, want)
+		}
+		if f, _ := FormatOf(dt); f.String() != dt.String() || f.BlockBytes() != dt.Info().BlockBytes || f.BlockValues() != dt.Info().Block {
+			t.Errorf("%v: facts differ from ir's record", f)
+		}
+	}
+	for _, dt := range []ir.DType{ir.F32, ir.BF16, ir.InvalidDType} {
+		if f, err := FormatOf(dt); err == nil {
+			t.Errorf("FormatOf(%v) = %v, want an error", dt, f)
+		}
+	}
+	if err := QuantizeRows(Format(99), make([]byte, 34), make([]float32, 32)); err == nil {
+		t.Error("QuantizeRows of an unknown format accepted")
+	}
+	if Format(99).Valid() || Format(99).BlockBytes() != 0 || Format(99).String() != "Format(99)" {
+		t.Error("an unknown format has facts")
 	}
 }

@@ -30,16 +30,7 @@ func Quantize(format Format, w []float32, rows, cols int) (*Matrix, error) {
 	}
 	m := &Matrix{Format: format, Rows: rows, Cols: cols}
 	m.Data = make([]byte, rows*m.RowBytes())
-	var err error
-	switch format {
-	case Q8_0:
-		err = QuantizeQ8_0(m.Data, w[:rows*cols])
-	case Q4_K:
-		err = QuantizeQ4_K(m.Data, w[:rows*cols])
-	default:
-		err = QuantizeQ4_0(m.Data, w[:rows*cols])
-	}
-	if err != nil {
+	if err := QuantizeRows(format, m.Data, w[:rows*cols]); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -194,11 +185,33 @@ func (m *Matrix) Dequantize(dst []float32) error {
 }
 
 func dequantize(f Format, dst []float32, src []byte) error {
-	switch f {
-	case Q8_0:
-		return DequantizeQ8_0(dst, src)
-	case Q4_K:
-		return DequantizeQ4_K(dst, src)
+	c, ok := codecs[f]
+	if !ok {
+		return fmt.Errorf("wire: dequantize: unknown format %v", f)
 	}
-	return DequantizeQ4_0(dst, src)
+	return c.dequantize(dst, src)
+}
+
+// codec is a block format's reference quantizer and dequantizer.
+type codec struct {
+	quantize   func(dst []byte, src []float32) error
+	dequantize func(dst []float32, src []byte) error
+}
+
+// codecs holds each format's functions (its facts are blockDTypes').
+var codecs = map[Format]codec{
+	Q8_0: {QuantizeQ8_0, DequantizeQ8_0},
+	Q4_0: {QuantizeQ4_0, DequantizeQ4_0},
+	Q4_K: {QuantizeQ4_K, DequantizeQ4_K},
+}
+
+// QuantizeRows quantizes src (whole rows, each whole blocks of f) into
+// dst's blocks of format f; rows are independent, so a chunk of rows may
+// be quantized alone. An unknown format is an error.
+func QuantizeRows(f Format, dst []byte, src []float32) error {
+	c, ok := codecs[f]
+	if !ok {
+		return fmt.Errorf("wire: quantize: unknown format %v", f)
+	}
+	return c.quantize(dst, src)
 }

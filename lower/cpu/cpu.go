@@ -688,7 +688,10 @@ func (b *Backend) quantized(p *Program, n *ir.Node) (*wire.Matrix, error) {
 	if ok {
 		return qm, nil
 	}
-	format := blockFormat(n.Type.DType)
+	format, err := wire.FormatOf(n.Type.DType)
+	if err != nil {
+		return nil, fmt.Errorf("weight %q: %w", name, err)
+	}
 	rows, cols := p.dims[n.ID][0], p.dims[n.ID][1]
 	stored := false // qm.Data is the file's blocks, shared: not reordered
 	if n.Op == ir.OpWeight {
@@ -786,7 +789,11 @@ func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (qm *wire.
 			return qm, true, nil
 		}
 	}
-	qm = &wire.Matrix{Format: blockFormat(n.Type.DType), Rows: p.dims[n.ID][0], Cols: p.dims[n.ID][1]}
+	format, err := wire.FormatOf(n.Type.DType)
+	if err != nil {
+		return nil, false, fmt.Errorf("weight %q: %w", name, err)
+	}
+	qm = &wire.Matrix{Format: format, Rows: p.dims[n.ID][0], Cols: p.dims[n.ID][1]}
 	qm.Data = make([]byte, qm.Rows*qm.RowBytes())
 	if err := b.quantizeWeightInto(p, n, name, qm.Data); err != nil {
 		return nil, false, err
@@ -803,7 +810,10 @@ func (b *Backend) quantizeWeight(p *Program, n *ir.Node, name string) (qm *wire.
 // as they are.
 func (b *Backend) quantizeWeightInto(p *Program, n *ir.Node, name string, dst []byte) error {
 	rows, cols := p.dims[n.ID][0], p.dims[n.ID][1]
-	format := blockFormat(n.Type.DType)
+	format, err := wire.FormatOf(n.Type.DType)
+	if err != nil {
+		return fmt.Errorf("weight %q: %w", name, err)
+	}
 	rb := (&wire.Matrix{Format: format, Cols: cols}).RowBytes()
 	if len(dst) != rows*rb {
 		return fmt.Errorf("quantize %q: %d bytes for %d rows of %d", name, len(dst), rows, rb)
@@ -818,8 +828,8 @@ func (b *Backend) quantizeWeightInto(p *Program, n *ir.Node, name string, dst []
 			return b.weights.CopyBlocks(name, dst)
 		}
 	}
-	err := b.readRows(name, p.dims[n.ID], func(lo, hi int, vals []float32) error {
-		return quantizeRows(format, dst[lo*rb:hi*rb], vals)
+	err = b.readRows(name, p.dims[n.ID], func(lo, hi int, vals []float32) error {
+		return wire.QuantizeRows(format, dst[lo*rb:hi*rb], vals)
 	})
 	if err != nil {
 		return fmt.Errorf("quantize %q: %w", name, err)
@@ -873,31 +883,6 @@ func (b *Backend) readRows(name string, dims []int, fn func(lo, hi int, vals []f
 // of weights, and a fresh buffer each would be garbage the heap grows by
 // until the next collection (the load's peak, not its steady state).
 var convertBufs = sync.Pool{New: func() any { return new([]float32) }}
-
-// quantizeRows quantizes whole rows of values into dst's blocks of format
-// f (row blocks are independent, so a chunk of rows is quantized alone).
-func quantizeRows(f wire.Format, dst []byte, vals []float32) error {
-	switch f {
-	case wire.Q8_0:
-		return wire.QuantizeQ8_0(dst, vals)
-	case wire.Q4_K:
-		return wire.QuantizeQ4_K(dst, vals)
-	case wire.Q4_0:
-		return wire.QuantizeQ4_0(dst, vals)
-	}
-	return fmt.Errorf("no quantizer for %v", f)
-}
-
-// blockFormat is the wire block layout of a quantized IR type.
-func blockFormat(dt ir.DType) wire.Format {
-	switch dt {
-	case ir.Q4_0:
-		return wire.Q4_0
-	case ir.Q4_K:
-		return wire.Q4_K
-	}
-	return wire.Q8_0
-}
 
 // bf16Weights returns (building once per backend) a weight or stacked
 // weights rounded to bf16, to nearest even: exact for a bf16 checkpoint.

@@ -317,7 +317,7 @@ func (g *ggufTensor) private(data []byte) *ggufTensor {
 // seal returns g reading its blocks from f, checked against digests
 // taken now (Private's).
 func (g *ggufTensor) seal(f *os.File) (*ggufTensor, error) {
-	sr, err := sealRange(f, g.name, g.fileOff, int64(len(g.data)))
+	sr, err := sealRange(f, f.Name(), g.name, g.fileOff, int64(len(g.data)))
 	if err != nil {
 		return nil, err
 	}
@@ -335,28 +335,57 @@ func (g *ggufTensor) seal(f *os.File) (*ggufTensor, error) {
 // pages dropped behind it. The weights take f: it stays open until their
 // Close, which closes it (and closes it at once when LoadGGUF fails).
 func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
-	conv := GGUFConversion{Types: map[gguf.TensorType]int{}}
-	fail := func(err error) (*Weights, GGUFConversion, error) {
+	fail := func(err error, conv GGUFConversion) (*Weights, GGUFConversion, error) {
 		_ = f.Close()
 		return nil, conv, err
 	}
-	arch, _ := f.Meta["general.architecture"].String()
 	specs := cfg.TensorSpecs()
+	srcs, blocks, conv, err := ggufSources(f, cfg, specs, true)
+	if err != nil {
+		return fail(err, conv)
+	}
+	if err := checkFiniteAll(specs, func(i, lo, hi int, dst []float32) error { return srcs[i].fill(lo, hi, dst) }, nil); err != nil {
+		return fail(fmt.Errorf("gguf: %w", err), conv)
+	}
+	w := newWeights(cfg, specs, nil, nil)
+	for i, s := range specs {
+		t := w.tensors[s.Name]
+		t.fill, t.gguf = srcs[i].fill, srcs[i]
+		t.mapped = srcs[i].mapped
+		w.tensors[s.Name] = t
+	}
+	w.blocks = blocks
+	w.closeSource, w.ggufPath = f.Close, f.Path
+	return w, conv, nil
+}
+
+// multipliedAsStored reports whether a plan may multiply a tensor of type
+// t and shape sh as its file stores it (a Q4_K matrix).
+func multipliedAsStored(t gguf.TensorType, sh []int) bool { return t == gguf.Q4_K && len(sh) == 2 }
+
+// ggufSources finds, for each of specs, its tensor in f with the shape the
+// config implies, and returns their readers (views of f's bytes, not read
+// yet) and, when withBlocks, the stored blocks a plan may multiply as they
+// are (Q4_K matrices: views, or for a llama q/k projection a copy in
+// gelo's row order, which reads the mapping).
+func ggufSources(f *gguf.File, cfg *Config, specs []TensorSpec, withBlocks bool) ([]*ggufTensor, map[string]StoredBlocks, GGUFConversion, error) {
+	conv := GGUFConversion{Types: map[gguf.TensorType]int{}}
+	arch, _ := f.Meta["general.architecture"].String()
 	srcs := make([]*ggufTensor, len(specs))
 	blocks := map[string]StoredBlocks{}
 	for i, s := range specs {
 		gname := GGUFName(s.Name)
 		t, ok := f.Tensor(gname)
 		if !ok {
-			return fail(fmt.Errorf("gguf: tensor %s (gelo's %s) is missing", gname, s.Name))
+			return nil, nil, conv, fmt.Errorf("gguf: tensor %s (gelo's %s) is missing", gname, s.Name)
 		}
 		if !slices.Equal(t.Shape(), s.Shape) {
-			return fail(fmt.Errorf("gguf: tensor %s has shape %v, the metadata implies %v", gname, t.Shape(), s.Shape))
+			return nil, nil, conv, fmt.Errorf("gguf: tensor %s has shape %v, the metadata implies %v", gname, t.Shape(), s.Shape)
 		}
 		g := &ggufTensor{name: s.Name, typ: t.Type, data: f.Data(t), cols: cols(s.Shape), mapped: f.Mapped(), fileOff: f.FileOffset(t)}
 		rows := s.Elems() / g.cols
 		if rows == 0 || len(g.data)%rows != 0 {
-			return fail(fmt.Errorf("gguf: tensor %s: %d bytes are not %d rows", gname, len(g.data), rows))
+			return nil, nil, conv, fmt.Errorf("gguf: tensor %s: %d bytes are not %d rows", gname, len(g.data), rows)
 		}
 		g.rowBytes = len(g.data) / rows
 		if arch == "llama" || arch == "mistral" {
@@ -370,7 +399,7 @@ func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 				g.half = rows / g.heads / 2
 			}
 		}
-		if t.Type == gguf.Q4_K && len(s.Shape) == 2 {
+		if withBlocks && multipliedAsStored(t.Type, s.Shape) {
 			// Multiplied as stored: a view of the mapping (Private copies
 			// it), or in gelo's row order when the file permuted the rows.
 			raw := g.data
@@ -383,19 +412,7 @@ func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 		conv.Types[t.Type]++
 		conv.Bytes += 4 * int64(s.Elems())
 	}
-	if err := checkFiniteAll(specs, func(i, lo, hi int, dst []float32) error { return srcs[i].fill(lo, hi, dst) }, nil); err != nil {
-		return fail(fmt.Errorf("gguf: %w", err))
-	}
-	w := newWeights(cfg, specs, nil, nil)
-	for i, s := range specs {
-		t := w.tensors[s.Name]
-		t.fill, t.gguf = srcs[i].fill, srcs[i]
-		t.mapped = srcs[i].mapped
-		w.tensors[s.Name] = t
-	}
-	w.blocks = blocks
-	w.closeSource, w.ggufPath = f.Close, f.Path
-	return w, conv, nil
+	return srcs, blocks, conv, nil
 }
 
 // PermuteRowBytes is PermuteQK on rows of stored blocks (a row moves as

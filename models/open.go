@@ -78,6 +78,9 @@ type Model struct {
 	// Notice says what loading converts (a GGUF file's tensors,
 	// dequantized as they are read), "" when nothing is.
 	Notice string
+	// Tokenizer is a GGUF file's own tokenizer as OpenPrivate read it,
+	// with the config and weights; nil otherwise.
+	Tokenizer *EmbeddedTokenizer
 }
 
 // Open loads the model a spec names: a directory's checkpoint (progress,

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"gelo/models/safetensors"
 )
 
 // sealPiece is the span each digest of a sealedRange covers: small enough
@@ -20,6 +22,7 @@ const sealPiece = 64 << 10
 // a later write to the file makes the read fail, naming the tensor.
 type sealedRange struct {
 	f    *os.File
+	path string // the file's, for errors
 	name string // the tensor's, for errors
 	off  int64  // in the file
 	size int64
@@ -33,17 +36,20 @@ const sealStep = 16 * sealPiece
 // sealBufs are the pieces' scratch, shared by every read.
 var sealBufs = sync.Pool{New: func() any { b := make([]byte, sealPiece); return &b }}
 
-// sealRange reads size bytes at off in f, piece by piece, and returns
-// them sealed.
-func sealRange(f *os.File, name string, off, size int64) (*sealedRange, error) {
-	s := &sealedRange{f: f, name: name, off: off, size: size}
+// sealRange reads size bytes at off in f (the file at path), piece by
+// piece, and returns them sealed.
+func sealRange(f *os.File, path, name string, off, size int64) (*sealedRange, error) {
+	s := &sealedRange{f: f, path: path, name: name, off: off, size: size}
 	bp := sealBufs.Get().(*[]byte)
 	defer sealBufs.Put(bp)
 	for lo := int64(0); lo < size; lo += sealPiece {
 		n := min(sealPiece, size-lo)
 		b := (*bp)[:n]
 		if _, err := f.ReadAt(b, off+lo); err != nil {
-			return nil, fmt.Errorf("tensor %q: %w", name, err)
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("%s: tensor %q: %w", path, name, err)
 		}
 		s.sums = append(s.sums, sha256.Sum256(b))
 	}
@@ -54,7 +60,7 @@ func sealRange(f *os.File, name string, off, size int64) (*sealedRange, error) {
 // piece they touch read whole and checked.
 func (s *sealedRange) read(lo, hi int64, dst []byte) error {
 	if lo < 0 || hi < lo || hi > s.size || int64(len(dst)) != hi-lo {
-		return fmt.Errorf("tensor %q: bytes [%d, %d) of %d into %d", s.name, lo, hi, s.size, len(dst))
+		return fmt.Errorf("%s: tensor %q: bytes [%d, %d) of %d into %d", s.path, s.name, lo, hi, s.size, len(dst))
 	}
 	bp := sealBufs.Get().(*[]byte)
 	defer sealBufs.Put(bp)
@@ -68,10 +74,10 @@ func (s *sealedRange) read(lo, hi int64, dst []byte) error {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return fmt.Errorf("tensor %q: the file changed after it was checked (%w)", s.name, err)
+			return fmt.Errorf("%s: tensor %q: the file changed after it was checked (%w)", s.path, s.name, err)
 		}
 		if sha256.Sum256(b) != s.sums[p] {
-			return fmt.Errorf("tensor %q: the file changed after it was checked (bytes %d-%d differ from what was hashed)", s.name, a, e)
+			return fmt.Errorf("%s: tensor %q: the file changed after it was checked (bytes %d-%d differ from what was hashed)", s.path, s.name, a, e)
 		}
 		if a < lo || e > hi {
 			copy(dst[max(a, lo)-lo:min(e, hi)-lo], b[max(a, lo)-a:min(e, hi)-a])
@@ -97,3 +103,27 @@ func (s *sealedRange) readBuf(lo, hi int64) ([]byte, func(), error) {
 
 // byteBufs are scratch for bytes read through a sealedRange.
 var byteBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// fill is a fillFunc over the range holding a tensor of a safetensors
+// dtype (esize bytes an element): every read checked.
+func (s *sealedRange) fill(dtype string, esize int) fillFunc {
+	return func(lo, hi int, dst []float32) error {
+		// A step ends on a sealStep boundary (esize divides it), so no
+		// piece is read and hashed twice.
+		step := sealStep / esize
+		for a := lo; a < hi; {
+			e := min(hi, (a/step+1)*step)
+			b, done, err := s.readBuf(int64(a*esize), int64(e*esize))
+			if err != nil {
+				return err
+			}
+			err = safetensors.DecodeFloat32(dtype, b, dst[a-lo:e-lo])
+			done()
+			if err != nil {
+				return err
+			}
+			a = e
+		}
+		return nil
+	}
+}

@@ -573,45 +573,9 @@ func LoadWithProgress(dir string, progress func(done, total int64)) (*Weights, e
 }
 
 func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, total int64)) (*Weights, error) {
-	specs := cfg.TensorSpecs()
-	where := safetensors.SingleFile
-	if files := set.Files(); len(files) != 1 || filepath.Base(files[0]) != safetensors.SingleFile {
-		where = "the shards of " + safetensors.IndexFile
-	}
-	want := map[string]bool{}
-	for _, s := range specs {
-		want[s.Name] = true
-		in, err := set.Info(s.Name)
-		if err != nil {
-			return nil, fmt.Errorf("weights %s: tensor %q (shape %s per config.json) is missing from %s", dir, s.Name, shapeStr(s.Shape), where)
-		}
-		if !slices.Equal(in.Shape, s.Shape) {
-			file, _ := set.FileOf(s.Name)
-			return nil, fmt.Errorf("weights %s: tensor %q: shape %s in the file vs config's %s", file, s.Name, shapeStr(in.Shape), shapeStr(s.Shape))
-		}
-		if other, ok := halfMismatch(cfg.TorchDType, in.DType); ok {
-			file, _ := set.FileOf(s.Name)
-			return nil, fmt.Errorf("weights %s: tensor %q is %s but config.json's torch_dtype is %s (%s bytes read as %s would load silently wrong)",
-				file, s.Name, in.DType, cfg.TorchDType, other, in.DType)
-		}
-	}
-	tiedHead := false
-	for _, name := range set.Names() {
-		if want[name] {
-			continue
-		}
-		file, _ := set.FileOf(name)
-		if name == LMHeadName && cfg.TieWordEmbeddings {
-			in, _ := set.Info(name)
-			if d := []int{cfg.VocabSize, cfg.HiddenSize}; !slices.Equal(in.Shape, d) {
-				return nil, fmt.Errorf("weights %s: tensor %q: shape %s in the file vs config's %s", file, name, shapeStr(in.Shape), shapeStr(d))
-			}
-			tiedHead = true
-			continue
-		}
-		if strings.HasSuffix(name, ".weight") || strings.HasSuffix(name, ".bias") {
-			return nil, fmt.Errorf("weights %s: unexpected tensor %q: config.json implies no such weight (does the config match the checkpoint?)", file, name)
-		}
+	specs, tiedHead, err := checkSet(dir, cfg, set)
+	if err != nil {
+		return nil, err
 	}
 
 	// Every tensor is checked now, streamed through a scratch buffer with
@@ -619,14 +583,17 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 	// tensor as a view of the mapping, a 16-bit one converted on its
 	// first Get or a chunk at a time by ReadRows. The file is never
 	// resident whole in this process.
-	err := checkFiniteAll(specs, func(i, lo, hi int, dst []float32) error {
+	err = checkFiniteAll(specs, func(i, lo, hi int, dst []float32) error {
 		return set.DecodeRange(specs[i].Name, int64(lo), int64(hi), dst)
 	}, progress)
 	if err != nil {
 		return nil, fmt.Errorf("weights %s: %w", dir, err)
 	}
 	if tiedHead {
-		if err := sameTensor(set, LMHeadName, EmbedName, cfg.VocabSize*cfg.HiddenSize); err != nil {
+		err := sameTensor(func(lo, hi int, dst []float32) error { return set.DecodeRange(LMHeadName, int64(lo), int64(hi), dst) },
+			func(lo, hi int, dst []float32) error { return set.DecodeRange(EmbedName, int64(lo), int64(hi), dst) },
+			LMHeadName, EmbedName, cfg.VocabSize*cfg.HiddenSize)
+		if err != nil {
 			file, _ := set.FileOf(LMHeadName)
 			return nil, fmt.Errorf("weights %s: %w", file, err)
 		}
@@ -658,12 +625,70 @@ func load(dir string, cfg *Config, set *safetensors.Set, progress func(done, tot
 	return w, nil
 }
 
+// checkSet checks that set holds the tensors cfg lists, with their shapes
+// and a dtype that agrees with torch_dtype, and no weight the config does
+// not imply; tiedHead says that a tied model's file carries an
+// lm_head.weight too (to be compared with the embedding).
+func checkSet(dir string, cfg *Config, set *safetensors.Set) (specs []TensorSpec, tiedHead bool, err error) {
+	specs = cfg.TensorSpecs()
+	where := safetensors.SingleFile
+	if files := set.Files(); len(files) != 1 || filepath.Base(files[0]) != safetensors.SingleFile {
+		where = "the shards of " + safetensors.IndexFile
+	}
+	want := map[string]bool{}
+	for _, s := range specs {
+		want[s.Name] = true
+		in, err := set.Info(s.Name)
+		if err != nil {
+			return nil, false, fmt.Errorf("weights %s: tensor %q (shape %s per config.json) is missing from %s", dir, s.Name, shapeStr(s.Shape), where)
+		}
+		if !slices.Equal(in.Shape, s.Shape) {
+			file, _ := set.FileOf(s.Name)
+			return nil, false, fmt.Errorf("weights %s: tensor %q: shape %s in the file vs config's %s", file, s.Name, shapeStr(in.Shape), shapeStr(s.Shape))
+		}
+		if other, ok := halfMismatch(cfg.TorchDType, in.DType); ok {
+			file, _ := set.FileOf(s.Name)
+			return nil, false, fmt.Errorf("weights %s: tensor %q is %s but config.json's torch_dtype is %s (%s bytes read as %s would load silently wrong)",
+				file, s.Name, in.DType, cfg.TorchDType, other, in.DType)
+		}
+	}
+	for _, name := range set.Names() {
+		if want[name] {
+			continue
+		}
+		file, _ := set.FileOf(name)
+		if name == LMHeadName && cfg.TieWordEmbeddings {
+			in, _ := set.Info(name)
+			if d := []int{cfg.VocabSize, cfg.HiddenSize}; !slices.Equal(in.Shape, d) {
+				return nil, false, fmt.Errorf("weights %s: tensor %q: shape %s in the file vs config's %s", file, name, shapeStr(in.Shape), shapeStr(d))
+			}
+			tiedHead = true
+			continue
+		}
+		if strings.HasSuffix(name, ".weight") || strings.HasSuffix(name, ".bias") {
+			return nil, false, fmt.Errorf("weights %s: unexpected tensor %q: config.json implies no such weight (does the config match the checkpoint?)", file, name)
+		}
+	}
+	return specs, tiedHead, nil
+}
+
 // checkFiniteAll streams every tensor of specs through scratch, read by
 // read (elements [lo, hi) of specs[i] into dst), on GOMAXPROCS goroutines,
 // and refuses NaN or Inf, naming the first tensor in specs' order that
 // holds one. progress, when not nil, is called after each tensor with the
 // elements done out of the total, one call at a time.
 func checkFiniteAll(specs []TensorSpec, read func(i, lo, hi int, dst []float32) error, progress func(done, total int64)) error {
+	return forEachTensor(specs, func(i int, scratch []float32) error {
+		return checkFinite(specs[i], func(lo, hi int, dst []float32) error { return read(i, lo, hi, dst) }, scratch)
+	}, progress)
+}
+
+// forEachTensor runs do for every tensor of specs (its index, and a
+// scratch buffer of readChunk values the goroutine owns) on GOMAXPROCS
+// goroutines and returns the error of the first tensor in specs' order
+// that failed. progress, when not nil, is called after each tensor with
+// the elements done out of the total, one call at a time.
+func forEachTensor(specs []TensorSpec, do func(i int, scratch []float32) error, progress func(done, total int64)) error {
 	errs := make([]error, len(specs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -682,7 +707,7 @@ func checkFiniteAll(specs []TensorSpec, read func(i, lo, hi int, dst []float32) 
 				if i >= len(specs) {
 					return
 				}
-				errs[i] = checkFinite(specs[i], func(lo, hi int, dst []float32) error { return read(i, lo, hi, dst) }, scratch)
+				errs[i] = do(i, scratch)
 				if progress != nil {
 					mu.Lock()
 					done += int64(specs[i].Elems())
@@ -721,16 +746,17 @@ func checkFinite(s TensorSpec, read fillFunc, scratch []float32) error {
 	return nil
 }
 
-// sameTensor checks, a chunk at a time, that tensors a and b of set (n
-// elements each) hold the same bits: a tied checkpoint's duplicate head.
-func sameTensor(set *safetensors.Set, a, b string, n int) error {
+// sameTensor checks, a chunk at a time, that tensors a and b (read by
+// ra and rb, n elements each) hold the same bits: a tied checkpoint's
+// duplicate head.
+func sameTensor(ra, rb fillFunc, a, b string, n int) error {
 	x, y := make([]float32, readChunk), make([]float32, readChunk)
 	for lo := 0; lo < n; lo += readChunk {
 		hi := min(n, lo+readChunk)
-		if err := set.DecodeRange(a, int64(lo), int64(hi), x[:hi-lo]); err != nil {
+		if err := ra(lo, hi, x[:hi-lo]); err != nil {
 			return err
 		}
-		if err := set.DecodeRange(b, int64(lo), int64(hi), y[:hi-lo]); err != nil {
+		if err := rb(lo, hi, y[:hi-lo]); err != nil {
 			return err
 		}
 		if !sameBits(x[:hi-lo], y[:hi-lo]) {
@@ -820,7 +846,7 @@ func (w *Weights) privateTensor(name string, t *weight, open func(string) (*os.F
 		}
 		g, err := t.gguf.seal(f)
 		if err != nil {
-			return fmt.Errorf("weights: gguf %s: %w", w.ggufPath, err)
+			return fmt.Errorf("weights: %w", err)
 		}
 		t.gguf, t.fill, t.ownFill, t.mapped = g, g.fill, true, false
 	case t.view || t.mapped:
@@ -839,29 +865,11 @@ func (w *Weights) privateTensor(name string, t *weight, open func(string) (*os.F
 		if err != nil {
 			return err
 		}
-		sr, err := sealRange(f, name, off, size)
+		sr, err := sealRange(f, path, name, off, size)
 		if err != nil {
-			return fmt.Errorf("weights: %s: %w", path, err)
+			return fmt.Errorf("weights: %w", err)
 		}
-		t.fill = func(lo, hi int, dst []float32) error {
-			// A step ends on a sealStep boundary (esize divides it), so no
-			// piece is read and hashed twice.
-			step := sealStep / esize
-			for a := lo; a < hi; {
-				e := min(hi, (a/step+1)*step)
-				b, done, err := sr.readBuf(int64(a*esize), int64(e*esize))
-				if err != nil {
-					return err
-				}
-				err = safetensors.DecodeFloat32(dtype, b, dst[a-lo:e-lo])
-				done()
-				if err != nil {
-					return err
-				}
-				a = e
-			}
-			return nil
-		}
+		t.fill = sr.fill(dtype, esize)
 		t.data, t.view, t.mapped, t.ownFill = nil, false, false, true
 	}
 	return nil

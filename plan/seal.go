@@ -43,14 +43,20 @@ func IsPlanName(path string) bool { return strings.HasSuffix(path, planfile.Ext)
 // tokenizer.json; "" means the model directory's, if any; it must parse as
 // a tokenizer) and the numerics flags.
 func Seal(m *ir.Module, model *models.Model, opt Options, tokenizer string) (*planfile.Plan, attest.Identity, error) {
+	tok, err := ModelTokenizer(tokenizer, model)
+	if err != nil {
+		return nil, attest.Identity{}, err
+	}
+	return SealTokenizer(m, model, opt, tok)
+}
+
+// SealTokenizer is Seal with the tokenizer loaded already (ModelTokenizer):
+// a server seals the one it encodes with, read once.
+func SealTokenizer(m *ir.Module, model *models.Model, opt Options, tok Tokenizer) (*planfile.Plan, attest.Identity, error) {
 	if err := Verify(m); err != nil {
 		return nil, attest.Identity{}, fmt.Errorf("refusing to seal the module: %w", err)
 	}
 	src, config, err := sourceOf(model.Source, model.Config)
-	if err != nil {
-		return nil, attest.Identity{}, err
-	}
-	tok, err := LoadTokenizer(tokenizer, model.Path())
 	if err != nil {
 		return nil, attest.Identity{}, err
 	}
@@ -299,18 +305,16 @@ func openSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 	if ov.Progress != nil {
 		progress = func(done, total int64) { ov.Progress(spec, done, total) }
 	}
-	model, err := models.OpenAs(spec, seed, synth, progress)
+	// What is hashed below is what computes: every tensor read once,
+	// checked on every later read, no shared mapping of a file that can
+	// be rewritten after the check.
+	model, err := models.OpenPrivate(spec, seed, synth, progress)
 	if err != nil {
 		return nil, attest.Identity{}, Tokenizer{}, fmt.Errorf("plan %s: %w", path, err)
 	}
 	fail := func(err error) (*models.Model, attest.Identity, Tokenizer, error) {
 		model.Close()
 		return nil, attest.Identity{}, Tokenizer{}, err
-	}
-	// What is hashed below is what computes: no shared mapping of a file
-	// that can be rewritten after the check.
-	if err := model.Weights.Private(); err != nil {
-		return fail(fmt.Errorf("plan %s: %w", path, err))
 	}
 	_, config, err := sourceOf(model.Source, model.Config)
 	if err != nil {
@@ -320,7 +324,7 @@ func openSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 	if tokPath == "" && ov.Model == "" {
 		tokPath = p.Source.Tokenizer
 	}
-	tok, err := LoadTokenizer(tokPath, model.Path())
+	tok, err := ModelTokenizer(tokPath, model)
 	if err != nil {
 		return fail(fmt.Errorf("refusing to run sealed plan %s: %w", path, err))
 	}

@@ -79,6 +79,28 @@ func LoadTokenizer(path, modelDir string) (Tokenizer, error) {
 	return Tokenizer{Path: path, Bytes: data, Tok: tok}, nil
 }
 
+// ModelTokenizer is LoadTokenizer for a loaded model: when path is "" or
+// names the GGUF file's own tokenizer (FILE#tokenizer) and m carries the
+// tokenizer it read with its weights (models.OpenPrivate), that one is
+// parsed, so config, weights and tokenizer come from one reading of the
+// file; otherwise LoadTokenizer(path, m.Path()).
+func ModelTokenizer(path string, m *models.Model) (Tokenizer, error) {
+	if m == nil || m.GGUF == "" || m.Tokenizer == nil || (path != "" && path != m.GGUF+ggufTokenizerSuffix) {
+		var dir string
+		if m != nil {
+			dir = m.Path()
+		}
+		return LoadTokenizer(path, dir)
+	}
+	if m.Tokenizer.Err != nil {
+		return Tokenizer{}, fmt.Errorf("%s: %w", m.GGUF, m.Tokenizer.Err)
+	}
+	if m.Tokenizer.JSON == nil {
+		return Tokenizer{}, nil
+	}
+	return parseGGUFTokenizer(m.GGUF, m.Tokenizer.JSON, m.Tokenizer.Config)
+}
+
 // ggufTokenizerSuffix names the tokenizer inside a GGUF file.
 const ggufTokenizerSuffix = "#tokenizer"
 
@@ -95,6 +117,12 @@ func ggufTokenizer(path string) (Tokenizer, error) {
 	if err != nil || tj == nil {
 		return Tokenizer{}, err
 	}
+	return parseGGUFTokenizer(path, tj, cj)
+}
+
+// parseGGUFTokenizer parses the tokenizer.json and tokenizer_config.json a
+// GGUF file's tokenizer amounts to.
+func parseGGUFTokenizer(path string, tj, cj []byte) (Tokenizer, error) {
 	name := path + ggufTokenizerSuffix
 	tok, err := tokenizer.Parse(tj, cj, name, name+"_config")
 	if err != nil {

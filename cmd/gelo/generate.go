@@ -142,7 +142,6 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	defer l.Close()
 
-	modelDir := l.Path()
 	var tk *tokenizer.Tokenizer
 	switch {
 	case *prompt == "" && *chat == "" && *tok == "":
@@ -150,9 +149,11 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		// The tokenizer the identity check hashed, never another file.
 		tk = sealedTok
 	default:
-		if tk, err = loadTokenizer(*tok, modelDir); err != nil {
+		t, err := plan.ModelTokenizer(*tok, l)
+		if err != nil {
 			return err
 		}
+		tk = t.Tok
 	}
 	if *prompt != "" || *chat != "" {
 		if tk == nil {

@@ -219,10 +219,13 @@ func (mf *modelFlags) registerDump(fs *flag.FlagSet) {
 	fs.BoolVar(&mf.dumpAll, "dump-all", false, "print the IR to stderr after every pass")
 }
 
-// open loads --model, with a progress bar for a directory.
+// open loads --model, with a progress bar for a directory. Every verb
+// reads the weights as models.OpenPrivate does: what an identity hashes
+// and what computes are the bytes read once, whatever happens to the file
+// afterwards.
 func (mf *modelFlags) open(stderr io.Writer) (*models.Model, error) {
 	bar := newProgress(stderr, "load "+mf.model)
-	m, err := models.Open(mf.model, mf.seed, bar.update)
+	m, err := models.OpenPrivate(mf.model, mf.seed, "", bar.update)
 	if m != nil && m.IsDir() {
 		bar.done()
 	}

@@ -179,17 +179,19 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 		}
 		cleanup = append(cleanup, func() { l.Close() })
 		tk := sealedTok
-		if sealed == nil {
-			if tk, err = loadTokenizer(*tok, l.Dir); err != nil {
+		if m == nil {
+			// The tokenizer that encodes is the one the identity binds, read
+			// once (a GGUF file's own, from the same reading as its weights).
+			pt, err := plan.ModelTokenizer(*tok, l)
+			if err != nil {
 				return err
 			}
-		}
-		if m == nil {
+			tk = pt.Tok
 			if m, err = mf.compile(l.Source, l.Config, stderr); err != nil {
 				return err
 			}
 			o, _ := mf.options()
-			if sealed, _, err = plan.Seal(m, l, o, *tok); err != nil {
+			if sealed, _, err = plan.SealTokenizer(m, l, o, pt); err != nil {
 				return err
 			}
 		}

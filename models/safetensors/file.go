@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strings"
 	"unsafe"
@@ -57,11 +58,14 @@ type File struct {
 	names    []string
 	metadata map[string]string
 	unmap    func() error
+	head     int64       // the data section's offset in the file, kept by Unmap
+	fd       *os.File    // the file buf maps, open until Close
+	stat     os.FileInfo // fd's Stat when it was mapped
 }
 
 // Open opens and validates a safetensors file.
 func Open(path string) (*File, error) {
-	buf, unmap, err := mapFile(path)
+	buf, unmap, fd, st, err := openMapped(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors %s: %w", path, err)
 	}
@@ -70,19 +74,37 @@ func Open(path string) (*File, error) {
 		if unmap != nil {
 			_ = unmap()
 		}
+		fd.Close()
 		return nil, err
 	}
-	f.unmap = unmap
+	f.unmap, f.fd, f.stat = unmap, fd, st
 	return f, nil
 }
 
 // Path is the file's path as given to Open.
 func (f *File) Path() string { return f.path }
 
-// Close releases the mapping. Slices returned by Bytes, and by Float32 for
-// F32 tensors, must not be used afterwards.
+// Close releases the mapping and the open file. Slices returned by Bytes,
+// and by Float32 for F32 tensors, must not be used afterwards.
 func (f *File) Close() error {
-	f.buf, f.data = nil, nil
+	err := f.Unmap()
+	if f.fd != nil {
+		if e := f.fd.Close(); err == nil && e != nil {
+			err = fmt.Errorf("safetensors %s: close: %w", f.path, e)
+		}
+		f.fd = nil
+	}
+	return err
+}
+
+// Unmap releases the mapping but keeps the file open: Bytes, Float32 and
+// DecodeRange fail afterwards, Handle and Unchanged still work.
+func (f *File) Unmap() error {
+	if f.data == nil && f.unmap == nil {
+		return nil
+	}
+	head := int64(len(f.buf) - len(f.data))
+	f.buf, f.data, f.head = nil, nil, head
 	if f.unmap == nil {
 		return nil
 	}
@@ -90,6 +112,24 @@ func (f *File) Close() error {
 	f.unmap = nil
 	if err := u(); err != nil {
 		return fmt.Errorf("safetensors %s: close: %w", f.path, err)
+	}
+	return nil
+}
+
+// Handle is the open file the tensors were mapped from (nil after
+// Close): reading it (ReadAt at Where's offsets) sees the file that was
+// parsed, even if its path was replaced since.
+func (f *File) Handle() *os.File { return f.fd }
+
+// Unchanged reports an error naming the file when its size or
+// modification time differs from when it was opened (see
+// Mapped.Unchanged).
+func (f *File) Unchanged() error {
+	if f.fd == nil {
+		return fmt.Errorf("safetensors %s: file is closed", f.path)
+	}
+	if err := unchanged(f.fd, f.stat); err != nil {
+		return fmt.Errorf("safetensors %w", err)
 	}
 	return nil
 }
@@ -139,7 +179,11 @@ func (f *File) Where(name string) (path string, off, size int64, dtype string, e
 	if !ok {
 		return "", 0, 0, "", fmt.Errorf("safetensors %s: no tensor %q", f.path, name)
 	}
-	return f.path, int64(len(f.buf)-len(f.data)) + in.Offset, in.Size, in.DType, nil
+	head := f.head
+	if f.buf != nil {
+		head = int64(len(f.buf) - len(f.data))
+	}
+	return f.path, head + in.Offset, in.Size, in.DType, nil
 }
 
 // Float32 returns a tensor's values as float32, converting BF16 and F16.
@@ -386,5 +430,5 @@ func shapeString(s []int) string {
 }
 
 // MapFile maps path read-only (the GGUF reader shares the mapping code);
-// unmap, when not nil, releases the mapping.
+// unmap, when not nil, releases the mapping. MapOpen also keeps the file.
 func MapFile(path string) ([]byte, func() error, error) { return mapFile(path) }

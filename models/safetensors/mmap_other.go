@@ -2,22 +2,13 @@
 
 package safetensors
 
-import (
-	"fmt"
-	"os"
-)
+import "os"
 
-// mapFile reads the whole file where memory mapping is not wired up.
-func mapFile(path string) ([]byte, func() error, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
-	}
-	buf, err := os.ReadFile(path)
-	if err != nil {
+// mapOpen reads the whole open file f where memory mapping is not wired
+// up.
+func mapOpen(f *os.File, st os.FileInfo) ([]byte, func() error, error) {
+	buf := make([]byte, st.Size())
+	if _, err := f.ReadAt(buf, 0); err != nil {
 		return nil, nil, err
 	}
 	return buf, nil, nil

@@ -9,21 +9,10 @@ import (
 	"unsafe"
 )
 
-// mapFile maps path read-only. An empty file cannot be mapped and is read
-// instead (it is then rejected as too short).
-func mapFile(path string) ([]byte, func() error, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
-	}
+// mapOpen maps the open regular file f (st its Stat) read-only. An empty
+// file cannot be mapped and is read instead (it is then rejected as too
+// short).
+func mapOpen(f *os.File, st os.FileInfo) ([]byte, func() error, error) {
 	size := st.Size()
 	if size == 0 {
 		return []byte{}, nil, nil

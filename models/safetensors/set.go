@@ -214,6 +214,40 @@ func (s *Set) IsView(name string) bool {
 	return ok && f.IsView(name)
 }
 
+// Handle is the open file holding a tensor; see File.Handle.
+func (s *Set) Handle(name string) (*os.File, error) {
+	f, err := s.file(name)
+	if err != nil {
+		return nil, err
+	}
+	if f.fd == nil {
+		return nil, fmt.Errorf("safetensors %s: file is closed", f.path)
+	}
+	return f.fd, nil
+}
+
+// Unchanged checks every file; see File.Unchanged.
+func (s *Set) Unchanged() error {
+	for _, f := range s.files {
+		if err := f.Unchanged(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Unmap releases every file's mapping and keeps the files open; see
+// File.Unmap.
+func (s *Set) Unmap() error {
+	var first error
+	for _, f := range s.files {
+		if err := f.Unmap(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // Close closes every file, returning the first error.
 func (s *Set) Close() error {
 	var first error

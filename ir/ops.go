@@ -264,8 +264,6 @@ func WritesCache(op string) bool {
 	return ResultOf(op) == InPlace && (c == ClassKVCache || c == ClassFusedKVCache)
 }
 
-// IsLinear reports whether op is a linear layer over public weights (x W^T,
-// operand 1 the weight, an optional operand 2 the bias).
 // AttrBF16Dot marks a linear op on bf16 weights that multiplies by the
 // bf16 dot product (its input rounded to bf16, f32 accumulation: the
 // "bf16dot" weight format) instead of widening the weights exactly.
@@ -274,6 +272,8 @@ const AttrBF16Dot = "bf16_dot"
 // linearAttrs are the optional attributes of the linear ops.
 var linearAttrs = []AttrSpec{{Name: AttrBF16Dot, Kind: AttrBool, Optional: true}}
 
+// IsLinear reports whether op is a linear layer over public weights (x W^T,
+// operand 1 the weight, an optional operand 2 the bias).
 func IsLinear(op string) bool { return ClassOf(op) == ClassLinear }
 
 // Storage follows in-place results (KV-cache writes) and views into

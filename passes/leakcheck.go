@@ -151,27 +151,6 @@ func leakcheck(g *ir.Graph) (leaks, errs []error) {
 	return leaks, errs
 }
 
-// Pipeline returns the standard pass order for the given protection:
-// place, fuse, (offload,) quantize, protect, fuse_epilogue, (verify-probes,)
-// leakcheck. Leakcheck cannot be left out; it
-// tolerates plaintext crossings only for mask none, which the module
-// then says. noFuse switches fusions off by name.
-func Pipeline(o ProtectOptions, noFuse ...string) *Manager {
-	ps := []Pass{Place(DefaultPolicy()), Fuse(noFuse)}
-	if o.level().FullSpan {
-		ps = append(ps, Offload(o))
-	}
-	ps = append(ps, Quantize(o.Weights), Protect(o), FuseEpilogue(noFuse))
-	if o.Verify > 0 {
-		ps = append(ps, Probes(o.Verify, o.probePool()))
-	}
-	return &Manager{Passes: append(ps, Leakcheck(o.Mask == MaskNone))}
-}
-
-// Unfused is every fusion's name: Pipeline(o, Unfused()...) is the
-// reference the fusion gate tests compare against.
-func Unfused() []string { return FusionNames() }
-
 // checksDevice reports whether op is a probe: its result is the device's
 // value, passed through.
 func checksDevice(op string) bool {

@@ -93,7 +93,3 @@ func (pm *Manager) dump(name string, m *ir.Module) error {
 	}
 	return pm.Dump(name, m)
 }
-
-// Default returns the standard pipeline with the default protection
-// (hd3, per-forward, 8 shield rows at energy 4).
-func Default() *Manager { return Pipeline(DefaultProtect()) }

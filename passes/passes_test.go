@@ -161,7 +161,7 @@ func TestProtectOptionErrors(t *testing.T) {
 }
 
 func TestDumpAfterUnknownPass(t *testing.T) {
-	pm := Default()
+	pm := Pipeline(DefaultProtect())
 	pm.DumpAfter = map[string]bool{"vectorize": true}
 	if err := pm.Run(traced(t)); err == nil || !strings.Contains(err.Error(), "no such pass") {
 		t.Errorf("dump after an unknown pass: %v", err)

@@ -342,6 +342,12 @@ func (c *Client) stream(ctx context.Context, path string, body []byte, text func
 		}
 		data := strings.TrimPrefix(line, "data: ")
 		if data == "[DONE]" {
+			// Read to the body's end (the chunked terminator after
+			// [DONE]): a body closed before its end drops the connection,
+			// and this client may not open another.
+			if err := drain(resp.Body); err != nil {
+				return finish, err
+			}
 			return finish, nil
 		}
 		var chunk struct {
@@ -354,6 +360,7 @@ func (c *Client) stream(ctx context.Context, path string, body []byte, text func
 			return finish, fmt.Errorf("client: bad chunk: %w", err)
 		}
 		if chunk.Error != nil {
+			drain(resp.Body) // the server ends the stream after its error: keep the connection
 			return finish, fmt.Errorf("client: server error: %s", chunk.Error.Message)
 		}
 		for _, ch := range chunk.Choices {
@@ -371,4 +378,21 @@ func (c *Client) stream(ctx context.Context, path string, body []byte, text func
 		return finish, fmt.Errorf("client: %w", err)
 	}
 	return finish, errors.New("client: the stream ended without [DONE]")
+}
+
+// maxTrailing bounds what drain reads after [DONE]: the server sends
+// nothing more than the end of the chunked body.
+const maxTrailing = 4 << 10
+
+// drain reads a stream's body to its end, so that the transport keeps the
+// (attested) connection for the next request.
+func drain(body io.Reader) error {
+	n, err := io.Copy(io.Discard, io.LimitReader(body, maxTrailing+1))
+	if err != nil {
+		return fmt.Errorf("client: reading the end of the stream: %w", err)
+	}
+	if n > maxTrailing {
+		return fmt.Errorf("client: more than %d bytes after [DONE]", maxTrailing)
+	}
+	return nil
 }

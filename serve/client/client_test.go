@@ -3,7 +3,9 @@ package client
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"gelo/models"
 	"gelo/plan"
 	"gelo/serve"
+	"gelo/serve/internal/testtok"
 )
 
 // attestedServer serves qwen3-tiny at level over TLS with a simulated
@@ -152,5 +155,99 @@ func TestRelayAndStaleNonce(t *testing.T) {
 	n2 := nonce()
 	if err := a.verify(ocA, ar, n2, simOK); !errors.Is(err, ErrRelayed) {
 		t.Fatalf("evidence for a stale nonce: %v", err)
+	}
+}
+
+// chatServer serves qwen3-tiny with the test tokenizer: over TLS with a
+// simulated attester, or over plain HTTP.
+func chatServer(t *testing.T, tlsOn bool) *httptest.Server {
+	t.Helper()
+	l, err := models.Open("qwen3-tiny", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := plan.Level("none")
+	m, err := plan.Compile(l.Source, l.Config, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := plan.NewEngine(plan.EngineOptions{}, l.Weights, []byte("gelo client test session key"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	tok, err := testtok.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := serve.Options{ModelName: "qwen3-tiny", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var tlsCfg *tls.Config
+	if tlsOn {
+		p, _, err := plan.Seal(m, l, o, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim, err := attest.NewSimulatedAttester(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.Attest = &serve.Attestation{Attester: sim, PlanDigest: p.Digest(), Security: p.Passes.Security}
+		if tlsCfg, err = opt.Attest.TLSConfig(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := serve.New(opt)
+	eos := append([]int{}, l.Config.EOSTokenIDs...)
+	if id, ok := tok.EOSTokenID(); ok {
+		eos = append(eos, id)
+	}
+	if err := s.Start(serve.Model{Module: m, Backend: eng.Runtime, Tokenizer: tok, MaxContext: 512, EOS: eos}); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(s.Handler())
+	if tlsOn {
+		ts.TLS = tlsCfg
+		ts.StartTLS()
+	} else {
+		ts.Start()
+	}
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close(); s.Close() })
+	return ts
+}
+
+// TestChatTurns: a conversation of five turns on one attested connection
+// (and on one plain connection): each turn reads its stream to the end,
+// so the connection is reused rather than dropped, which would leave the
+// next turn no connection it may use.
+func TestChatTurns(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tls  bool
+	}{{"simulated TLS", true}, {"plain HTTP", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := chatServer(t, tc.tls)
+			opt := simOK
+			opt.Plain = !tc.tls
+			ctx := context.Background()
+			c, err := Dial(ctx, ts.URL, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			temp := 0.0
+			var msgs []Message
+			for turn := range 5 {
+				msgs = append(msgs, Message{Role: "user", Content: fmt.Sprintf("turn %d: hi", turn)})
+				var reply strings.Builder
+				finish, err := c.Chat(ctx, msgs, ChatOptions{MaxTokens: 6, Temperature: &temp}, func(s string) error { reply.WriteString(s); return nil })
+				if err != nil {
+					t.Fatalf("turn %d: %v", turn+1, err)
+				}
+				if finish == "" {
+					t.Fatalf("turn %d: no finish reason", turn+1)
+				}
+				msgs = append(msgs, Message{Role: "assistant", Content: reply.String()})
+			}
+		})
 	}
 }

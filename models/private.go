@@ -65,6 +65,12 @@ func OpenPrivate(spec string, seed uint64, synthDType string, progress func(done
 	return &Model{Source: src, Weights: w}, nil
 }
 
+// sealedHook, when not nil, runs once a model's first tensor (in the
+// config's order) is sealed, with the path of its file, before the others
+// are read: a test's way to change the file in the middle of a load
+// deterministically.
+var sealedHook func(path string)
+
 // loadDirPrivate is LoadWithProgress read as OpenPrivate says.
 func loadDirPrivate(dir string, progress func(done, total int64)) (*Weights, error) {
 	cfg, err := ReadConfig(filepath.Join(dir, "config.json"))
@@ -95,6 +101,10 @@ func sealSet(dir string, cfg *Config, set *safetensors.Set, progress func(done, 
 	err = forEachTensor(specs, func(i int, scratch []float32) error {
 		fill, err := sealTensor(set, specs[i].Name, scratch)
 		fills[i] = fill
+		if i == 0 && err == nil && sealedHook != nil {
+			path, _ := set.FileOf(specs[i].Name)
+			sealedHook(path)
+		}
 		return err
 	}, progress)
 	if err != nil {
@@ -241,6 +251,9 @@ func sealGGUF(path string, m *safetensors.Mapped, want *Config, progress func(do
 			return err
 		}
 		srcs[i] = g
+		if i == 0 && sealedHook != nil {
+			sealedHook(path)
+		}
 		return checkFinite(specs[i], g.fill, scratch)
 	}, progress)
 	if err != nil {

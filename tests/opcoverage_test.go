@@ -4,36 +4,38 @@ import (
 	"testing"
 
 	"gelo/ir"
+	"gelo/lower"
 	"gelo/lower/cpu"
 	"gelo/lower/gomlx"
 )
 
-// opTables lists every backend's declared op table: whether it lowers an
-// op, and why it declines one it refuses by name. A new backend adds one
-// line here.
-var opTables = []struct {
-	backend  string
-	supports func(op string) bool
-	declines func(op string) (string, bool)
-}{
-	{"cpu", cpu.Supports, func(string) (string, bool) { return "", false }},
-	{"gomlx forward", gomlx.ForwardSupports, gomlx.ForwardDeclines},
-}
+// opTables lists every backend's record whose op table this build
+// lowers; the vulkan one is added by opcoverage_vulkan_test.go where
+// lower/vulkan is built with cgo. A new backend adds one line here.
+var opTables = []lower.Capabilities{cpu.Capabilities(), gomlx.Capabilities()}
 
 // Every registered op is either lowered or explicitly declined (with a
 // reason) by every backend, so a new op cannot reach a backend that has
-// silently never heard of it.
+// silently never heard of it; and every op a record names is registered.
 func TestEveryOpHasAKernelOrARefusal(t *testing.T) {
-	for _, bt := range opTables {
+	for _, c := range opTables {
+		if err := c.Check(); err != nil {
+			t.Error(err)
+		}
 		for _, op := range ir.Ops() {
-			reason, declined := bt.declines(op)
-			switch lowered := bt.supports(op); {
-			case lowered && declined:
-				t.Errorf("backend %s: op %s is both lowered and declined (%s)", bt.backend, op, reason)
-			case !lowered && !declined:
-				t.Errorf("backend %s: op %s is neither lowered nor declined", bt.backend, op)
-			case declined && reason == "":
-				t.Errorf("backend %s: op %s is declined without a reason", bt.backend, op)
+			_, declined := c.Declined(op)
+			if !c.Lowered(op) && !declined {
+				t.Errorf("backend %s: op %s is neither lowered nor declined", c.Backend, op)
+			}
+		}
+		for _, op := range c.Lowers {
+			if ir.Op(op) == nil {
+				t.Errorf("backend %s lowers op %s, which is not registered", c.Backend, op)
+			}
+		}
+		for op := range c.Declines {
+			if ir.Op(op) == nil {
+				t.Errorf("backend %s declines op %s, which is not registered", c.Backend, op)
 			}
 		}
 	}

@@ -147,17 +147,6 @@ func (f *Forward) residentBuf(key string, mk func() ([]float32, []int, error)) (
 	return r, nil
 }
 
-// forwardOps is this backend's op table for whole-forward programs: the
-// ops it lowers to graph nodes.
-var forwardOps = map[string]bool{
-	ir.OpInput: true, ir.OpWeight: true, ir.OpConcatWeights: true, ir.OpEmbed: true, ir.OpRMSNorm: true,
-	ir.OpAddRMSNorm: true, ir.OpTake: true, ir.OpMatMul: true, ir.OpLMHead: true, ir.OpQKNorm: true,
-	ir.OpRope: true, ir.OpNormRope: true, ir.OpNormRopeAppend: true, ir.OpNormRopeAppendKV: true,
-	ir.OpKVAppend: true, ir.OpAttention: true, ir.OpSiLU: true, ir.OpMul: true, ir.OpAdd: true,
-	ir.OpSwiGLU: true, ir.OpSliceCols: true, ir.OpLastRow: true, ir.OpToDevice: true, ir.OpToTEE: true,
-	ir.OpBiasAdd: true, ir.OpProbe: true,
-}
-
 // declinedProtection is why whole-forward lowering refuses the protection
 // ops: it is the mask-none baseline.
 const declinedProtection = "protected graphs are not supported (whole-forward lowering is the mask-none baseline)"
@@ -168,16 +157,6 @@ var forwardDeclined = map[string]string{
 	ir.OpMask: declinedProtection, ir.OpUnmask: declinedProtection,
 	ir.OpShieldStack: declinedProtection, ir.OpShieldStrip: declinedProtection,
 	ir.OpMeanRows: declinedProtection, ir.OpSubRow: declinedProtection, ir.OpAddRow: declinedProtection,
-}
-
-// ForwardSupports reports whether whole-forward lowering lowers op.
-func ForwardSupports(op string) bool { return forwardOps[op] }
-
-// ForwardDeclines returns why whole-forward lowering refuses op, if it
-// declines it explicitly.
-func ForwardDeclines(op string) (reason string, declined bool) {
-	reason, declined = forwardDeclined[op]
-	return reason, declined
 }
 
 // ForwardProgram is one graph compiled for fixed bindings: it implements
@@ -426,7 +405,7 @@ func (f *Forward) Compile(g *ir.Graph, bind map[string]int) (*ForwardProgram, er
 		switch {
 		case forwardDeclined[n.Op] != "":
 			return nil, fmt.Errorf("gomlx forward: compile %s: %v = %s: %s", g.Name, n.ID, n.Op, forwardDeclined[n.Op])
-		case !forwardOps[n.Op]:
+		case forwardLowerings[n.Op] == nil:
 			return nil, fmt.Errorf("gomlx forward: compile %s: %v = %s: op not supported", g.Name, n.ID, n.Op)
 		case n.Type.DType.IsQuantized():
 			return nil, fmt.Errorf("gomlx forward: compile %s: %v = %s: quantized values (%v) are not supported", g.Name, n.ID, n.Op, n.Type)
@@ -475,46 +454,352 @@ func dimsOf(t ir.Type, bind map[string]int) ([]int, error) {
 	return dims, nil
 }
 
-// build lowers every node; it panics (buildPanic) on builder errors.
-func (p *ForwardProgram) build() (backends.Executable, error) {
-	g, bind, f := p.g, p.bind, p.f
-	b := fb{f.be.Builder("gelo_forward_" + g.Name)}
-	vals := make([]backends.Op, len(g.Nodes))
-	pairs := map[ir.ValueID][2]backends.Op{}
-	dims := make([][]int, len(g.Nodes))
-	nparam := 0
-	param := func(sh shapes.Shape) backends.Op {
-		nparam++
-		return b.m(b.b.Parameter(fmt.Sprintf("p%d", nparam-1), sh, nil))
-	}
-	// Per-run inputs come first, then resident buffers: collect the
-	// resident ones and add them as they are met (parameter order is
-	// creation order).
-	type resParam struct {
-		op  backends.Op
-		buf backends.Buffer
-	}
-	var resOps []resParam
-	resByKey := map[string]backends.Op{}
-	resident := func(key string, mk func() ([]float32, []int, error)) (backends.Op, error) {
-		if op, ok := resByKey[key]; ok {
-			return op, nil
-		}
-		r, err := f.residentBuf(key, mk)
-		if err != nil {
-			return nil, err
-		}
-		op := param(r.shape)
-		resByKey[key] = op
-		resOps = append(resOps, resParam{op, r.buf})
+// graphBuild is one graph being lowered to a gomlx builder: what every
+// entry of forwardLowerings reads and writes.
+type graphBuild struct {
+	p       *ForwardProgram
+	b       fb
+	vals    []backends.Op
+	pairs   map[ir.ValueID][2]backends.Op // add_rms_norm's and norm_rope_append_kv's results, read by take
+	dims    [][]int
+	wdefs   map[ir.ValueID]wdef
+	inputOp map[string]backends.Op
+	// Resident buffers become parameters as they are met, after the
+	// per-run inputs (parameter order is creation order).
+	nparam   int
+	resOps   []resParam
+	resByKey map[string]backends.Op
+}
+
+// wdef is a weight (or stacked weights) not yet made a parameter: its
+// resident key and how to make its data.
+type wdef struct {
+	key  string
+	dims []int
+	mk   func() ([]float32, []int, error)
+}
+
+type resParam struct {
+	op  backends.Op
+	buf backends.Buffer
+}
+
+// lowerFunc lowers one node to its graph op (nil for a node that only
+// records state, such as a weight made a parameter at its first use).
+type lowerFunc func(gb *graphBuild, n *ir.Node) (backends.Op, error)
+
+// forwardLowerings is this backend's op table for whole-forward programs:
+// each op it lowers to graph nodes, and how.
+var forwardLowerings = map[string]lowerFunc{
+	ir.OpInput:            lowerInput,
+	ir.OpWeight:           lowerWeight,
+	ir.OpConcatWeights:    lowerConcatWeights,
+	ir.OpEmbed:            lowerEmbed,
+	ir.OpRMSNorm:          lowerRMSNorm,
+	ir.OpAddRMSNorm:       lowerAddRMSNorm,
+	ir.OpTake:             lowerTake,
+	ir.OpMatMul:           lowerMatMul,
+	ir.OpLMHead:           lowerMatMul,
+	ir.OpBiasAdd:          lowerBiasAdd,
+	ir.OpQKNorm:           lowerQKNorm,
+	ir.OpRope:             lowerRope,
+	ir.OpNormRope:         lowerRope,
+	ir.OpNormRopeAppend:   lowerNormRopeAppend,
+	ir.OpNormRopeAppendKV: lowerNormRopeAppendKV,
+	ir.OpKVAppend:         lowerKVAppend,
+	ir.OpAttention:        lowerAttention,
+	ir.OpSiLU:             lowerSiLU,
+	ir.OpMul:              lowerMul,
+	ir.OpAdd:              lowerAdd,
+	ir.OpSwiGLU:           lowerSwiGLU,
+	ir.OpSliceCols:        lowerSliceCols,
+	ir.OpLastRow:          lowerLastRow,
+	// Mask none: a crossing is the identity. The whole forward runs in
+	// one engine, so there is no device result for a probe to check: it
+	// passes its value through.
+	ir.OpToDevice: lowerIdentity,
+	ir.OpToTEE:    lowerIdentity,
+	ir.OpProbe:    lowerIdentity,
+}
+
+func (gb *graphBuild) param(sh shapes.Shape) backends.Op {
+	gb.nparam++
+	return gb.b.m(gb.b.b.Parameter(fmt.Sprintf("p%d", gb.nparam-1), sh, nil))
+}
+
+// resident returns the parameter of the resident buffer key, uploading
+// mk()'s data once per Forward and adding the parameter once per graph.
+func (gb *graphBuild) resident(key string, mk func() ([]float32, []int, error)) (backends.Op, error) {
+	if op, ok := gb.resByKey[key]; ok {
 		return op, nil
 	}
+	r, err := gb.p.f.residentBuf(key, mk)
+	if err != nil {
+		return nil, err
+	}
+	op := gb.param(r.shape)
+	gb.resByKey[key] = op
+	gb.resOps = append(gb.resOps, resParam{op, r.buf})
+	return op, nil
+}
+
+// weightOp makes weight id a parameter: in its own layout, or (a
+// matmul's on simplego) cut into row blocks.
+func (gb *graphBuild) weightOp(id ir.ValueID, blocks int) backends.Op {
+	d := gb.wdefs[id]
+	key, mk := d.key, d.mk
+	if blocks > 1 {
+		key = fmt.Sprintf("%s#blocks=%d", d.key, blocks)
+		mk = func() ([]float32, []int, error) {
+			data, dims, err := d.mk()
+			return data, []int{blocks, dims[0] / blocks, dims[1]}, err
+		}
+	}
+	op, err := gb.resident(key, mk)
+	if err != nil {
+		panic(buildPanic{fmt.Errorf("%v: %w", id, err)})
+	}
+	return op
+}
+
+// v is operand i of n; a weight becomes a parameter at its first use.
+func (gb *graphBuild) v(n *ir.Node, i int) backends.Op {
+	id := n.Inputs[i]
+	if gb.vals[id] == nil {
+		if _, ok := gb.wdefs[id]; ok {
+			gb.vals[id] = gb.weightOp(id, 1)
+		}
+	}
+	return gb.vals[id]
+}
+
+func attrInt(n *ir.Node, name string) int { x, _ := n.Attrs.Int(name); return int(x) }
+
+func attrEps(n *ir.Node) float64 { eps, _ := n.Attrs.Float("eps"); return eps }
+
+// ropeTables returns the resident cos and sin tables [T, hd/2].
+func (gb *graphBuild) ropeTables(hd int, theta float64) (cos, sin backends.Op, err error) {
+	T := max(gb.p.maxT, 1)
+	key := fmt.Sprintf("rope:%d:%g:%d", hd, theta, T)
+	var c, s []float32
+	mk := func() (err error) {
+		if c == nil {
+			c, s, err = rope.Tables(hd, theta, T)
+		}
+		return err
+	}
+	if cos, err = gb.resident(key+":cos", func() ([]float32, []int, error) { err := mk(); return c, []int{T, hd / 2}, err }); err != nil {
+		return nil, nil, err
+	}
+	sin, err = gb.resident(key+":sin", func() ([]float32, []int, error) { err := mk(); return s, []int{T, hd / 2}, err })
+	return cos, sin, err
+}
+
+// normRope is the rotation every rope op shares: operand xi rotated by the
+// positions of operand posi, each head RMS-normalised first by the weight
+// of operand wi when wi >= 0.
+func (gb *graphBuild) normRope(n *ir.Node, xi, wi, posi int) (backends.Op, error) {
+	theta, _ := n.Attrs.Float("theta")
+	heads, hd := attrInt(n, "heads"), attrInt(n, "head_dim")
+	cos, sin, err := gb.ropeTables(hd, theta)
+	if err != nil {
+		return nil, err
+	}
+	x := gb.v(n, xi)
+	if wi >= 0 {
+		x = gb.b.headRMS(x, gb.v(n, wi), heads, hd, attrEps(n))
+	}
+	return gb.b.rope(x, gb.v(n, posi), cos, sin, heads, hd), nil
+}
+
+func lowerInput(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	name, _ := n.Attrs.Str("name")
+	return gb.inputOp[name], nil
+}
+
+func lowerWeight(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	name, _ := n.Attrs.Str("name")
+	want, f := gb.dims[n.ID], gb.p.f
+	gb.wdefs[n.ID] = wdef{"w:" + name, want, func() ([]float32, []int, error) {
+		data, shape, err := f.weights.Get(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !slices.Equal(shape, want) {
+			return nil, nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, want)
+		}
+		return data, shape, nil
+	}}
+	return nil, nil
+}
+
+func lowerConcatWeights(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	var names []string
+	for _, x := range n.Inputs {
+		wn := gb.p.g.Node(x)
+		name, _ := wn.Attrs.Str("name")
+		if wn.Op != ir.OpWeight {
+			return nil, fmt.Errorf("operand %v is a %s, not a weight", x, wn.Op)
+		}
+		names = append(names, name)
+	}
+	want, f := gb.dims[n.ID], gb.p.f
+	gb.wdefs[n.ID] = wdef{"w:" + strings.Join(names, "|"), want, func() ([]float32, []int, error) {
+		var data []float32
+		for _, name := range names {
+			part, _, err := f.weights.Get(name)
+			if err != nil {
+				return nil, nil, err
+			}
+			data = append(data, part...)
+		}
+		return data, want, nil
+	}}
+	return nil, nil
+}
+
+func lowerEmbed(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	in, p, b := n.Inputs, gb.p, gb.b
+	d := gb.dims[n.ID][1]
+	rows := gb.dims[n.ID][0]
+	p.vocab = gb.dims[in[1]][0]
+	if src := p.g.Node(in[0]); src.Op == ir.OpInput {
+		p.tokIn, _ = src.Attrs.Str("name")
+	}
+	return b.m(b.b.Gather(gb.v(n, 1), b.reshape(gb.v(n, 0), rows, 1), 1, []int{1}, []int{0}, []int{0}, []int{1, d}, false)), nil
+}
+
+func lowerRMSNorm(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	return gb.b.rms(gb.v(n, 0), gb.v(n, 1), attrEps(n)), nil
+}
+
+func lowerAddRMSNorm(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	b := gb.b
+	sum := b.m(b.b.Add(gb.v(n, 0), gb.v(n, 1)))
+	gb.pairs[n.ID] = [2]backends.Op{sum, b.rms(sum, gb.v(n, 2), attrEps(n))}
+	r, d := gb.dims[n.ID][1], gb.dims[n.ID][2]
+	return b.m(b.b.Concatenate(0, b.reshape(gb.pairs[n.ID][0], 1, r, d), b.reshape(gb.pairs[n.ID][1], 1, r, d))), nil
+}
+
+func lowerTake(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	idx := attrInt(n, "index")
+	if pr, ok := gb.pairs[n.Inputs[0]]; ok && idx < 2 {
+		return pr[idx], nil
+	}
+	return gb.b.reshape(gb.b.slice(gb.v(n, 0), 0, idx, idx+1), gb.dims[n.ID]...), nil
+}
+
+func lowerMatMul(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	in := n.Inputs
+	var bias *backends.Op
+	if len(in) == 3 {
+		bo := gb.v(n, 2)
+		bias = &bo
+	}
+	if _, ok := gb.wdefs[in[1]]; ok && gb.p.f.split {
+		rows := gb.dims[in[1]][0]
+		if blocks := splitFor(rows); blocks > 1 {
+			return gb.b.linearBlocks(gb.v(n, 0), gb.weightOp(in[1], blocks), rows, bias), nil
+		}
+	}
+	return gb.b.linear(gb.v(n, 0), gb.v(n, 1), bias), nil
+}
+
+func lowerBiasAdd(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	b := gb.b
+	return b.m(b.b.Add(gb.v(n, 0), b.bcast(gb.v(n, 1), []int{1}, gb.dims[n.ID]...))), nil
+}
+
+func lowerQKNorm(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	return gb.b.headRMS(gb.v(n, 0), gb.v(n, 1), attrInt(n, "heads"), attrInt(n, "head_dim"), attrEps(n)), nil
+}
+
+// lowerRope: rope (x, pos) and norm_rope (x, w, pos).
+func lowerRope(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	if n.Op == ir.OpNormRope {
+		return gb.normRope(n, 0, 1, 2)
+	}
+	return gb.normRope(n, 0, -1, 1)
+}
+
+// lowerNormRopeAppend: cache, k, w, seq, pos.
+func lowerNormRopeAppend(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	k, err := gb.normRope(n, 1, 2, 4)
+	if err != nil {
+		return nil, err
+	}
+	return gb.b.kvAppend(gb.v(n, 0), k, gb.v(n, 3), gb.v(n, 4)), nil
+}
+
+// lowerNormRopeAppendKV: kc, vc, k, v, w, seq, pos. Only its takes are
+// read; the pair itself is never materialised (that would copy both
+// caches).
+func lowerNormRopeAppendKV(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	k, err := gb.normRope(n, 2, 4, 6)
+	if err != nil {
+		return nil, err
+	}
+	b := gb.b
+	gb.pairs[n.ID] = [2]backends.Op{b.kvAppend(gb.v(n, 0), k, gb.v(n, 5), gb.v(n, 6)), b.kvAppend(gb.v(n, 1), gb.v(n, 3), gb.v(n, 5), gb.v(n, 6))}
+	return gb.pairs[n.ID][0], nil
+}
+
+func lowerKVAppend(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	return gb.b.kvAppend(gb.v(n, 0), gb.v(n, 1), gb.v(n, 2), gb.v(n, 3)), nil
+}
+
+func lowerAttention(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	scale, _ := n.Attrs.Float("scale")
+	return gb.b.attention(gb.v(n, 0), gb.v(n, 1), gb.v(n, 2), gb.v(n, 3), gb.v(n, 4),
+		attrInt(n, "heads"), attrInt(n, "kv_heads"), attrInt(n, "head_dim"), gb.p.limit, scale), nil
+}
+
+func lowerSiLU(gb *graphBuild, n *ir.Node) (backends.Op, error) { return gb.b.silu(gb.v(n, 0)), nil }
+
+func lowerMul(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	return gb.b.m(gb.b.b.Mul(gb.v(n, 0), gb.v(n, 1))), nil
+}
+
+func lowerAdd(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	return gb.b.m(gb.b.b.Add(gb.v(n, 0), gb.v(n, 1))), nil
+}
+
+// lowerSwiGLU: silu(gate) * up, from two operands or one [gate | up].
+func lowerSwiGLU(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	b := gb.b
+	if len(n.Inputs) == 2 {
+		return b.m(b.b.Mul(b.silu(gb.v(n, 0)), gb.v(n, 1))), nil
+	}
+	c := gb.dims[n.ID][1]
+	x := gb.v(n, 0)
+	return b.m(b.b.Mul(b.silu(b.slice(x, 1, 0, c)), b.slice(x, 1, c, 2*c))), nil
+}
+
+func lowerSliceCols(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	start, width := attrInt(n, "start"), attrInt(n, "width")
+	return gb.b.slice(gb.v(n, 0), 1, start, start+width), nil
+}
+
+func lowerLastRow(gb *graphBuild, n *ir.Node) (backends.Op, error) {
+	r := gb.dims[n.Inputs[0]][0]
+	return gb.b.slice(gb.v(n, 0), 0, r-1, r), nil
+}
+
+func lowerIdentity(gb *graphBuild, n *ir.Node) (backends.Op, error) { return gb.v(n, 0), nil }
+
+// build lowers every node through forwardLowerings; it panics
+// (buildPanic) on builder errors.
+func (p *ForwardProgram) build() (backends.Executable, error) {
+	g, bind, f := p.g, p.bind, p.f
+	gb := &graphBuild{p: p, b: fb{f.be.Builder("gelo_forward_" + g.Name)}, vals: make([]backends.Op, len(g.Nodes)),
+		pairs: map[ir.ValueID][2]backends.Op{}, dims: make([][]int, len(g.Nodes)), wdefs: map[ir.ValueID]wdef{},
+		inputOp: map[string]backends.Op{}, resByKey: map[string]backends.Op{}}
 	for i, n := range g.Nodes {
 		d, err := dimsOf(n.Type, bind)
 		if err != nil {
 			return nil, fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
 		}
-		dims[i] = d
+		gb.dims[i] = d
 		if ir.WritesCache(n.Op) && p.maxT == 0 { // a cache [S, T, kv] or a pair of them
 			p.maxT, p.nseq = d[len(d)-2], d[len(d)-3]
 		}
@@ -526,30 +811,33 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 	if l, ok := bind["L"]; ok && l > 0 && l < p.maxT {
 		p.limit = l
 	}
-	ropeTables := func(hd int, theta float64) (cos, sin backends.Op, err error) {
-		T := max(p.maxT, 1)
-		key := fmt.Sprintf("rope:%d:%g:%d", hd, theta, T)
-		var c, s []float32
-		mk := func() (err error) {
-			if c == nil {
-				c, s, err = rope.Tables(hd, theta, T)
-			}
-			return err
-		}
-		if cos, err = resident(key+":cos", func() ([]float32, []int, error) { err := mk(); return c, []int{T, hd / 2}, err }); err != nil {
-			return nil, nil, err
-		}
-		sin, err = resident(key+":sin", func() ([]float32, []int, error) { err := mk(); return s, []int{T, hd / 2}, err })
-		return cos, sin, err
+	if err := gb.inputs(); err != nil {
+		return nil, err
 	}
-
-	// Graph inputs first, in node order: i32 inputs, then f32 caches.
 	for _, n := range g.Nodes {
+		lower := forwardLowerings[n.Op]
+		if lower == nil {
+			return nil, fmt.Errorf("%v = %s: op not supported", n.ID, n.Op)
+		}
+		out, err := lower(gb, n)
+		if err != nil {
+			return nil, fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
+		}
+		gb.vals[n.ID] = out
+	}
+	return gb.compile()
+}
+
+// inputs makes the graph's inputs its first parameters, in node order:
+// i32 inputs, then f32 caches.
+func (gb *graphBuild) inputs() error {
+	p := gb.p
+	for _, n := range p.g.Nodes {
 		if n.Op != ir.OpInput {
 			continue
 		}
 		name, _ := n.Attrs.Str("name")
-		d := dims[n.ID]
+		d := gb.dims[n.ID]
 		size := 1
 		for _, v := range d {
 			size *= v
@@ -562,215 +850,25 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 		case ir.F32:
 			p.f32In = append(p.f32In, hostF32{name: name, shape: shapes.Make(dtypes.Float32, d...)})
 		default:
-			return nil, fmt.Errorf("%v = input %q: dtype %v not supported", n.ID, name, n.Type.DType)
+			return fmt.Errorf("%v = input %q: dtype %v not supported", n.ID, name, n.Type.DType)
 		}
 	}
-	inputOp := map[string]backends.Op{}
 	for i := range p.i32In {
 		h := &p.i32In[i]
-		inputOp[h.name] = param(h.shape)
+		gb.inputOp[h.name] = gb.param(h.shape)
 		p.i32Name[h.name] = h
 	}
 	for i := range p.f32In {
 		h := &p.f32In[i]
-		inputOp[h.name] = param(h.shape)
+		gb.inputOp[h.name] = gb.param(h.shape)
 		p.f32Name[h.name] = h
 	}
+	return nil
+}
 
-	// Weights become parameters when first used: in their own layout, or
-	// (a matmul's on simplego) cut into row blocks.
-	type wdef struct {
-		key  string
-		dims []int
-		mk   func() ([]float32, []int, error)
-	}
-	wdefs := map[ir.ValueID]wdef{}
-	weightOp := func(id ir.ValueID, blocks int) backends.Op {
-		d := wdefs[id]
-		key, mk := d.key, d.mk
-		if blocks > 1 {
-			key = fmt.Sprintf("%s#blocks=%d", d.key, blocks)
-			mk = func() ([]float32, []int, error) {
-				data, dims, err := d.mk()
-				return data, []int{blocks, dims[0] / blocks, dims[1]}, err
-			}
-		}
-		op, err := resident(key, mk)
-		if err != nil {
-			panic(buildPanic{fmt.Errorf("%v: %w", id, err)})
-		}
-		return op
-	}
-	for _, n := range g.Nodes {
-		in := n.Inputs
-		v := func(i int) backends.Op {
-			if vals[in[i]] == nil {
-				if _, ok := wdefs[in[i]]; ok {
-					vals[in[i]] = weightOp(in[i], 1)
-				}
-			}
-			return vals[in[i]]
-		}
-		attr := func(name string) int { x, _ := n.Attrs.Int(name); return int(x) }
-		eps, _ := n.Attrs.Float("eps")
-		var out backends.Op
-		var err error
-		switch n.Op {
-		case ir.OpInput:
-			name, _ := n.Attrs.Str("name")
-			out = inputOp[name]
-		case ir.OpWeight:
-			name, _ := n.Attrs.Str("name")
-			want := dims[n.ID]
-			wdefs[n.ID] = wdef{"w:" + name, want, func() ([]float32, []int, error) {
-				data, shape, err := f.weights.Get(name)
-				if err != nil {
-					return nil, nil, err
-				}
-				if !slices.Equal(shape, want) {
-					return nil, nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, want)
-				}
-				return data, shape, nil
-			}}
-		case ir.OpConcatWeights:
-			var names []string
-			for _, x := range in {
-				wn := g.Node(x)
-				name, _ := wn.Attrs.Str("name")
-				if wn.Op != ir.OpWeight {
-					return nil, fmt.Errorf("%v = concat_weights: operand %v is a %s, not a weight", n.ID, x, wn.Op)
-				}
-				names = append(names, name)
-			}
-			want := dims[n.ID]
-			wdefs[n.ID] = wdef{"w:" + strings.Join(names, "|"), want, func() ([]float32, []int, error) {
-				var data []float32
-				for _, name := range names {
-					part, _, err := f.weights.Get(name)
-					if err != nil {
-						return nil, nil, err
-					}
-					data = append(data, part...)
-				}
-				return data, want, nil
-			}}
-		case ir.OpEmbed:
-			d := dims[n.ID][1]
-			rows := dims[n.ID][0]
-			p.vocab = dims[in[1]][0]
-			if src := g.Node(in[0]); src.Op == ir.OpInput {
-				p.tokIn, _ = src.Attrs.Str("name")
-			}
-			out = b.m(b.b.Gather(v(1), b.reshape(v(0), rows, 1), 1, []int{1}, []int{0}, []int{0}, []int{1, d}, false))
-		case ir.OpRMSNorm:
-			out = b.rms(v(0), v(1), eps)
-		case ir.OpAddRMSNorm:
-			sum := b.m(b.b.Add(v(0), v(1)))
-			pairs[n.ID] = [2]backends.Op{sum, b.rms(sum, v(2), eps)}
-			r, d := dims[n.ID][1], dims[n.ID][2]
-			out = b.m(b.b.Concatenate(0, b.reshape(pairs[n.ID][0], 1, r, d), b.reshape(pairs[n.ID][1], 1, r, d)))
-		case ir.OpTake:
-			idx := attr("index")
-			if pr, ok := pairs[in[0]]; ok && idx < 2 {
-				out = pr[idx]
-			} else {
-				inner := dims[n.ID]
-				out = b.reshape(b.slice(v(0), 0, idx, idx+1), inner...)
-			}
-		case ir.OpMatMul, ir.OpLMHead:
-			var bias *backends.Op
-			if len(in) == 3 {
-				bo := v(2)
-				bias = &bo
-			}
-			if _, ok := wdefs[in[1]]; ok && f.split {
-				rows := dims[in[1]][0]
-				if blocks := splitFor(rows); blocks > 1 {
-					out = b.linearBlocks(v(0), weightOp(in[1], blocks), rows, bias)
-					break
-				}
-			}
-			out = b.linear(v(0), v(1), bias)
-		case ir.OpBiasAdd:
-			d := dims[n.ID]
-			out = b.m(b.b.Add(v(0), b.bcast(v(1), []int{1}, d...)))
-		case ir.OpQKNorm:
-			out = b.headRMS(v(0), v(1), attr("heads"), attr("head_dim"), eps)
-		case ir.OpRope, ir.OpNormRope:
-			theta, _ := n.Attrs.Float("theta")
-			heads, hd := attr("heads"), attr("head_dim")
-			cos, sin, err2 := ropeTables(hd, theta)
-			if err2 != nil {
-				err = err2
-				break
-			}
-			x, pos := v(0), v(1)
-			if n.Op == ir.OpNormRope {
-				x, pos = b.headRMS(v(0), v(1), heads, hd, eps), v(2)
-			}
-			out = b.rope(x, pos, cos, sin, heads, hd)
-		case ir.OpNormRopeAppend:
-			theta, _ := n.Attrs.Float("theta")
-			heads, hd := attr("heads"), attr("head_dim")
-			cos, sin, err2 := ropeTables(hd, theta)
-			if err2 != nil {
-				err = err2
-				break
-			}
-			k := b.rope(b.headRMS(v(1), v(2), heads, hd, eps), v(4), cos, sin, heads, hd)
-			out = b.kvAppend(v(0), k, v(3), v(4))
-		case ir.OpNormRopeAppendKV:
-			theta, _ := n.Attrs.Float("theta")
-			heads, hd := attr("heads"), attr("head_dim")
-			cos, sin, err2 := ropeTables(hd, theta)
-			if err2 != nil {
-				err = err2
-				break
-			}
-			k := b.rope(b.headRMS(v(2), v(4), heads, hd, eps), v(6), cos, sin, heads, hd)
-			pairs[n.ID] = [2]backends.Op{b.kvAppend(v(0), k, v(5), v(6)), b.kvAppend(v(1), v(3), v(5), v(6))}
-			// Only its takes are read; the pair itself is never
-			// materialised (that would copy both caches).
-			out = pairs[n.ID][0]
-		case ir.OpKVAppend:
-			out = b.kvAppend(v(0), v(1), v(2), v(3))
-		case ir.OpAttention:
-			scale, _ := n.Attrs.Float("scale")
-			out = b.attention(v(0), v(1), v(2), v(3), v(4), attr("heads"), attr("kv_heads"), attr("head_dim"), p.limit, scale)
-		case ir.OpSiLU:
-			out = b.silu(v(0))
-		case ir.OpMul:
-			out = b.m(b.b.Mul(v(0), v(1)))
-		case ir.OpAdd:
-			out = b.m(b.b.Add(v(0), v(1)))
-		case ir.OpSwiGLU:
-			if len(in) == 2 {
-				out = b.m(b.b.Mul(b.silu(v(0)), v(1)))
-			} else {
-				c := dims[n.ID][1]
-				out = b.m(b.b.Mul(b.silu(b.slice(v(0), 1, 0, c)), b.slice(v(0), 1, c, 2*c)))
-			}
-		case ir.OpSliceCols:
-			start, width := attr("start"), attr("width")
-			out = b.slice(v(0), 1, start, start+width)
-		case ir.OpLastRow:
-			r := dims[in[0]][0]
-			out = b.slice(v(0), 0, r-1, r)
-		case ir.OpToDevice, ir.OpToTEE:
-			out = v(0) // mask none: the crossing is the identity
-		case ir.OpProbe:
-			// The whole forward runs in one engine: there is no device
-			// result to check, so a probe passes its value through.
-			out = v(0)
-		default:
-			err = fmt.Errorf("op not supported")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%v = %s: %w", n.ID, n.Op, err)
-		}
-		vals[n.ID] = out
-	}
-
+// compile collects the graph's outputs and compiles it.
+func (gb *graphBuild) compile() (backends.Executable, error) {
+	p, g, vals, dims := gb.p, gb.p.g, gb.vals, gb.dims
 	// Outputs: an output named like an f32 input (k.L, v.L) updates that
 	// input's bound storage; the others (logits) land in program slices.
 	var outs []backends.Op
@@ -792,10 +890,10 @@ func (p *ForwardProgram) build() (backends.Executable, error) {
 		}
 		p.outs = append(p.outs, h)
 	}
-	for _, r := range resOps {
+	for _, r := range gb.resOps {
 		p.res = append(p.res, r.buf)
 	}
-	exe, err := b.b.Compile(outs, nil)
+	exe, err := gb.b.b.Compile(outs, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -437,22 +437,6 @@ func weightNames(g *ir.Graph, n *ir.Node) ([]string, error) {
 	return nil, fmt.Errorf("operand is a %s, not a weight", n.Op)
 }
 
-// forwardOps are the ops whole-forward lowering takes; the protection
-// ops are refused (this is the mask-none baseline).
-var forwardOps = map[string]bool{
-	ir.OpInput: true, ir.OpWeight: true, ir.OpConcatWeights: true, ir.OpEmbed: true, ir.OpRMSNorm: true,
-	ir.OpAddRMSNorm: true, ir.OpTake: true, ir.OpMatMul: true, ir.OpLMHead: true, ir.OpQKNorm: true,
-	ir.OpRope: true, ir.OpNormRope: true, ir.OpNormRopeAppend: true, ir.OpNormRopeAppendKV: true,
-	ir.OpKVAppend: true, ir.OpAttention: true, ir.OpSiLU: true, ir.OpMul: true, ir.OpAdd: true,
-	ir.OpSwiGLU: true, ir.OpSliceCols: true, ir.OpLastRow: true, ir.OpToDevice: true, ir.OpToTEE: true,
-	ir.OpBiasAdd: true, ir.OpProbe: true,
-}
-
-var protectionOps = map[string]bool{
-	ir.OpMask: true, ir.OpUnmask: true, ir.OpShieldStack: true, ir.OpShieldStrip: true,
-	ir.OpMeanRows: true, ir.OpSubRow: true, ir.OpAddRow: true,
-}
-
 // ForwardProgram is one graph compiled for fixed bindings; it implements
 // runtime.Executable. Its step is recorded at the first Run (once the
 // caches are bound) and replayed by every later one.
@@ -496,10 +480,10 @@ func (f *Forward) Compile(g *ir.Graph, bind map[string]int) (*ForwardProgram, er
 		return nil, errors.New("vulkan forward: compile: nil graph")
 	}
 	for _, n := range g.Nodes {
-		if protectionOps[n.Op] {
-			return nil, fmt.Errorf("vulkan forward: compile %s: %v = %s: protected graphs are not supported (the whole-forward engine is the mask-none baseline)", g.Name, n.ID, n.Op)
+		if reason, ok := declined[n.Op]; ok {
+			return nil, fmt.Errorf("vulkan forward: compile %s: %v = %s: %s", g.Name, n.ID, n.Op, reason)
 		}
-		if !forwardOps[n.Op] {
+		if lowerings[n.Op] == nil {
 			return nil, fmt.Errorf("vulkan forward: compile %s: %v = %s: op not supported", g.Name, n.ID, n.Op)
 		}
 	}

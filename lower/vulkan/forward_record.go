@@ -13,6 +13,7 @@ import (
 
 	"gelo/device/wire"
 	"gelo/ir"
+	"gelo/lower"
 	"gelo/models/rope"
 )
 
@@ -313,366 +314,467 @@ func (p *ForwardProgram) record() error {
 	return nil
 }
 
+// lowering is one node being recorded: what every entry of lowerings
+// reads.
+type lowering struct {
+	r  *recorder
+	n  *ir.Node
+	in []ir.ValueID
+	d  []int // the node's bound dims
+}
+
+// lowerFunc records one node: its dispatches, or the view, pair or cache
+// entry it makes.
+type lowerFunc func(l lowering) error
+
+// lowerings is this backend's op table for whole-forward programs: each
+// op it records, and how.
+var lowerings = map[string]lowerFunc{
+	ir.OpWeight:           lowerResident,
+	ir.OpConcatWeights:    lowerResident,
+	ir.OpInput:            lowerInput,
+	ir.OpEmbed:            lowerEmbed,
+	ir.OpRMSNorm:          lowerRMSNorm,
+	ir.OpQKNorm:           lowerRMSNorm,
+	ir.OpAddRMSNorm:       lowerRMSNorm,
+	ir.OpTake:             lowerTake,
+	ir.OpMatMul:           lowerMatMul,
+	ir.OpLMHead:           lowerMatMul,
+	ir.OpBiasAdd:          lowerBiasAdd,
+	ir.OpRope:             lowerRope,
+	ir.OpNormRope:         lowerRope,
+	ir.OpKVAppend:         lowerKVAppend,
+	ir.OpNormRopeAppend:   lowerNormRopeAppend,
+	ir.OpNormRopeAppendKV: lowerNormRopeAppendKV,
+	ir.OpAttention:        lowerAttention,
+	ir.OpSiLU:             lowerElementwise,
+	ir.OpMul:              lowerElementwise,
+	ir.OpAdd:              lowerElementwise,
+	ir.OpSwiGLU:           lowerElementwise,
+	ir.OpSliceCols:        lowerSliceCols,
+	ir.OpLastRow:          lowerLastRow,
+	ir.OpToDevice:         lowerCrossing,
+	ir.OpToTEE:            lowerCrossing,
+	ir.OpProbe:            lowerCrossing,
+}
+
+// loweredOps are the ops of lowerings, sorted (Capabilities).
+func loweredOps() []string { return lower.SortedKeys(lowerings) }
+
 func (r *recorder) node(n *ir.Node) error {
-	p := r.p
-	in := n.Inputs
-	d := p.dims[n.ID]
-	attr := func(name string) int { x, _ := n.Attrs.Int(name); return int(x) }
-	eps, _ := n.Attrs.Float("eps")
-	v := func(i int) (val, error) {
-		x := r.vals[in[i]]
-		if x.buf == nil {
-			return val{}, fmt.Errorf("operand %d (%v) has no f32 value on the device", i, in[i])
-		}
-		return x, nil
+	lower := lowerings[n.Op]
+	if lower == nil {
+		return fmt.Errorf("op not supported")
 	}
-	cacheOf := func(i int) (val, error) {
-		cv, ok := r.cache[in[i]]
-		if !ok {
-			return val{}, fmt.Errorf("operand %d (%v) is not a KV cache", i, in[i])
-		}
-		return cv, nil
+	return lower(lowering{r: r, n: n, in: n.Inputs, d: r.p.dims[n.ID]})
+}
+
+func (l lowering) attr(name string) int { x, _ := l.n.Attrs.Int(name); return int(x) }
+
+func (l lowering) eps() float64 { eps, _ := l.n.Attrs.Float("eps"); return eps }
+
+// v is operand i's f32 value on the device.
+func (l lowering) v(i int) (val, error) {
+	x := l.r.vals[l.in[i]]
+	if x.buf == nil {
+		return val{}, fmt.Errorf("operand %d (%v) has no f32 value on the device", i, l.in[i])
 	}
-	setOut := func(x val, err error) error {
-		r.vals[n.ID] = x
+	return x, nil
+}
+
+// cacheOf is operand i as a KV cache.
+func (l lowering) cacheOf(i int) (val, error) {
+	cv, ok := l.r.cache[l.in[i]]
+	if !ok {
+		return val{}, fmt.Errorf("operand %d (%v) is not a KV cache", i, l.in[i])
+	}
+	return cv, nil
+}
+
+// setOut makes x the node's value and returns err (the error of the
+// dispatch that fills x).
+func (l lowering) setOut(x val, err error) error {
+	l.r.vals[l.n.ID] = x
+	return err
+}
+
+// lowerResident: weights are resident, fetched by their users.
+func lowerResident(lowering) error { return nil }
+
+func lowerInput(l lowering) error {
+	p, d := l.r.p, l.d
+	name, _ := l.n.Attrs.Str("name")
+	if _, ok := p.cacheIn[name]; ok {
+		l.r.cache[l.n.ID] = val{buf: p.bound[name], rows: d[0] * d[1], cols: d[2], stride: d[2], at: p.cacheAt[name]}
+	}
+	return nil
+}
+
+func lowerEmbed(l lowering) error {
+	r, p, in, d := l.r, l.r.p, l.in, l.d
+	ids, err := r.idxOf(in[0])
+	if err != nil {
 		return err
 	}
-	switch n.Op {
-	case ir.OpWeight, ir.OpConcatWeights:
-		return nil // resident, fetched by their users
-	case ir.OpInput:
-		name, _ := n.Attrs.Str("name")
-		if _, ok := p.cacheIn[name]; ok {
-			r.cache[n.ID] = val{buf: p.bound[name], rows: d[0] * d[1], cols: d[2], stride: d[2], at: p.cacheAt[name]}
-		}
-		return nil
-	case ir.OpEmbed:
-		ids, err := r.idxOf(in[0])
-		if err != nil {
+	if src := p.g.Node(in[0]); src != nil {
+		p.tokIn, _ = src.Attrs.Str("name")
+	}
+	p.vocab = p.dims[in[1]][0]
+	w, err := p.f.embedTable(p.g, p.g.Node(in[1]), p.dims[in[1]][0], p.dims[in[1]][1])
+	if err != nil {
+		return err
+	}
+	out, err := r.fresh(d[0], d[1])
+	if err != nil {
+		return err
+	}
+	for _, pt := range w.parts {
+		if err := r.op(fwdEmbed, [5]*buffer{pt.buf, out.buf},
+			[]uint32{uint32(d[1]), uint32(pt.r0), uint32(pt.rows), ids, 0, uint32(d[1])}, d[0], 1); err != nil {
 			return err
 		}
-		if src := p.g.Node(in[0]); src != nil {
-			p.tokIn, _ = src.Attrs.Str("name")
-		}
-		p.vocab = p.dims[in[1]][0]
-		w, err := p.f.embedTable(p.g, p.g.Node(in[1]), p.dims[in[1]][0], p.dims[in[1]][1])
-		if err != nil {
+	}
+	r.vals[l.n.ID] = out
+	return nil
+}
+
+// lowerRMSNorm: rms_norm (x, w), qk_norm (x, w; per head) and
+// add_rms_norm (a, b, w; the pair of the sum and its norm), one shader.
+func lowerRMSNorm(l lowering) error {
+	r, n := l.r, l.n
+	x, err := l.v(0)
+	if err != nil {
+		return err
+	}
+	b := x
+	wi := 1
+	if n.Op == ir.OpAddRMSNorm {
+		if b, err = l.v(1); err != nil {
 			return err
 		}
-		out, err := r.fresh(d[0], d[1])
-		if err != nil {
+		wi = 2
+	}
+	w, err := r.normWeight(l.in[wi])
+	if err != nil {
+		return err
+	}
+	seg, per := x.cols, 1
+	if n.Op == ir.OpQKNorm {
+		per, seg = l.attr("heads"), l.attr("head_dim")
+	}
+	y, err := r.fresh(x.rows, x.cols)
+	if err != nil {
+		return err
+	}
+	sum := y
+	add := uint32(0)
+	if n.Op == ir.OpAddRMSNorm {
+		if sum, err = r.fresh(x.rows, x.cols); err != nil {
 			return err
 		}
-		for _, pt := range w.parts {
-			if err := r.op(fwdEmbed, [5]*buffer{pt.buf, out.buf},
-				[]uint32{uint32(d[1]), uint32(pt.r0), uint32(pt.rows), ids, 0, uint32(d[1])}, d[0], 1); err != nil {
-				return err
-			}
-		}
-		r.vals[n.ID] = out
-		return nil
-	case ir.OpRMSNorm, ir.OpQKNorm, ir.OpAddRMSNorm:
-		x, err := v(0)
-		if err != nil {
-			return err
-		}
-		b := x
-		wi := 1
-		if n.Op == ir.OpAddRMSNorm {
-			if b, err = v(1); err != nil {
-				return err
-			}
-			wi = 2
-		}
-		w, err := r.normWeight(in[wi])
-		if err != nil {
-			return err
-		}
-		seg, per := x.cols, 1
-		if n.Op == ir.OpQKNorm {
-			per, seg = attr("heads"), attr("head_dim")
-		}
-		y, err := r.fresh(x.rows, x.cols)
-		if err != nil {
-			return err
-		}
-		sum := y
-		add := uint32(0)
-		if n.Op == ir.OpAddRMSNorm {
-			if sum, err = r.fresh(x.rows, x.cols); err != nil {
-				return err
-			}
-			add = 1
-		}
-		if err := r.op(fwdRMSNorm, [5]*buffer{x.buf, b.buf, w, y.buf, sum.buf},
-			[]uint32{uint32(seg), uint32(per), uint32(x.off), uint32(x.stride), uint32(b.off), uint32(b.stride),
-				uint32(y.off), uint32(y.stride), uint32(sum.off), uint32(sum.stride), u32(eps), add}, x.rows*per, 1); err != nil {
-			return err
-		}
-		if n.Op == ir.OpAddRMSNorm {
-			r.pairs[n.ID] = [2]val{sum, y}
-			return nil
-		}
-		r.vals[n.ID] = y
-		return nil
-	case ir.OpTake:
-		i := attr("index")
-		if pr, ok := r.pairs[in[0]]; ok && i < 2 {
-			r.vals[n.ID] = pr[i]
-			return nil
-		}
-		if cp, ok := r.cpairs[in[0]]; ok && i < 2 {
-			r.cache[n.ID] = cp[i]
-			return nil
-		}
-		return fmt.Errorf("take %d of %v, which is not a pair", i, in[0])
-	case ir.OpMatMul, ir.OpLMHead:
-		var x val
-		var xq *qval
-		var err error
-		if q, ok := r.qvals[in[0]]; ok {
-			xq = &q
-		} else if x, err = v(0); err != nil {
-			return err
-		}
-		wn := p.g.Node(in[1])
-		w, err := p.f.matWeight(p.g, wn, p.dims[in[1]][0], p.dims[in[1]][1])
-		if err != nil {
-			return err
-		}
-		y, err := r.matmul(x, xq, w)
-		if err != nil {
-			return err
-		}
-		if len(in) == 3 {
-			b, err := v(2)
-			if err != nil {
-				return err
-			}
-			if err := r.ew(ewBias, y, b, y); err != nil {
-				return err
-			}
-		}
-		r.vals[n.ID] = y
-		return nil
-	case ir.OpBiasAdd:
-		x, err := v(0)
-		if err != nil {
-			return err
-		}
-		b, err := v(1)
-		if err != nil {
-			return err
-		}
-		out, err := r.fresh(x.rows, x.cols)
-		if err != nil {
-			return err
-		}
-		return setOut(out, r.ew(ewBias, x, b, out))
-	case ir.OpRope, ir.OpNormRope:
-		theta, _ := n.Attrs.Float("theta")
-		heads, hd := attr("heads"), attr("head_dim")
-		x, err := v(0)
-		if err != nil {
-			return err
-		}
-		cos, sin, err := r.ropeTables(hd, theta)
-		if err != nil {
-			return err
-		}
-		flags, posIn := uint32(2), in[1]
-		var w *buffer
-		if n.Op == ir.OpNormRope {
-			if w, err = r.normWeight(in[1]); err != nil {
-				return err
-			}
-			flags, posIn = 3, in[2]
-		}
-		pos, err := r.idxOf(posIn)
-		if err != nil {
-			return err
-		}
-		out, err := r.fresh(x.rows, x.cols)
-		if err != nil {
-			return err
-		}
-		return setOut(out, r.headOp(x, heads, hd, flags, eps, w, cos, sin, pos, 0, out, 0))
-	case ir.OpNormRopeAppend, ir.OpNormRopeAppendKV, ir.OpKVAppend:
-		theta, _ := n.Attrs.Float("theta")
-		heads, hd := attr("heads"), attr("head_dim")
-		kc, err := cacheOf(0)
-		if err != nil {
-			return err
-		}
-		T := p.dims[in[0]][1]
-		switch n.Op {
-		case ir.OpKVAppend: // cache, x, seq, pos
-			x, err := v(1)
-			if err != nil {
-				return err
-			}
-			seq, err1 := r.idxOf(in[2])
-			pos, err2 := r.idxOf(in[3])
-			if err := errors.Join(err1, err2); err != nil {
-				return err
-			}
-			r.cache[n.ID] = kc
-			return r.headOp(x, 1, x.cols, 4, 0, nil, nil, nil, pos, seq, kc, T)
-		case ir.OpNormRopeAppend: // cache, k, w, seq, pos
-			k, err := v(1)
-			if err != nil {
-				return err
-			}
-			w, err := r.normWeight(in[2])
-			if err != nil {
-				return err
-			}
-			cos, sin, err := r.ropeTables(hd, theta)
-			if err != nil {
-				return err
-			}
-			seq, err1 := r.idxOf(in[3])
-			pos, err2 := r.idxOf(in[4])
-			if err := errors.Join(err1, err2); err != nil {
-				return err
-			}
-			r.cache[n.ID] = kc
-			return r.headOp(k, heads, hd, 7, eps, w, cos, sin, pos, seq, kc, T)
-		}
-		// kc, vc, k, v, w, seq, pos
-		vc, err := cacheOf(1)
-		if err != nil {
-			return err
-		}
-		k, err := v(2)
-		if err != nil {
-			return err
-		}
-		vv, err := v(3)
-		if err != nil {
-			return err
-		}
-		w, err := r.normWeight(in[4])
-		if err != nil {
-			return err
-		}
-		cos, sin, err := r.ropeTables(hd, theta)
-		if err != nil {
-			return err
-		}
-		seq, err1 := r.idxOf(in[5])
-		pos, err2 := r.idxOf(in[6])
-		if err := errors.Join(err1, err2); err != nil {
-			return err
-		}
-		if err := r.headOp(k, heads, hd, 7, eps, w, cos, sin, pos, seq, kc, T); err != nil {
-			return err
-		}
-		if err := r.headOp(vv, heads, hd, 4, eps, nil, nil, nil, pos, seq, vc, T); err != nil {
-			return err
-		}
-		r.cpairs[n.ID] = [2]val{kc, vc}
-		return nil
-	case ir.OpAttention: // q, kc, vc, seq, pos
-		q, err := v(0)
-		if err != nil {
-			return err
-		}
-		kc, err := cacheOf(1)
-		if err != nil {
-			return err
-		}
-		vc, err := cacheOf(2)
-		if err != nil {
-			return err
-		}
-		seq, err1 := r.idxOf(in[3])
-		pos, err2 := r.idxOf(in[4])
-		if err := errors.Join(err1, err2); err != nil {
-			return err
-		}
-		heads, kvh, hd := attr("heads"), attr("kv_heads"), attr("head_dim")
-		if hd > maxHeadDim || kvh <= 0 || heads%kvh != 0 {
-			return fmt.Errorf("heads %d, kv_heads %d, head_dim %d not supported", heads, kvh, hd)
-		}
-		scale, _ := n.Attrs.Float("scale")
-		T := p.dims[in[1]][1]
-		out, err := r.fresh(q.rows, heads*hd)
-		if err != nil {
-			return err
-		}
-		return setOut(out, r.op(fwdAttention, [5]*buffer{q.buf, kc.buf, vc.buf, out.buf},
-			[]uint32{uint32(heads), uint32(kvh), uint32(hd), uint32(q.off), uint32(q.stride), uint32(T), uint32(kc.cols),
-				uint32(p.limit), u32(scale), 0, uint32(out.stride), pos, seq, uint32(kc.at), uint32(vc.at)}, q.rows*heads, 1))
-	case ir.OpSiLU, ir.OpMul, ir.OpAdd, ir.OpSwiGLU:
-		a, err := v(0)
-		if err != nil {
-			return err
-		}
-		b := a
-		op := ewSiLU
-		switch {
-		case n.Op == ir.OpMul, n.Op == ir.OpAdd, n.Op == ir.OpSwiGLU && len(in) == 2:
-			if b, err = v(1); err != nil {
-				return err
-			}
-			op = map[string]int{ir.OpMul: ewMul, ir.OpAdd: ewAdd, ir.OpSwiGLU: ewSwiGLU2}[n.Op]
-		case n.Op == ir.OpSwiGLU:
-			op = ewSwiGLU1
-		}
-		out, err := r.fresh(d[0], d[1])
-		if err != nil {
-			return err
-		}
-		return setOut(out, r.ew(op, a, b, out))
-	case ir.OpSliceCols:
-		x, err := v(0)
-		if err != nil {
-			return err
-		}
-		start, width := attr("start"), attr("width")
-		if start < 0 || width <= 0 || start+width > x.cols {
-			return fmt.Errorf("columns [%d, %d) of %d", start, start+width, x.cols)
-		}
-		x.off += start
-		x.cols = width
-		r.vals[n.ID] = x
-		return nil
-	case ir.OpLastRow:
-		x, err := v(0)
-		if err != nil {
-			return err
-		}
-		x.off += (x.rows - 1) * x.stride
-		x.rows = 1
-		r.vals[n.ID] = x
-		return nil
-	case ir.OpToDevice, ir.OpToTEE, ir.OpProbe:
-		if q, ok := n.Attrs.Str("quant"); ok && q != "" {
-			if n.Op != ir.OpToDevice || q != "q8_0" {
-				return fmt.Errorf("quant %q: only q8_0 crossings to the device are supported", q)
-			}
-			x, err := v(0)
-			if err != nil {
-				return err
-			}
-			return r.quantize(n.ID, x)
-		}
-		if q, ok := r.qvals[in[0]]; ok {
-			r.qvals[n.ID] = q
-			return nil
-		}
-		// Mask none, one engine: crossings and probes are the identity.
-		if cv, ok := r.cache[in[0]]; ok {
-			r.cache[n.ID] = cv
-			return nil
-		}
-		x, err := v(0)
-		if err != nil {
-			return err
-		}
-		r.vals[n.ID] = x
+		add = 1
+	}
+	if err := r.op(fwdRMSNorm, [5]*buffer{x.buf, b.buf, w, y.buf, sum.buf},
+		[]uint32{uint32(seg), uint32(per), uint32(x.off), uint32(x.stride), uint32(b.off), uint32(b.stride),
+			uint32(y.off), uint32(y.stride), uint32(sum.off), uint32(sum.stride), u32(l.eps()), add}, x.rows*per, 1); err != nil {
+		return err
+	}
+	if n.Op == ir.OpAddRMSNorm {
+		r.pairs[n.ID] = [2]val{sum, y}
 		return nil
 	}
-	return fmt.Errorf("op not supported")
+	r.vals[n.ID] = y
+	return nil
+}
+
+func lowerTake(l lowering) error {
+	r, in := l.r, l.in
+	i := l.attr("index")
+	if pr, ok := r.pairs[in[0]]; ok && i < 2 {
+		r.vals[l.n.ID] = pr[i]
+		return nil
+	}
+	if cp, ok := r.cpairs[in[0]]; ok && i < 2 {
+		r.cache[l.n.ID] = cp[i]
+		return nil
+	}
+	return fmt.Errorf("take %d of %v, which is not a pair", i, in[0])
+}
+
+func lowerMatMul(l lowering) error {
+	r, p, in := l.r, l.r.p, l.in
+	var x val
+	var xq *qval
+	var err error
+	if q, ok := r.qvals[in[0]]; ok {
+		xq = &q
+	} else if x, err = l.v(0); err != nil {
+		return err
+	}
+	wn := p.g.Node(in[1])
+	w, err := p.f.matWeight(p.g, wn, p.dims[in[1]][0], p.dims[in[1]][1])
+	if err != nil {
+		return err
+	}
+	y, err := r.matmul(x, xq, w)
+	if err != nil {
+		return err
+	}
+	if len(in) == 3 {
+		b, err := l.v(2)
+		if err != nil {
+			return err
+		}
+		if err := r.ew(ewBias, y, b, y); err != nil {
+			return err
+		}
+	}
+	r.vals[l.n.ID] = y
+	return nil
+}
+
+func lowerBiasAdd(l lowering) error {
+	x, err := l.v(0)
+	if err != nil {
+		return err
+	}
+	b, err := l.v(1)
+	if err != nil {
+		return err
+	}
+	out, err := l.r.fresh(x.rows, x.cols)
+	if err != nil {
+		return err
+	}
+	return l.setOut(out, l.r.ew(ewBias, x, b, out))
+}
+
+// lowerRope: rope (x, pos) and norm_rope (x, w, pos) into a fresh value.
+func lowerRope(l lowering) error {
+	r, in := l.r, l.in
+	theta, _ := l.n.Attrs.Float("theta")
+	heads, hd := l.attr("heads"), l.attr("head_dim")
+	x, err := l.v(0)
+	if err != nil {
+		return err
+	}
+	cos, sin, err := r.ropeTables(hd, theta)
+	if err != nil {
+		return err
+	}
+	flags, posIn := uint32(2), in[1]
+	var w *buffer
+	if l.n.Op == ir.OpNormRope {
+		if w, err = r.normWeight(in[1]); err != nil {
+			return err
+		}
+		flags, posIn = 3, in[2]
+	}
+	pos, err := r.idxOf(posIn)
+	if err != nil {
+		return err
+	}
+	out, err := r.fresh(x.rows, x.cols)
+	if err != nil {
+		return err
+	}
+	return l.setOut(out, r.headOp(x, heads, hd, flags, l.eps(), w, cos, sin, pos, 0, out, 0))
+}
+
+// appendHeads records operand xi written into cache at the (seq, pos)
+// slots of operands seqi and posi: every head normalised by operand wi's
+// weight and rotated first when wi >= 0 (the K of the norm_rope_append
+// ops), as it is otherwise (kv_append's rows, the V of
+// norm_rope_append_kv). The appends of all three ops are this one shader
+// call. heads 0 writes each row as one head of its width.
+func (l lowering) appendHeads(cache val, xi, wi, seqi, posi, heads, hd int) error {
+	r, in := l.r, l.in
+	x, err := l.v(xi)
+	if err != nil {
+		return err
+	}
+	if heads == 0 {
+		heads, hd = 1, x.cols
+	}
+	flags := uint32(4)
+	var w, cos, sin *buffer
+	if wi >= 0 {
+		if w, err = r.normWeight(in[wi]); err != nil {
+			return err
+		}
+		theta, _ := l.n.Attrs.Float("theta")
+		if cos, sin, err = r.ropeTables(hd, theta); err != nil {
+			return err
+		}
+		flags = 7
+	}
+	seq, err1 := r.idxOf(in[seqi])
+	pos, err2 := r.idxOf(in[posi])
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	T := r.p.dims[in[0]][1]
+	return r.headOp(x, heads, hd, flags, l.eps(), w, cos, sin, pos, seq, cache, T)
+}
+
+// lowerKVAppend: cache, x, seq, pos.
+func lowerKVAppend(l lowering) error {
+	kc, err := l.cacheOf(0)
+	if err != nil {
+		return err
+	}
+	l.r.cache[l.n.ID] = kc
+	return l.appendHeads(kc, 1, -1, 2, 3, 0, 0)
+}
+
+// lowerNormRopeAppend: cache, k, w, seq, pos.
+func lowerNormRopeAppend(l lowering) error {
+	kc, err := l.cacheOf(0)
+	if err != nil {
+		return err
+	}
+	l.r.cache[l.n.ID] = kc
+	return l.appendHeads(kc, 1, 2, 3, 4, l.attr("heads"), l.attr("head_dim"))
+}
+
+// lowerNormRopeAppendKV: kc, vc, k, v, w, seq, pos; its takes read the
+// pair of caches.
+func lowerNormRopeAppendKV(l lowering) error {
+	kc, err := l.cacheOf(0)
+	if err != nil {
+		return err
+	}
+	vc, err := l.cacheOf(1)
+	if err != nil {
+		return err
+	}
+	heads, hd := l.attr("heads"), l.attr("head_dim")
+	if err := l.appendHeads(kc, 2, 4, 5, 6, heads, hd); err != nil {
+		return err
+	}
+	if err := l.appendHeads(vc, 3, -1, 5, 6, heads, hd); err != nil {
+		return err
+	}
+	l.r.cpairs[l.n.ID] = [2]val{kc, vc}
+	return nil
+}
+
+// lowerAttention: q, kc, vc, seq, pos.
+func lowerAttention(l lowering) error {
+	r, p, in := l.r, l.r.p, l.in
+	q, err := l.v(0)
+	if err != nil {
+		return err
+	}
+	kc, err := l.cacheOf(1)
+	if err != nil {
+		return err
+	}
+	vc, err := l.cacheOf(2)
+	if err != nil {
+		return err
+	}
+	seq, err1 := r.idxOf(in[3])
+	pos, err2 := r.idxOf(in[4])
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	heads, kvh, hd := l.attr("heads"), l.attr("kv_heads"), l.attr("head_dim")
+	if hd > maxHeadDim || kvh <= 0 || heads%kvh != 0 {
+		return fmt.Errorf("heads %d, kv_heads %d, head_dim %d not supported", heads, kvh, hd)
+	}
+	scale, _ := l.n.Attrs.Float("scale")
+	T := p.dims[in[1]][1]
+	out, err := r.fresh(q.rows, heads*hd)
+	if err != nil {
+		return err
+	}
+	return l.setOut(out, r.op(fwdAttention, [5]*buffer{q.buf, kc.buf, vc.buf, out.buf},
+		[]uint32{uint32(heads), uint32(kvh), uint32(hd), uint32(q.off), uint32(q.stride), uint32(T), uint32(kc.cols),
+			uint32(p.limit), u32(scale), 0, uint32(out.stride), pos, seq, uint32(kc.at), uint32(vc.at)}, q.rows*heads, 1))
+}
+
+// lowerElementwise: silu, mul, add and swiglu (two operands, or one
+// [gate | up]), one shader.
+func lowerElementwise(l lowering) error {
+	n := l.n
+	a, err := l.v(0)
+	if err != nil {
+		return err
+	}
+	b := a
+	op := ewSiLU
+	switch {
+	case n.Op == ir.OpMul, n.Op == ir.OpAdd, n.Op == ir.OpSwiGLU && len(l.in) == 2:
+		if b, err = l.v(1); err != nil {
+			return err
+		}
+		op = map[string]int{ir.OpMul: ewMul, ir.OpAdd: ewAdd, ir.OpSwiGLU: ewSwiGLU2}[n.Op]
+	case n.Op == ir.OpSwiGLU:
+		op = ewSwiGLU1
+	}
+	out, err := l.r.fresh(l.d[0], l.d[1])
+	if err != nil {
+		return err
+	}
+	return l.setOut(out, l.r.ew(op, a, b, out))
+}
+
+// lowerSliceCols is a view: no dispatch.
+func lowerSliceCols(l lowering) error {
+	x, err := l.v(0)
+	if err != nil {
+		return err
+	}
+	start, width := l.attr("start"), l.attr("width")
+	if start < 0 || width <= 0 || start+width > x.cols {
+		return fmt.Errorf("columns [%d, %d) of %d", start, start+width, x.cols)
+	}
+	x.off += start
+	x.cols = width
+	l.r.vals[l.n.ID] = x
+	return nil
+}
+
+// lowerLastRow is a view: no dispatch.
+func lowerLastRow(l lowering) error {
+	x, err := l.v(0)
+	if err != nil {
+		return err
+	}
+	x.off += (x.rows - 1) * x.stride
+	x.rows = 1
+	l.r.vals[l.n.ID] = x
+	return nil
+}
+
+// lowerCrossing: to_device, to_tee and probe. Mask none, one engine:
+// crossings and probes are the identity, but for a quantizing crossing to
+// the device, which records the q8_0 rows.
+func lowerCrossing(l lowering) error {
+	r, n, in := l.r, l.n, l.in
+	if q, ok := n.Attrs.Str("quant"); ok && q != "" {
+		if n.Op != ir.OpToDevice || q != "q8_0" {
+			return fmt.Errorf("quant %q: only q8_0 crossings to the device are supported", q)
+		}
+		x, err := l.v(0)
+		if err != nil {
+			return err
+		}
+		return r.quantize(n.ID, x)
+	}
+	if q, ok := r.qvals[in[0]]; ok {
+		r.qvals[n.ID] = q
+		return nil
+	}
+	if cv, ok := r.cache[in[0]]; ok {
+		r.cache[n.ID] = cv
+		return nil
+	}
+	x, err := l.v(0)
+	if err != nil {
+		return err
+	}
+	r.vals[n.ID] = x
+	return nil
 }

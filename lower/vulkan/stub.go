@@ -59,3 +59,6 @@ func (*ForwardProgram) Int32(string) ([]int32, error)       { return nil, errNoC
 func (*ForwardProgram) Elems(string) (int, error)           { return 0, errNoCgo }
 func (*ForwardProgram) BindFloat32(string, []float32) error { return errNoCgo }
 func (*ForwardProgram) Run() error                          { return errNoCgo }
+
+// loweredOps is empty: a build without cgo lowers nothing.
+func loweredOps() []string { return nil }

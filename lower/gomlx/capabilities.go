@@ -1,0 +1,30 @@
+package gomlx
+
+import (
+	"maps"
+
+	"gelo/ir"
+	"gelo/lower"
+	"gelo/passes"
+)
+
+// Capabilities is the gomlx backend's record. Its own engine is Forward,
+// the whole unprotected forward as one graph: the ops of forwardLowerings,
+// the protection ops declined (forwardDeclined), f32 and bf16 weights (a
+// value in a block format is refused at compile) and an f32 KV cache (its
+// cache inputs are f32). A protected plan keeps its TEE side on the cpu
+// backend and sends its matmuls to Device, which takes every format but
+// the bf16 dot product's (block formats are expanded to f32 at upload,
+// UploadQ; Device is no device.BF16Dotter).
+func Capabilities() lower.Capabilities {
+	return lower.Capabilities{
+		Backend:   "gomlx",
+		Lowers:    lower.SortedKeys(forwardLowerings),
+		Declines:  maps.Clone(forwardDeclined),
+		Weights:   []string{passes.WeightsF32, passes.WeightsBF16},
+		KVDTypes:  []string{ir.F32.String()},
+		Protected: lower.ProtectedViaDevice,
+		Device: lower.Device{Family: "gomlx", Names: []string{"gomlx:go", "gomlx:xla:cpu", "gomlx:xla:cuda"},
+			Weights: []string{passes.WeightsF32, passes.WeightsBF16, passes.WeightsQ8_0, passes.WeightsQ4_0, passes.WeightsQ4_K}},
+	}
+}

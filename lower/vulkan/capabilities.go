@@ -1,0 +1,43 @@
+package vulkan
+
+import (
+	"maps"
+
+	"gelo/ir"
+	"gelo/lower"
+	"gelo/passes"
+)
+
+// declinedProtection is why the whole-forward engine refuses the
+// protection ops.
+const declinedProtection = "protected graphs are not supported (the whole-forward engine is the mask-none baseline)"
+
+// declined are the ops the whole-forward engine refuses by name, each
+// with the reason Compile reports.
+var declined = map[string]string{
+	ir.OpMask: declinedProtection, ir.OpUnmask: declinedProtection,
+	ir.OpShieldStack: declinedProtection, ir.OpShieldStrip: declinedProtection,
+	ir.OpMeanRows: declinedProtection, ir.OpSubRow: declinedProtection, ir.OpAddRow: declinedProtection,
+}
+
+// Capabilities is the vulkan backend's record. Its own engine is Forward,
+// the whole unprotected step as one command buffer: the ops of lowerings
+// (none in a build without cgo, where Forward is a stub), the protection
+// ops declined, weights in f32, bf16, q8_0 and q4_0 (the formats with a
+// shader, matWeight) and an f32 KV cache. It refuses protected plans: their
+// device side runs on Device under the cpu backend (--device vulkan),
+// which takes the same formats (UploadQ has no q4_k shader; Device is no
+// device.BF16Dotter).
+func Capabilities() lower.Capabilities {
+	formats := []string{passes.WeightsF32, passes.WeightsBF16, passes.WeightsQ8_0, passes.WeightsQ4_0}
+	return lower.Capabilities{
+		Backend:   "vulkan",
+		Lowers:    loweredOps(),
+		Declines:  maps.Clone(declined),
+		Weights:   formats,
+		KVDTypes:  []string{ir.F32.String()},
+		Protected: lower.Unprotected,
+		Device: lower.Device{Family: "vulkan", Names: []string{"vulkan", "vulkan:N"},
+			Weights: append([]string(nil), formats...)},
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"gelo/runtime"
@@ -24,6 +26,9 @@ type apiError struct {
 	Code          any    `json:"code"`
 	NPromptTokens int    `json:"n_prompt_tokens,omitempty"`
 	NCtx          int    `json:"n_ctx,omitempty"`
+	// RetryAfter, when positive, is sent as the Retry-After header
+	// (seconds): every 429 and 503 that a retry may cure carries one.
+	RetryAfter int `json:"-"`
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -72,6 +77,11 @@ type params struct {
 	StreamOptions       *json.RawMessage `json:"stream_options"`
 	Logprobs            json.RawMessage  `json:"logprobs"`
 	TopLogprobs         *int             `json:"top_logprobs"`
+	// unsupported holds the fields this server does not implement: a
+	// request that sets one to anything but its no-op value is refused
+	// (400 naming the field, as vLLM does), not answered as if it had
+	// been honoured.
+	unsupported
 	// ReturnTokenIDs (vLLM's extension) adds each choice's token ids.
 	ReturnTokenIDs bool `json:"return_token_ids"`
 	// ChatTemplateKwargs.EnableThinking (vLLM's spelling) lets Qwen3 open
@@ -79,6 +89,62 @@ type params struct {
 	ChatTemplateKwargs *struct {
 		EnableThinking bool `json:"enable_thinking"`
 	} `json:"chat_template_kwargs"`
+}
+
+// unsupported are the OpenAI fields gelo does not implement, kept raw so
+// that check can tell a no-op value (null, [], false, ...) from a request
+// for the feature.
+type unsupported struct {
+	Tools          json.RawMessage `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	Functions      json.RawMessage `json:"functions"`
+	FunctionCall   json.RawMessage `json:"function_call"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+	LogitBias      json.RawMessage `json:"logit_bias"`
+	Echo           json.RawMessage `json:"echo"`
+	Suffix         json.RawMessage `json:"suffix"`
+	BestOf         json.RawMessage `json:"best_of"`
+}
+
+// unsupportedField is one field of unsupported: its name, what it asks
+// for, and the values that ask for nothing (compact JSON; null always).
+type unsupportedField struct {
+	name, feature string
+	raw           json.RawMessage
+	noop          []string
+}
+
+// fields lists u's fields; n is the request's n (best_of equal to n asks
+// for nothing more).
+func (u *unsupported) fields(n int) []unsupportedField {
+	return []unsupportedField{
+		{"tools", "tool calls", u.Tools, []string{"[]"}},
+		{"tool_choice", "tool calls", u.ToolChoice, []string{`"none"`, `"auto"`}},
+		{"functions", "function calls", u.Functions, []string{"[]"}},
+		{"function_call", "function calls", u.FunctionCall, []string{`"none"`, `"auto"`}},
+		{"response_format", "structured output (JSON mode, JSON schema)", u.ResponseFormat, []string{`{"type":"text"}`}},
+		{"logit_bias", "logit bias", u.LogitBias, []string{"{}"}},
+		{"echo", "echoing the prompt", u.Echo, []string{"false"}},
+		{"suffix", "insertion (a suffix after the completion)", u.Suffix, []string{`""`}},
+		{"best_of", "best-of sampling", u.BestOf, []string{fmt.Sprint(n)}},
+	}
+}
+
+// check refuses the first field set to a value that is not a no-op.
+func (u *unsupported) check(n int) *apiError {
+	for _, f := range u.fields(n) {
+		if len(f.raw) == 0 {
+			continue
+		}
+		var c bytes.Buffer
+		if json.Compact(&c, f.raw) != nil || c.String() == "null" || slices.Contains(f.noop, c.String()) {
+			continue // malformed JSON was refused by the decoder already
+		}
+		e := badRequest(f.name, "%s is not supported: this server does not implement %s (leave it out, or send %s)", f.name, f.feature, strings.Join(append([]string{"null"}, f.noop...), " or "))
+		e.Code = "unsupported_parameter"
+		return e
+	}
+	return nil
 }
 
 // request is a parsed, validated request: what the scheduler needs.
@@ -253,6 +319,9 @@ func (p *params) check(chat bool) (*request, *apiError) {
 			return nil, badRequest("n", "n must be in [1, %d], got %d", maxChoices, *p.N)
 		}
 		r.n = *p.N
+	}
+	if e := p.unsupported.check(r.n); e != nil {
+		return nil, e
 	}
 	so := &r.sampler
 	if p.Temperature != nil {

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -265,9 +266,16 @@ func (s *Server) count(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 // writeError sends an OpenAI error body.
 func (s *Server) writeError(w http.ResponseWriter, e *apiError) {
 	w.Header().Set("Content-Type", "application/json")
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	w.WriteHeader(e.Status)
 	json.NewEncoder(w).Encode(map[string]any{"error": e})
 }
+
+// retryAfterSeconds is the Retry-After of a full queue: about the time a
+// few sequences take to finish and free their slots.
+const retryAfterSeconds = 1
 
 func loadingError() *apiError {
 	return &apiError{Status: http.StatusServiceUnavailable, Message: "the model is loading", Type: "unavailable_error", Code: "model_loading"}
@@ -375,11 +383,17 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		s.writeError(w, e)
 		return
 	}
+	if req.n > s.opt.MaxQueue {
+		// Never admitted, however long the client waits: not a 429.
+		s.writeError(w, badRequest("n", "n is %d, over this server's limit of %d sequences a request (its queue length)", req.n, s.opt.MaxQueue))
+		return
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	chans, err := l.sched.submit(ctx, req)
 	if errors.Is(err, errQueueFull) {
-		s.writeError(w, &apiError{Status: http.StatusTooManyRequests, Message: "the request queue is full; retry later", Type: "rate_limit_error", Code: "queue_full"})
+		s.writeError(w, &apiError{Status: http.StatusTooManyRequests, Message: "the request queue is full; retry later", Type: "rate_limit_error", Code: "queue_full",
+			RetryAfter: retryAfterSeconds})
 		return
 	}
 	if errors.Is(err, errAborted) {

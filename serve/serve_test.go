@@ -313,7 +313,8 @@ func TestLoading(t *testing.T) {
 }
 
 // TestQueueFullAndPing: with one slot and room for one waiting request,
-// a third is refused with 429; the waiting stream gets ": ping" comments.
+// a third is refused with 429 and a Retry-After; the waiting stream gets
+// ": ping" comments.
 func TestQueueFullAndPing(t *testing.T) {
 	s, ts := newTestServer(t, testConfig{opt: Options{MaxBatch: 1, MaxQueue: 1, PingInterval: 2 * time.Millisecond}, maxT: 256, delay: 2 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -343,6 +344,9 @@ func TestQueueFullAndPing(t *testing.T) {
 	code, body := post(t, ts.URL+"/v1/completions", `{"prompt":"hi"}`)
 	if code != 429 || errBody(t, body).Type != "rate_limit_error" {
 		t.Fatalf("third request: %d %s", code, body)
+	}
+	if code, ra := retryAfter(t, ts.URL+"/v1/completions", `{"prompt":"hi"}`); code != 429 || ra != "1" {
+		t.Fatalf("a 429 (status %d) with Retry-After %q, want 1", code, ra)
 	}
 	io.Copy(io.Discard, a.Body)
 	wg.Wait()

@@ -1,0 +1,220 @@
+package lwe
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"gelo/keystream"
+)
+
+// PadSalt is the HKDF-SHA256 salt that separates pad material from every
+// other use of the session key.
+const PadSalt = "gelo/lwe-pad/v1"
+
+// ErrPadUsed is returned when a pad's m or u is used a second time.
+var ErrPadUsed = errors.New("lwe: pad already used (a pad is single-use)")
+
+// Pad is the data-independent part of one row's ciphertext: M = A s + e
+// (d_in words) and, for each hint the ciphertext feeds, U[i] = H_i s
+// (d_out_i words). Encode consumes M and Decode each U[i], wiping it; Wipe
+// clears all. The secret s and e themselves are not kept.
+type Pad struct {
+	Counter uint64
+	M       []uint32
+	U       [][]uint32
+	mUsed   bool
+	uUsed   []bool
+	err     error // set by a Pool worker whose fill failed
+	out     bool  // handed out by a Pool and not given back
+}
+
+// newPad allocates a pad for width in and the hints' widths.
+func newPad(in int, hints []*Hint) *Pad {
+	p := &Pad{M: make([]uint32, in), U: make([][]uint32, len(hints)), uUsed: make([]bool, len(hints))}
+	for i, h := range hints {
+		p.U[i] = make([]uint32, h.Out)
+	}
+	return p
+}
+
+// Wipe zeroes M and every U and marks them used.
+func (p *Pad) Wipe() {
+	clear(p.M)
+	p.mUsed = true
+	for i := range p.U {
+		clear(p.U[i])
+		p.uUsed[i] = true
+	}
+}
+
+// Bytes is the memory one pad holds.
+func (p *Pad) Bytes() int {
+	n := len(p.M)
+	for _, u := range p.U {
+		n += len(u)
+	}
+	return 4 * n
+}
+
+// PadGen makes pads for one ciphertext kind: inputs of width d_in under the
+// public matrix A, feeding the listed hints (q, k and v share one pad, gate
+// and up another). The pad of counter n depends only on (key, n): its
+// stream is ChaCha20 keyed by
+//
+//	HKDF-SHA256(secret = key, salt = PadSalt, info = "pad" || uint64_be(n)),
+//
+// read as little-endian 64-bit words in this order: h words for the
+// positions of s (Floyd's sampler), ceil(h / 64) words for the signs (bit
+// i of word i / 64, set = -1), ceil(d_in / 16) words for e (4 bits an
+// entry, low bits first). A PadGen is not safe for concurrent use; a Pool
+// gives each worker its own.
+type PadGen struct {
+	p     Params
+	a     *Public
+	hints []*Hint
+	key   []byte
+	kdf   keystream.KDF
+	s     keystream.Stream
+	info  [11]byte
+	idx   []int32  // support of s
+	sgn   []uint32 // 0 (+1) or 0xffffffff (-1) per support entry
+}
+
+// NewPadGen checks that A and the hints agree with p and keeps a copy of
+// key (wiped by Forget).
+func NewPadGen(p Params, a *Public, hints []*Hint, key []byte) (*PadGen, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if len(key) == 0 {
+		return nil, errors.New("lwe: pad generator: empty key")
+	}
+	if a.Lambda != p.Lambda {
+		return nil, fmt.Errorf("lwe: pad generator: A has %d columns, lambda is %d", a.Lambda, p.Lambda)
+	}
+	for i, h := range hints {
+		if h.Lambda != p.Lambda {
+			return nil, fmt.Errorf("lwe: pad generator: hint %d has %d columns, lambda is %d", i, h.Lambda, p.Lambda)
+		}
+	}
+	g := &PadGen{p: p, a: a, hints: hints, key: append([]byte(nil), key...),
+		idx: make([]int32, p.H), sgn: make([]uint32, p.H)}
+	copy(g.info[:3], "pad")
+	return g, nil
+}
+
+// New allocates a pad of the generator's shape (not filled).
+func (g *PadGen) New() *Pad { return newPad(g.a.In, g.hints) }
+
+// Fill writes the pad of counter n into p (from New), marking it unused.
+// Cost: h column additions of A (d_in h) and of each hint (d_out h).
+func (g *PadGen) Fill(n uint64, p *Pad) error {
+	if len(p.M) != g.a.In || len(p.U) != len(g.hints) {
+		return fmt.Errorf("lwe: pad %d: shape does not match its generator", n)
+	}
+	binary.BigEndian.PutUint64(g.info[3:], n)
+	if err := g.kdf.Key(&g.s, g.key, PadSalt, g.info[:]); err != nil {
+		return fmt.Errorf("lwe: pad %d: %w", n, err)
+	}
+	defer g.wipeSecret()
+	g.sample(p.M)
+	for k, c := range g.idx {
+		addSigned(p.M, g.a.Col(int(c)), g.sgn[k])
+	}
+	for i, h := range g.hints {
+		u := p.U[i]
+		clear(u)
+		for k, c := range g.idx {
+			addSigned(u, h.Col(int(c)), g.sgn[k])
+		}
+		p.uUsed[i] = false
+	}
+	p.Counter, p.mUsed, p.err = n, false, nil
+	return nil
+}
+
+// sample draws s (into idx, sgn) and writes e into m, from g.s.
+func (g *PadGen) sample(m []uint32) {
+	sampleSupport(&g.s, g.p.Lambda, g.idx)
+	for k := range g.sgn {
+		if k%64 == 0 {
+			w := g.s.Uint64()
+			for b := k; b < min(k+64, len(g.sgn)); b++ {
+				g.sgn[b] = -uint32(w >> (b - k) & 1)
+			}
+		}
+	}
+	sampleCBD2(&g.s, m)
+}
+
+// sampleSupport writes h = len(idx) distinct positions in [0, lambda),
+// uniform over the h-subsets, with Floyd's algorithm: for j = lambda - h
+// .. lambda - 1, draw t uniform in [0, j]; take t, or j if t is taken
+// already. No rejection and no memory beyond idx. The draw is
+// (w * (j + 1)) >> 64 for a 64-bit word w: biased by at most
+// (j + 1) / 2^64 per draw (statistical distance under h lambda 2^-64, about
+// 2^-45 at lambda 4096, h 80). The membership test scans all of idx
+// without a branch on the secret.
+func sampleSupport(s *keystream.Stream, lambda int, idx []int32) {
+	h := len(idx)
+	for n := 0; n < h; n++ {
+		j := uint64(lambda - h + n)
+		t, _ := bits.Mul64(s.Uint64(), j+1)
+		var hit uint32
+		for _, v := range idx[:n] {
+			hit |= eq32(uint32(v), uint32(t))
+		}
+		// hit is 0 or 1: choose j when set, t otherwise.
+		msk := -hit
+		idx[n] = int32(uint32(t)&^msk | uint32(j)&msk)
+	}
+}
+
+// eq32 is 1 when a == b, else 0, without a branch.
+func eq32(a, b uint32) uint32 {
+	x := a ^ b
+	return uint32((uint64(x) - 1) >> 63)
+}
+
+// sampleCBD2 writes e_i = (b0 + b1) - (b2 + b3) for four fresh bits per
+// entry (16 entries a word), as a word mod 2^32. CBD(2) takes -2..2 with
+// probabilities 1, 4, 6, 4, 1 / 16: mean 0, variance 1, and P(e odd) =
+// 8/16 exactly, so the parity of c's words carries no bias (a ternary
+// error, odd with probability 2/3, would show in the low bit).
+func sampleCBD2(s *keystream.Stream, e []uint32) {
+	var w uint64
+	for i := range e {
+		if i%16 == 0 {
+			w = s.Uint64()
+		}
+		nib := w >> (4 * (i % 16))
+		e[i] = uint32(int32(nib&1+nib>>1&1) - int32(nib>>2&1+nib>>3&1))
+	}
+}
+
+// addSigned sets dst += col (neg = 0) or dst -= col (neg = all ones)
+// mod 2^32, without a branch on the sign: -x = ^x + 1.
+func addSigned(dst, col []uint32, neg uint32) {
+	one := neg & 1
+	col = col[:len(dst)]
+	for i, v := range col {
+		dst[i] += v ^ neg + one
+	}
+}
+
+// wipeSecret clears s's support, signs and the stream.
+func (g *PadGen) wipeSecret() {
+	clear(g.idx)
+	clear(g.sgn)
+	g.s.Wipe()
+}
+
+// Forget wipes everything g keeps of the key; g is unusable afterwards.
+func (g *PadGen) Forget() {
+	g.wipeSecret()
+	g.kdf.Forget()
+	clear(g.key)
+	g.key = nil
+}

@@ -1,0 +1,179 @@
+package lwe
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// ErrPoolClosed is returned by Get on a closed pool.
+var ErrPoolClosed = errors.New("lwe: pad pool closed")
+
+// Pool fills pads ahead of time in TEE worker goroutines, so the online
+// path of a row is only its encode, the device call and the decode. It
+// hands out the pads of counters start, start + 1, ... in order; worker w
+// fills the counters n with (n - start) mod workers = w into its own
+// bounded set of buffers, so a pad's bytes depend only on (key, n), never
+// on GOMAXPROCS, the worker count or scheduling. The pool holds at most
+// Size pads (Bytes, for the preflight); a buffer returns to its worker
+// through Put.
+type Pool struct {
+	start   uint64
+	in      int
+	ready   []chan *Pad
+	free    []chan *Pad
+	gens    []*PadGen
+	per     int
+	padSize int
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	getMu   sync.Mutex // serialises Get, so pads leave in counter order
+	mu      sync.Mutex // guards next and closed
+	next    uint64
+	closed  bool
+	once    sync.Once
+}
+
+// NewPool starts workers goroutines (at least one) filling up to size pads
+// (rounded up to a multiple of workers) from counter start on.
+func NewPool(p Params, a *Public, hints []*Hint, key []byte, start uint64, size, workers int) (*Pool, error) {
+	workers = max(1, workers)
+	if size < 1 {
+		return nil, fmt.Errorf("lwe: pad pool: size %d", size)
+	}
+	pl := &Pool{start: start, next: start, in: a.In, per: (size + workers - 1) / workers, stop: make(chan struct{})}
+	for range workers {
+		g, err := NewPadGen(p, a, hints, key)
+		if err != nil {
+			pl.forget()
+			return nil, err
+		}
+		pl.gens = append(pl.gens, g)
+		pl.ready = append(pl.ready, make(chan *Pad, pl.per))
+		free := make(chan *Pad, pl.per)
+		for range pl.per {
+			free <- g.New()
+		}
+		pl.free = append(pl.free, free)
+	}
+	pl.padSize = pl.gens[0].New().Bytes()
+	for w := range workers {
+		pl.wg.Go(func() { pl.work(w) })
+	}
+	return pl, nil
+}
+
+// work fills worker w's counters in order while it has free buffers.
+func (pl *Pool) work(w int) {
+	W := uint64(len(pl.gens))
+	for n := pl.start + uint64(w); ; n += W {
+		var pad *Pad
+		select {
+		case pad = <-pl.free[w]:
+		case <-pl.stop:
+			return
+		}
+		pad.err = pl.gens[w].Fill(n, pad)
+		pad.Counter = n
+		pl.ready[w] <- pad // never blocks: ready holds all of w's buffers
+	}
+}
+
+// Size is the number of pads the pool holds.
+func (pl *Pool) Size() int { return pl.per * len(pl.gens) }
+
+// Bytes is the memory of the pool's pads.
+func (pl *Pool) Bytes() int { return pl.Size() * pl.padSize }
+
+// Get returns the pad of the next counter, waiting for its worker if it is
+// not filled yet. The caller encodes and decodes with it, then gives it
+// back with Put. Each worker has Size / workers buffers: a caller that
+// holds all of one worker's pads without giving any back waits forever in
+// Get, so hold fewer than Size / workers at a time.
+func (pl *Pool) Get() (*Pad, error) {
+	pl.getMu.Lock()
+	defer pl.getMu.Unlock()
+	pl.mu.Lock()
+	if pl.closed {
+		pl.mu.Unlock()
+		return nil, ErrPoolClosed
+	}
+	n := pl.next
+	pl.mu.Unlock()
+	w := (n - pl.start) % uint64(len(pl.gens))
+	var pad *Pad
+	select {
+	case pad = <-pl.ready[w]:
+	case <-pl.stop:
+		return nil, ErrPoolClosed
+	}
+	pl.mu.Lock()
+	pl.next++ // the counter is spent even if its fill failed: no reuse
+	pad.out = pad.err == nil && pad.Counter == n
+	pl.mu.Unlock()
+	if !pad.out {
+		err := pad.err
+		pad.Wipe()
+		pl.free[w] <- pad
+		return nil, fmt.Errorf("lwe: pad pool: counter %d (got %d): %w", n, pad.Counter, err)
+	}
+	return pad, nil
+}
+
+// Put wipes pad and returns its buffer to the worker that fills its
+// counter's slot. A pad from elsewhere is wiped and refused.
+func (pl *Pool) Put(pad *Pad) error {
+	pad.Wipe()
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.closed {
+		return nil
+	}
+	if !pad.out || pad.Counter < pl.start || pad.Counter >= pl.next || len(pad.M) != pl.in || pad.Bytes() != pl.padSize {
+		return fmt.Errorf("lwe: pad pool: pad %d is not out of this pool (given back twice, or another pool's)", pad.Counter)
+	}
+	pad.out = false
+	select { // room for every buffer of the worker; full only for a foreign pad
+	case pl.free[(pad.Counter-pl.start)%uint64(len(pl.gens))] <- pad:
+		return nil
+	default:
+		return fmt.Errorf("lwe: pad pool: pad %d is another pool's", pad.Counter)
+	}
+}
+
+// Close stops the workers and wipes every pad the pool holds and the
+// generators' keys. Pads handed out and not given back are the caller's
+// to wipe. Get after Close gives ErrPoolClosed.
+func (pl *Pool) Close() {
+	pl.once.Do(func() {
+		pl.mu.Lock()
+		pl.closed = true
+		pl.mu.Unlock()
+		close(pl.stop)
+		pl.wg.Wait()
+		pl.getMu.Lock() // a Get in flight has returned (stop)
+		defer pl.getMu.Unlock()
+		for w := range pl.gens {
+			drain(pl.ready[w])
+			drain(pl.free[w])
+		}
+		pl.forget()
+	})
+}
+
+func drain(ch chan *Pad) {
+	for {
+		select {
+		case p := <-ch:
+			p.Wipe()
+		default:
+			return
+		}
+	}
+}
+
+func (pl *Pool) forget() {
+	for _, g := range pl.gens {
+		g.Forget()
+	}
+}

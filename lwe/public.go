@@ -1,0 +1,202 @@
+package lwe
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"gelo/keystream"
+)
+
+// Params are the lattice parameters of one plan.
+type Params struct {
+	Lambda int    // LWE dimension: columns of A, length of s
+	H      int    // nonzeros of s (its Hamming weight)
+	Delta  uint32 // plaintext scale: c = A s + e + Delta x_q
+}
+
+// Default is the starting point (q = 2^32 always). Its security is
+// estimated elsewhere, not here.
+var Default = Params{Lambda: 4096, H: 80, Delta: 16}
+
+// Validate checks that p describes a scheme this package can run.
+func (p Params) Validate() error {
+	switch {
+	case p.Lambda <= 0 || p.Lambda > 1<<24:
+		return fmt.Errorf("lwe: params: lambda %d not in [1, 2^24]", p.Lambda)
+	case p.H <= 0 || p.H > p.Lambda:
+		return fmt.Errorf("lwe: params: h %d not in [1, lambda = %d]", p.H, p.Lambda)
+	case p.Delta == 0 || p.Delta > 1<<16:
+		return fmt.Errorf("lwe: params: delta %d not in [1, 2^16]", p.Delta)
+	}
+	return nil
+}
+
+// SeedSize is the length of the public seed A is expanded from.
+const SeedSize = 32
+
+// ExpandColumn writes column k of A (len(dst) = d_in words): the
+// little-endian 32-bit words of the ChaCha20 keystream with key = seed and
+// nonce = "lweA" || uint64_be(k), from block 0. Each column has its own
+// nonce, so any column can be made on demand, in any order, on any machine.
+func ExpandColumn(seed *[SeedSize]byte, k int, dst []uint32) {
+	var s keystream.Stream
+	expandColumn(&s, seed, k, dst)
+	s.Wipe()
+}
+
+func expandColumn(s *keystream.Stream, seed *[SeedSize]byte, k int, dst []uint32) {
+	var nonce [12]byte
+	copy(nonce[:4], "lweA")
+	binary.BigEndian.PutUint64(nonce[4:], uint64(k))
+	_ = s.Key(seed[:], nonce[:]) // key and nonce sizes are fixed: no error
+	i := 0
+	for ; i+1 < len(dst); i += 2 {
+		w := s.Uint64()
+		dst[i], dst[i+1] = uint32(w), uint32(w>>32)
+	}
+	if i < len(dst) {
+		dst[i] = uint32(s.Uint64())
+	}
+}
+
+// Public is the public matrix A (d_in x lambda), held expanded: T is A^T,
+// lambda rows of d_in words (row k = column a_k of A). It holds
+// d_in * lambda * 4 bytes (64 MiB at d_in = lambda = 4096); ExpandColumn
+// makes one column on demand instead.
+type Public struct {
+	Seed       [SeedSize]byte
+	In, Lambda int
+	T          []uint32
+}
+
+// NewPublic expands A for inputs of width in from seed.
+func NewPublic(seed [SeedSize]byte, in, lambda int) (*Public, error) {
+	if in <= 0 || lambda <= 0 {
+		return nil, fmt.Errorf("lwe: public matrix: shape [%d, %d]", in, lambda)
+	}
+	a := &Public{Seed: seed, In: in, Lambda: lambda, T: make([]uint32, in*lambda)}
+	var s keystream.Stream
+	for k := 0; k < lambda; k++ {
+		expandColumn(&s, &a.Seed, k, a.Col(k))
+	}
+	return a, nil
+}
+
+// Col returns column k of A (d_in words), a view.
+func (a *Public) Col(k int) []uint32 { return a.T[k*a.In : (k+1)*a.In] }
+
+// Bytes is the memory A holds.
+func (a *Public) Bytes() int { return 4 * len(a.T) }
+
+// Hint is H = W_q A mod 2^32 (d_out x lambda), held as H^T: lambda rows of
+// d_out words, row k = column h_k = W_q a_k. It is public and holds
+// d_out * lambda * 4 bytes.
+type Hint struct {
+	Out, Lambda int
+	T           []uint32
+}
+
+// Col returns column k of H (d_out words), a view.
+func (h *Hint) Col(k int) []uint32 { return h.T[k*h.Out : (k+1)*h.Out] }
+
+// Bytes is the memory H holds.
+func (h *Hint) Bytes() int { return 4 * len(h.T) }
+
+// NewHint wraps a hint supplied from outside (the device's product of W_q
+// and A's columns, H^T row-major), checking its shape. It is not trusted
+// until VerifyHint passes.
+func NewHint(out, lambda int, t []uint32) (*Hint, error) {
+	if out <= 0 || lambda <= 0 || len(t) != out*lambda {
+		return nil, fmt.Errorf("lwe: hint: %d words for H^T [%d, %d]", len(t), lambda, out)
+	}
+	return &Hint{Out: out, Lambda: lambda, T: t}, nil
+}
+
+// ComputeHint computes H = W_q A in the TEE: d_out * d_in * lambda
+// multiply-adds (6.9e10 for a 4096 x 4096 weight at lambda = 4096), as the
+// device product of W_q with A's columns (MulRef), split over workers by
+// column (workers <= 0: one). The result is exact, so it does not depend
+// on workers.
+func ComputeHint(w *Weights, a *Public, workers int) (*Hint, error) {
+	if w.In != a.In {
+		return nil, fmt.Errorf("lwe: hint: weight width %d, public matrix width %d", w.In, a.In)
+	}
+	h := &Hint{Out: w.Out, Lambda: a.Lambda, T: make([]uint32, w.Out*a.Lambda)}
+	workers = max(1, min(workers, a.Lambda))
+	per := (a.Lambda + workers - 1) / workers
+	var wg sync.WaitGroup
+	for k0 := 0; k0 < a.Lambda; k0 += per {
+		k1 := min(a.Lambda, k0+per)
+		wg.Go(func() {
+			mulRef(w, a.T[k0*a.In:k1*a.In], h.T[k0*w.Out:k1*w.Out])
+		})
+	}
+	wg.Wait()
+	return h, nil
+}
+
+// ErrHint is the error of a hint that failed its check.
+var ErrHint = errors.New("lwe: the hint failed its Freivalds check (H != W_q A mod 2^32)")
+
+// VerifyHint checks a device-supplied H against W_q and A with reps
+// Freivalds tests over Z_{2^32}: for r uniform in Z_{2^32}^lambda drawn
+// from rng (secret: the device must not know r before it sends H), it
+// checks W_q (A r) == H r mod 2^32. Each repetition costs
+// lambda (d_in + d_out) + d_in d_out multiply-adds, against
+// d_out d_in lambda to compute H.
+//
+// Soundness over Z_{2^32} (not a field): let E = H' - H != 0 and, in a
+// row j with E_j != 0, let 2^t be the largest power of two dividing every
+// entry of E_j (t <= 31). Then E_j r mod 2^32 is uniform over the
+// multiples of 2^t, so a repetition passes with probability at most
+// 2^-(32 - t): 2^-32 for an error with an odd entry, but 1/2 for an error
+// whose entries are all multiples of 2^31, and reps repetitions pass it
+// with probability at most 2^-reps. So reps buys one bit per repetition in
+// the worst case (40 for 2^-40). Drawing r over odd entries does not help:
+// it catches a single 2^31 error always, but never two in one row
+// (2^31 (r_a + r_b) = 0 mod 2^32 for odd r_a, r_b). Errors of valuation t
+// shift v = centre(y - u) by a multiple of 2^t whenever s touches them,
+// which Decode's range check sees once 2^t exceeds the row's bound.
+func VerifyHint(w *Weights, a *Public, h *Hint, rng *keystream.Stream, reps int) error {
+	switch {
+	case w.In != a.In || h.Out != w.Out || h.Lambda != a.Lambda:
+		return fmt.Errorf("lwe: verify hint: W_q [%d, %d], A [%d, %d], H [%d, %d]", w.Out, w.In, a.In, a.Lambda, h.Out, h.Lambda)
+	case reps <= 0:
+		return fmt.Errorf("lwe: verify hint: %d repetitions", reps)
+	case !rng.Live():
+		return errors.New("lwe: verify hint: the random stream is not keyed")
+	}
+	r := make([]uint32, a.Lambda)
+	ar := make([]uint32, a.In)
+	war := make([]uint32, w.Out)
+	hr := make([]uint32, w.Out)
+	defer clear(r)
+	for range reps {
+		for k := range r {
+			r[k] = uint32(rng.Uint64())
+		}
+		colCombine(ar, a.T, a.In, r)
+		colCombine(hr, h.T, h.Out, r)
+		mulRef(w, ar, war)
+		for j := range hr {
+			if hr[j] != war[j] {
+				return ErrHint
+			}
+		}
+	}
+	return nil
+}
+
+// colCombine sets dst = sum_k r[k] col_k mod 2^32, the columns being the
+// len(dst)-word rows of t.
+func colCombine(dst, t []uint32, n int, r []uint32) {
+	clear(dst)
+	for k, rk := range r {
+		col := t[k*n : (k+1)*n]
+		for i, v := range col {
+			dst[i] += rk * v
+		}
+	}
+}

@@ -91,6 +91,11 @@ func (o *responder) whole(ctx context.Context, chans []chan event) {
 				return // the client went away
 			}
 			o.cancel()
+			o.rc.SetWriteDeadline(time.Now().Add(o.s.opt.WriteTimeout))
+			if errors.Is(ev.err, errShuttingDown) {
+				o.s.writeError(o.w, shuttingDownError())
+				return
+			}
 			o.s.writeError(o.w, &apiError{Status: http.StatusInternalServerError, Message: "generation failed", Type: "server_error"})
 			o.s.log.Error("generation failed", "id", o.id, "err", ev.err)
 			return
@@ -186,8 +191,13 @@ func (o *responder) stream(ctx context.Context, chans []chan event) {
 			if ctx.Err() != nil {
 				return
 			}
-			o.s.log.Error("generation failed", "id", o.id, "err", ev.err)
-			b, _ := json.Marshal(map[string]any{"error": &apiError{Message: "generation failed", Type: "server_error"}})
+			e := &apiError{Message: "generation failed", Type: "server_error"}
+			if errors.Is(ev.err, errShuttingDown) {
+				e = shuttingDownError()
+			} else {
+				o.s.log.Error("generation failed", "id", o.id, "err", ev.err)
+			}
+			b, _ := json.Marshal(map[string]any{"error": e})
 			o.write("data: " + string(b) + "\n\n")
 			o.write("data: [DONE]\n\n")
 			o.cancel()

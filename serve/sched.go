@@ -129,6 +129,10 @@ func newScheduler(bt *runtime.Batch, tok *tokenizer.Tokenizer, eos []int, maxT, 
 
 var errQueueFull = errors.New("queue full")
 
+// errShuttingDown refuses work once the server stops admitting it, and
+// ends what still runs when it stops (Server.Shutdown, Server.Close).
+var errShuttingDown = errors.New("the server is shutting down; retry the request (on another replica, or once this one is back)")
+
 // errAborted refuses work once a probe failed.
 var errAborted = errors.New("the session was aborted: a device result failed its integrity probe (restart the server for a new session key)")
 
@@ -167,7 +171,7 @@ func (s *scheduler) submit(ctx context.Context, r *request) ([]chan event, error
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, errors.New("server is shutting down")
+		return nil, errShuttingDown
 	}
 	if s.aborted.Load() {
 		s.mu.Unlock()
@@ -214,14 +218,14 @@ func (s *scheduler) run(ctx context.Context) {
 		if s.running() == 0 {
 			select {
 			case <-ctx.Done():
-				s.drain(ctx.Err())
+				s.drain(context.Cause(ctx))
 				return
 			case <-s.wake:
 			}
 			continue
 		}
 		if ctx.Err() != nil {
-			s.drain(ctx.Err())
+			s.drain(context.Cause(ctx))
 			return
 		}
 		if s.decoding() > 0 {

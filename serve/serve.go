@@ -84,7 +84,7 @@ type Server struct {
 	mux     *http.ServeMux
 	ready   atomic.Pointer[loaded]
 	loadErr atomic.Pointer[error]
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	done    chan struct{}
 	once    sync.Once
 	created int64
@@ -175,7 +175,7 @@ func (s *Server) Start(m Model) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	s.cancel = cancel
 	go func() {
 		defer close(s.done)
@@ -203,12 +203,13 @@ func (s *Server) Load() (running, waiting int) {
 // Fail records that loading failed: /health then says so (503).
 func (s *Server) Fail(err error) { s.loadErr.Store(&err) }
 
-// Close stops the scheduler; running requests end with an error.
+// Close stops the scheduler: running and waiting requests end with a
+// shutting_down error (Shutdown first lets them finish).
 func (s *Server) Close() {
 	s.once.Do(func() {
 		if l := s.ready.Load(); l != nil {
 			l.sched.close()
-			s.cancel()
+			s.cancel(errShuttingDown)
 			<-s.done
 		}
 	})
@@ -276,6 +277,12 @@ func (s *Server) writeError(w http.ResponseWriter, e *apiError) {
 // retryAfterSeconds is the Retry-After of a full queue: about the time a
 // few sequences take to finish and free their slots.
 const retryAfterSeconds = 1
+
+// shuttingDownError answers a request refused or cut off by a shutdown:
+// another replica (or this one, restarted) can serve it.
+func shuttingDownError() *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Message: errShuttingDown.Error(), Type: "unavailable_error", Code: "shutting_down", RetryAfter: retryAfterSeconds}
+}
 
 func loadingError() *apiError {
 	return &apiError{Status: http.StatusServiceUnavailable, Message: "the model is loading", Type: "unavailable_error", Code: "model_loading"}
@@ -398,6 +405,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	if errors.Is(err, errAborted) {
 		s.writeError(w, &apiError{Status: http.StatusServiceUnavailable, Message: err.Error(), Type: "unavailable_error", Code: "integrity_abort"})
+		return
+	}
+	if errors.Is(err, errShuttingDown) {
+		s.writeError(w, shuttingDownError())
 		return
 	}
 	if err != nil {

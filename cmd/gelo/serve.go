@@ -51,6 +51,7 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	listen := fs.String("listen", "127.0.0.1:8443", "address to listen on")
 	maxBatch := fs.Int("max-batch", 8, "KV slots: the most sequences decoded in one step")
 	maxQueue := fs.Int("max-queue", 0, "the most sequences waiting for a slot before 429 (0: 16 x --max-batch)")
+	drain := fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM or interrupt: how long requests already admitted may run on (no new ones are accepted) before they end with a shutting_down error (default under Kubernetes' 30 s grace period)")
 	chunk := fs.Int("prefill-chunk", 512, "the longest prefill chunk, and the prompt tokens prefilled between two decode steps once reached (longer prompts are prefilled across steps)")
 	name := fs.String("served-model-name", "", "the model id of the API (default: --model, or the plan's model)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
@@ -67,6 +68,9 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	}
 	if *maxQueue < 0 || *maxQueue > 1<<20 {
 		return fmt.Errorf("%w: --max-queue must be in [0, %d], got %d", errUsage, 1<<20, *maxQueue)
+	}
+	if *drain < 0 {
+		return fmt.Errorf("%w: --drain-timeout must not be negative, got %v", errUsage, *drain)
 	}
 	var handler slog.Handler
 	switch *logFormat {
@@ -239,8 +243,8 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	}
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down")
-		return nil
+		log.Info("shutting down: draining the requests admitted", "drain_timeout", *drain)
+		return s.Shutdown(hs, *drain)
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -103,6 +103,7 @@ func TestServeUsage(t *testing.T) {
 		{"serve", "--max-batch", "0"},
 		{"serve", "--log-format", "xml"},
 		{"serve", "--prefill-chunk", "0"},
+		{"serve", "--drain-timeout", "-1s"},
 		{"serve", "--plain-http", "--listen", "0.0.0.0:8000"},
 		{"serve", "--plain-http", "--simulated", "--listen", "127.0.0.1:0"},
 		{"serve", "--plan", "x.gelo", "--mask", "none"},

@@ -1,0 +1,166 @@
+package lwe
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// kyber512 is Kyber-512 as plain LWE (module structure ignored), as in the
+// estimator's schemes.Kyber512: n = 512, q = 3329, secret and error CBD(3),
+// m = 512 (Kyber round-3 specification, Table 1, p. 11, as cited in the
+// estimator's schemes.py).
+var kyber512 = Params{N: 512, Q: 3329, M: 512, Secret: CBD(3), Error: CBD(3)}
+
+// TestEstimatorDoctests reproduces figures the lattice-estimator prints in
+// its own documentation (github.com/malb/lattice-estimator, commit 27a581b,
+// 2026-06-06), which follow from the same formulas, so the tolerance is the
+// printed precision (0.1 bit, exact block size and dimension):
+//   - estimator/lwe_primal.py, PrimalUSVP.__call__:
+//     LWE.primal_usvp(schemes.Kyber512) -> rop 2^143.8, beta 406, d 998;
+//   - estimator/lwe.py, Estimate.rough: usvp (ADPS16, GSA) on Kyber512 ->
+//     rop 2^118.6, beta 406, d 998;
+//   - estimator/lwe.py, Estimate.__call__: dual on Kyber512 ->
+//     rop 2^149.9, beta 424, d 1024.
+func TestEstimatorDoctests(t *testing.T) {
+	tests := []struct {
+		name   string
+		cm     CostModel
+		attack string
+		bits   float64
+		beta   int
+		d      int
+	}{
+		{"usvp MATZOV", MATZOV{}, "usvp", 143.8, 406, 998},
+		{"usvp core-SVP", CoreSVP{}, "usvp", 118.6, 406, 998},
+		{"dual MATZOV", MATZOV{}, "dual", 149.9, 424, 1024},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Estimate(kyber512, tc.cm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := find(t, r, tc.attack)
+			if math.Abs(a.Bits-tc.bits) > 0.05 || a.Beta != tc.beta || a.D != tc.d {
+				t.Errorf("%s: got 2^%.2f beta %d d %d, estimator prints 2^%.1f beta %d d %d",
+					tc.attack, a.Bits, a.Beta, a.D, tc.bits, tc.beta, tc.d)
+			}
+		})
+	}
+}
+
+func find(t *testing.T, r Report, name string) Attack {
+	t.Helper()
+	for _, a := range r.Attacks {
+		if a.Name == name {
+			return a
+		}
+	}
+	t.Fatalf("no attack %q in %v", name, r.Attacks)
+	return Attack{}
+}
+
+// TestPublishedFigures compares with figures published for other schemes,
+// each computed by its authors with tools or models that differ in small
+// ways from this package; the tolerance says by how much and why.
+func TestPublishedFigures(t *testing.T) {
+	tests := []struct {
+		name   string
+		p      Params
+		cm     CostModel
+		attack string // "" for the minimum over all attacks
+		want   float64
+		lo, hi float64 // accepted range of got - want
+		source string
+	}{
+		// Kyber-512 core-SVP classical hardness, primal 118 and dual 117
+		// (Kyber round-3 specification, 2021-08-04, its security analysis;
+		// the figures issue 50 quotes). The primal figure is the same
+		// GSA/uSVP model: within 1 bit.
+		{"kyber512 primal", kyber512, CoreSVP{}, "usvp", 118, -1, 1, "Kyber round-3 spec"},
+		// The dual figure comes from the Kyber team's own script, not the
+		// estimator; the estimator's plain dual under core-SVP (this
+		// package: beta 424, the block size the estimator prints for its
+		// MATZOV dual too) asks for 99 % success by majority vote over
+		// N = 2 ln 50 / eps^2 short vectors, and the script's success
+		// criterion differs (not re-derived here): accepted 0 to +8 bits.
+		{"kyber512 dual", kyber512, CoreSVP{}, "dual", 117, 0, 8, "Kyber round-3 spec"},
+		// HE standard v1.1 (Albrecht et al., "Homomorphic Encryption
+		// Security Standard", 2018), its 128-bit classical table for ternary
+		// secrets, error stddev 3.2: n = 1024 / log q = 27,
+		// 2048 / 54, 4096 / 109. The table was made with the 2018 estimator
+		// (its "sieve" cost, uSVP, dec and dual with secret scaling);
+		// today's estimator (MATZOV model) gives a few bits less at the
+		// larger n (the HE standard v2, eprint 2024/463, Table 5.2, lowers
+		// log q for that reason): accepted 128 - 5 .. 128 + 3.
+		{"HE 1024/27", Params{N: 1024, Q: math.Exp2(27), M: 1024, Secret: Ternary(), Error: Gaussian(3.2)}, MATZOV{}, "", 128, -5, 3, "HE standard v1.1, 128-bit ternary table"},
+		{"HE 2048/54", Params{N: 2048, Q: math.Exp2(54), Secret: Ternary(), Error: Gaussian(3.2)}, MATZOV{}, "", 128, -5, 3, "HE standard v1.1, 128-bit ternary table"},
+		{"HE 4096/109", Params{N: 4096, Q: math.Exp2(109), Secret: Ternary(), Error: Gaussian(3.2)}, MATZOV{}, "", 128, -5, 3, "HE standard v1.1, 128-bit ternary table"},
+		// SimplePIR (Henzinger et al., USENIX Security 2023) claims 128-bit
+		// security by the lattice estimator for n = 1024, q = 2^32, error
+		// stddev 6.4, secret uniform mod q, up to 2^20 samples
+		// (pir/params.csv of github.com/ahenzinger/simplepir lists
+		// 10,20,32,6.4). Under today's estimator formulas (MATZOV) we get
+		// 123.2 (uSVP, beta 326): 4.8 bits short of the claim. Their
+		// figure cannot be reproduced here without their estimator version;
+		// accepted 128 - 6 .. 128 + 2, and the gap is reported.
+		{"SimplePIR", Params{N: 1024, Q: math.Exp2(32), M: 1 << 20, Secret: UniformMod(math.Exp2(32)), Error: Gaussian(6.4)}, MATZOV{}, "", 128, -6, 2, "SimplePIR paper; ahenzinger/simplepir pir/params.csv"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Estimate(tc.p, tc.cm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := r.Min()
+			if tc.attack != "" {
+				a = find(t, r, tc.attack)
+			}
+			diff := a.Bits - tc.want
+			t.Logf("%s: %s %.1f bits (beta %d) vs %.0f published (%s)", tc.name, a.Name, a.Bits, a.Beta, tc.want, tc.source)
+			if diff < tc.lo || diff > tc.hi {
+				t.Errorf("%s: %s gives %.1f bits, published %.0f (%s): difference %+.1f outside [%+.0f, %+.0f]",
+					tc.name, a.Name, a.Bits, tc.want, tc.source, diff, tc.lo, tc.hi)
+			}
+		})
+	}
+}
+
+// TestDelta checks delta(beta) against the estimator's table and formula.
+func TestDelta(t *testing.T) {
+	tests := []struct {
+		beta int
+		want float64
+	}{
+		{2, 1.0219}, {12, 1.01616}, {39, 1.01331}, {40, 1.01295},
+		// the estimator's doctest: RC.delta(406) printed as 1.003941
+		{406, 1.003941},
+	}
+	for _, tc := range tests {
+		if got := Delta(tc.beta); math.Abs(got-tc.want) > 5e-7 {
+			t.Errorf("Delta(%d) = %.7f, want %.7f", tc.beta, got, tc.want)
+		}
+	}
+}
+
+func TestBadParams(t *testing.T) {
+	tests := []struct {
+		p    Params
+		want string
+	}{
+		{Params{N: 0, Q: 3329, Secret: Ternary(), Error: CBD(2)}, "N = 0"},
+		{Params{N: 16, Q: 1, Secret: Ternary(), Error: CBD(2)}, "Q = 1"},
+		{Params{N: 16, Q: 3329, M: -1, Secret: Ternary(), Error: CBD(2)}, "M = -1"},
+		{Params{N: 16, Q: 3329, Secret: SparseTernary(17), Error: CBD(2)}, "Secret: sparse weight h = 17"},
+		{Params{N: 16, Q: 3329, Secret: Ternary(), Error: Gaussian(0)}, "Error: Gaussian standard deviation 0"},
+		{Params{N: 16, Q: 3329, Secret: Ternary(), Error: SparseTernary(2)}, "Error: a sparse error"},
+		{Params{N: 16, Q: 3329, Secret: Dist{kind: 99}, Error: CBD(2)}, "Secret: unknown distribution"},
+	}
+	for _, tc := range tests {
+		_, err := Estimate(tc.p, CoreSVP{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Estimate(%+v): error %v, want one containing %q", tc.p, err, tc.want)
+		}
+	}
+}

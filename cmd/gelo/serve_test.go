@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"gelo/models"
 	"gelo/plan/planfile"
 	"gelo/serve/client"
 )
@@ -185,5 +189,104 @@ func TestServeSealedPlan(t *testing.T) {
 	defer pc.Close()
 	if _, err := pc.Complete(ctx, []int{4, 5}, client.ChatOptions{MaxTokens: 2}, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// tinyWithTokenizer writes qwen3-tiny's synthetic weights with a
+// byte-level tokenizer beside them, so that gelo serve --model takes chat.
+func tinyWithTokenizer(t *testing.T) string {
+	t.Helper()
+	m := filepath.Join(t.TempDir(), "m")
+	cfg, _ := models.Variant("qwen3-tiny")
+	if err := models.WriteSynthetic(m, cfg, 1, "bf16", nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"tokenizer.json": byteTokenizer(), "tokenizer_config.json": []byte(`{"eos_token":"<|im_end|>"}`)} {
+		if err := os.WriteFile(filepath.Join(m, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// TestChatVerbTurns: gelo chat holds a conversation of five turns read
+// from standard input, over simulated TLS and over plain HTTP. Before,
+// the second turn failed with "the attested connection is closed".
+func TestChatVerbTurns(t *testing.T) {
+	m := tinyWithTokenizer(t)
+	for _, tc := range []struct {
+		name        string
+		serve, chat []string
+	}{
+		{"simulated TLS", []string{"--simulated"}, []string{"--allow-simulated"}},
+		{"plain HTTP", []string{"--plain-http"}, []string{"--plain-http"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := startServe(t, append([]string{"--model", m, "--listen", "127.0.0.1:0", "--max-context", "512"}, tc.serve...)...)
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--server", url, "--max-tokens", "4"}, tc.chat...)
+			if err := chatMain(context.Background(), args, strings.NewReader("hi\nhi\nhi\nhi\nhi\n"), &stdout, &stderr); err != nil {
+				t.Fatalf("gelo chat: %v\n%s", err, stderr.String())
+			}
+			if n := strings.Count(stderr.String(), "finish reason"); n != 5 {
+				t.Fatalf("gelo chat answered %d of 5 turns:\n%s", n, stderr.String())
+			}
+		})
+	}
+}
+
+// TestServeDrainVerb: gelo serve stopped (SIGTERM's context) with a
+// stream running past --drain-timeout ends that stream with a
+// shutting_down error event and [DONE] when the timeout passes (not after
+// a fixed 5 s, as before the flag), and returns without error.
+func TestServeDrainVerb(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serveMain(ctx, []string{"--model", "qwen3-tiny", "--listen", "127.0.0.1:0", "--plain-http", "--max-context", "4096",
+			"--drain-timeout", "0s"}, &logs, func(a string) { addr <- a })
+	}()
+	var url string
+	select {
+	case url = <-addr:
+	case err := <-done:
+		t.Fatalf("serve: %v\n%s", err, logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	body := `{"prompt":[1,2,3],"max_tokens":4000,"temperature":0,"stream":true,"stop":["\u0000\u0000\u0000"]}`
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var last string
+	var stopped time.Time
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "data: ") {
+			continue
+		}
+		if last == "" {
+			stopped = time.Now()
+			cancel() // SIGTERM, once the stream runs
+		}
+		if line == "data: [DONE]" {
+			break
+		}
+		last = line
+	}
+	if !strings.Contains(last, `"code":"shutting_down"`) {
+		t.Fatalf("the stream cut at the drain timeout ended with %q, want a shutting_down error event", last)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if d := time.Since(stopped); d > 3*time.Second {
+		t.Fatalf("gelo serve took %v to stop with --drain-timeout 0s", d)
 	}
 }

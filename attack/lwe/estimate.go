@@ -126,9 +126,13 @@ func Estimate(p Params, cm CostModel) (Report, error) {
 	}
 	in := p.normalize()
 	r := Report{Params: p, Model: cm.Name()}
-	r.Attacks = append(r.Attacks, usvp(in, cm), dual(in, cm))
+	r.Attacks = append(r.Attacks, usvp(in, cm), primalHybrid(in, "bdd", false, false, false, cm), dual(in, cm))
 	if in.xs.sparse() {
-		r.Attacks = append(r.Attacks, dropAndSolve(in, cm), dualHybrid(in, cm))
+		r.Attacks = append(r.Attacks,
+			dropAndSolve(in, cm),
+			primalHybrid(in, "bdd-hybrid", false, false, true, cm),
+			primalHybrid(in, "bdd-mitm-hybrid", true, true, true, cm),
+			dualHybrid(in, cm))
 	}
 	r.Attacks = append(r.Attacks, mitm(in))
 	return r, nil

@@ -34,6 +34,11 @@ func TestEstimatorDoctests(t *testing.T) {
 		{"usvp MATZOV", MATZOV{}, "usvp", 143.8, 406, 998},
 		{"usvp core-SVP", CoreSVP{}, "usvp", 118.6, 406, 998},
 		{"dual MATZOV", MATZOV{}, "dual", 149.9, 424, 1024},
+		// docs/schemes/nist-pqc-round-3.rst: LWE.primal_bdd(Kyber512) ->
+		// rop 2^140.2, beta 389, eta 422, d 1005; the estimator then
+		// optimises d (this package keeps d = 1013 from the GSA formula),
+		// which moves the cost by less than the printed precision here.
+		{"bdd MATZOV", MATZOV{}, "bdd", 140.2, 389, 1013},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,6 +52,77 @@ func TestEstimatorDoctests(t *testing.T) {
 					tc.attack, a.Bits, a.Beta, a.D, tc.bits, tc.beta, tc.d)
 			}
 		})
+	}
+}
+
+// TestSparseDoctests reproduces the estimator's sparse-secret examples:
+// Kyber512 with Xs = SparseTernary(16) (16 entries +1, 16 entries -1: h = 32),
+// estimator/lwe_primal.py PrimalHybrid.__call__ and estimator/lwe_guess.py
+// guess_composition.__call__ (MATZOV model):
+//   - primal_hybrid(mitm=False, babai=False): 2^87.9, beta 127, eta 18, zeta 303;
+//   - primal_hybrid(mitm=True, babai=True): 2^85.4, beta 111, zeta 366;
+//   - guess_composition(primal_usvp): 2^102.4.
+//
+// Tolerances: this package does not optimise d after beta (the estimator
+// does, lowering the cost), takes the Babai probability's Beta CDF in its
+// large-k closed form (lnBabaiProb) and searches zeta on a grid instead of
+// with scipy's bounded minimiser, so it may land a little either side:
+// 1 bit, 1.5 bits for the MitM variant (whose Babai factor spans all d
+// coordinates), 0.5 bit for drop-and-solve (same formulas, finer search).
+func TestSparseDoctests(t *testing.T) {
+	p := kyber512
+	p.Secret = SparseTernary(32)
+	in := p.normalize()
+	tests := []struct {
+		got  Attack
+		want float64
+		tol  float64
+	}{
+		{primalHybrid(in, "bdd-hybrid", false, false, true, MATZOV{}), 87.9, 1},
+		{primalHybrid(in, "bdd-mitm-hybrid", true, true, true, MATZOV{}), 85.4, 1.5},
+		{dropAndSolve(in, MATZOV{}), 102.4, 0.5},
+	}
+	for _, tc := range tests {
+		t.Logf("%s: 2^%.1f beta %d zeta %d (%s), estimator 2^%.1f", tc.got.Name, tc.got.Bits, tc.got.Beta, tc.got.Zeta, tc.got.Note, tc.want)
+		if math.Abs(tc.got.Bits-tc.want) > tc.tol {
+			t.Errorf("%s: 2^%.2f, estimator prints 2^%.1f (tolerance %.1f)", tc.got.Name, tc.got.Bits, tc.want, tc.tol)
+		}
+	}
+}
+
+// TestHESv2BDD reproduces docs/schemes/hes.rst of the estimator:
+// LWE.primal_bdd(HESv2_8192_128_ternary) (n = 8192, q = 2^214, ternary
+// secret, error stddev 3.19, unlimited samples) -> rop 2^128.3, beta 332,
+// eta 373, d 16216 (estimator d after its d optimisation; ours is the GSA
+// formula's): bits within 0.2, beta exact.
+func TestHESv2BDD(t *testing.T) {
+	p := Params{N: 8192, Q: math.Exp2(214), Secret: Ternary(), Error: Gaussian(3.19)}
+	a := primalHybrid(p.normalize(), "bdd", false, false, false, MATZOV{})
+	t.Logf("bdd: 2^%.2f beta %d d %d (%s)", a.Bits, a.Beta, a.D, a.Note)
+	if math.Abs(a.Bits-128.3) > 0.2 || a.Beta != 332 {
+		t.Errorf("bdd: 2^%.2f beta %d, estimator prints 2^128.3 beta 332", a.Bits, a.Beta)
+	}
+}
+
+// TestSimplePIRClaim checks SimplePIR's parameters (Henzinger et al.,
+// USENIX Security 2023: n = 1024, q = 2^32, error stddev 6.4, secret uniform
+// mod q; pir/params.csv of github.com/ahenzinger/simplepir lists
+// "10,20,32,6.400000" for up to 2^20 samples), which the paper states give
+// 128-bit security by the lattice-estimator. Today's estimator formulas
+// (MATZOV model, GSA), as implemented here, give 121.5 bits (BDD, beta 319;
+// uSVP 123.2): 6.5 bits short of the claim. We could not find what makes
+// the difference (estimator version or cost model of 2022); the test pins
+// our figure so that a change to it is noticed, and the gap is reported.
+func TestSimplePIRClaim(t *testing.T) {
+	p := Params{N: 1024, Q: math.Exp2(32), M: 1 << 20, Secret: UniformMod(math.Exp2(32)), Error: Gaussian(6.4)}
+	r, err := Estimate(p, MATZOV{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := r.Min()
+	t.Logf("SimplePIR: %s 2^%.1f beta %d; claimed 128", a.Name, a.Bits, a.Beta)
+	if a.Bits < 121 || a.Bits > 122 {
+		t.Errorf("SimplePIR: %s 2^%.2f, expected 121.5 (claim 128)", a.Name, a.Bits)
 	}
 }
 
@@ -97,15 +173,6 @@ func TestPublishedFigures(t *testing.T) {
 		{"HE 1024/27", Params{N: 1024, Q: math.Exp2(27), M: 1024, Secret: Ternary(), Error: Gaussian(3.2)}, MATZOV{}, "", 128, -5, 3, "HE standard v1.1, 128-bit ternary table"},
 		{"HE 2048/54", Params{N: 2048, Q: math.Exp2(54), Secret: Ternary(), Error: Gaussian(3.2)}, MATZOV{}, "", 128, -5, 3, "HE standard v1.1, 128-bit ternary table"},
 		{"HE 4096/109", Params{N: 4096, Q: math.Exp2(109), Secret: Ternary(), Error: Gaussian(3.2)}, MATZOV{}, "", 128, -5, 3, "HE standard v1.1, 128-bit ternary table"},
-		// SimplePIR (Henzinger et al., USENIX Security 2023) claims 128-bit
-		// security by the lattice estimator for n = 1024, q = 2^32, error
-		// stddev 6.4, secret uniform mod q, up to 2^20 samples
-		// (pir/params.csv of github.com/ahenzinger/simplepir lists
-		// 10,20,32,6.4). Under today's estimator formulas (MATZOV) we get
-		// 123.2 (uSVP, beta 326): 4.8 bits short of the claim. Their
-		// figure cannot be reproduced here without their estimator version;
-		// accepted 128 - 6 .. 128 + 2, and the gap is reported.
-		{"SimplePIR", Params{N: 1024, Q: math.Exp2(32), M: 1 << 20, Secret: UniformMod(math.Exp2(32)), Error: Gaussian(6.4)}, MATZOV{}, "", 128, -6, 2, "SimplePIR paper; ahenzinger/simplepir pir/params.csv"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,26 +56,39 @@ func amplifyMajority(adv float64) float64 {
 	return math.Ceil(2 * math.Log(2-2*successTarget) / den)
 }
 
-// minimizeInt returns the x in [lo, hi] minimising f, scanning every step-th
-// point and then every point within step of the best one (the estimator's
-// local_minimum with a neighbourhood pass). f returns +Inf where the attack
-// does not apply.
+// minimizeInt returns the x in [lo, hi] minimising f: it scans every
+// step-th point, then rescans around the best point found with a quarter of
+// the step, down to step 1 (the estimator's local_minimum, with a
+// neighbourhood pass at each scale). f returns +Inf where the attack does
+// not apply.
 func minimizeInt(lo, hi, step int, f func(int) float64) (int, float64) {
 	if step < 1 {
 		step = 1
 	}
+	seen := map[int]float64{}
+	eval := func(x int) float64 {
+		if v, ok := seen[x]; ok {
+			return v
+		}
+		v := f(x)
+		seen[x] = v
+		return v
+	}
 	bestX, best := lo, math.Inf(1)
 	for x := lo; x <= hi; x += step {
-		if v := f(x); v < best {
+		if v := eval(x); v < best {
 			bestX, best = x, v
 		}
 	}
-	if step > 1 {
-		for x := max(lo, bestX-step+1); x <= min(hi, bestX+step-1); x++ {
-			if v := f(x); v < best {
+	for step > 1 {
+		next := max(1, step/4)
+		a, b := max(lo, bestX-step+1), min(hi, bestX+step-1)
+		for x := a; x <= b; x += next {
+			if v := eval(x); v < best {
 				bestX, best = x, v
 			}
 		}
+		step = next
 	}
 	return bestX, best
 }

@@ -1,9 +1,15 @@
 package models
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"gelo/models/gguf"
 )
 
 // SynthDType is the dtype a built-in variant's synthetic weights are rounded
@@ -60,6 +66,9 @@ func Resolve(spec string, seed uint64, synthDType string) (Source, *Config, erro
 			return Source{}, nil, fmt.Errorf("%s: %w", spec, err)
 		}
 		return Source{Spec: spec, GGUF: spec}, cfg, nil
+	}
+	if err := notAModelFile(spec); err != nil {
+		return Source{}, nil, err
 	}
 	cfg, err := Variant(spec)
 	if err != nil {
@@ -120,4 +129,35 @@ func OpenAs(spec string, seed uint64, synthDType string, progress func(done, tot
 		return nil, err
 	}
 	return &Model{Source: src, Weights: w}, nil
+}
+
+// notAModelFile names the real problem with a spec that is a path and is
+// neither a directory nor a GGUF file: a file that is not GGUF (empty, or
+// another magic), or a path that does not exist (a spec with a path
+// separator or a .gguf suffix is never a variant name). It returns nil
+// for a spec that may be a variant.
+func notAModelFile(spec string) error {
+	const takes = "--model takes a checkpoint directory (config.json + safetensors), a GGUF file or a built-in variant"
+	st, err := os.Stat(spec)
+	switch {
+	case err == nil && st.Mode().IsRegular():
+		head := make([]byte, 4)
+		f, err := os.Open(spec)
+		if err != nil {
+			return fmt.Errorf("model %s: %w", spec, err)
+		}
+		n, _ := io.ReadFull(f, head)
+		f.Close()
+		if n == 0 {
+			return fmt.Errorf("model %s: the file is empty (%s)", spec, takes)
+		}
+		return fmt.Errorf("model %s: not a GGUF file: it starts with %q, not the magic %q (%s)", spec, head[:n], gguf.Magic, takes)
+	case err == nil:
+		return fmt.Errorf("model %s: not a regular file (%s)", spec, takes)
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("model %s: %w", spec, err)
+	case strings.ContainsRune(spec, os.PathSeparator) || strings.HasSuffix(spec, ".gguf"):
+		return fmt.Errorf("model %s: no such file or directory (%s)", spec, takes)
+	}
+	return nil
 }

@@ -114,12 +114,10 @@ func (g *PadGen) Fill(n uint64, p *Pad) error {
 	if len(p.M) != g.a.In || len(p.U) != len(g.hints) {
 		return fmt.Errorf("lwe: pad %d: shape does not match its generator", n)
 	}
-	binary.BigEndian.PutUint64(g.info[3:], n)
-	if err := g.kdf.Key(&g.s, g.key, PadSalt, g.info[:]); err != nil {
-		return fmt.Errorf("lwe: pad %d: %w", n, err)
-	}
 	defer g.wipeSecret()
-	g.sample(p.M)
+	if err := g.draw(n, p.M); err != nil {
+		return err
+	}
 	for k, c := range g.idx {
 		addSigned(p.M, g.a.Col(int(c)), g.sgn[k])
 	}
@@ -135,8 +133,13 @@ func (g *PadGen) Fill(n uint64, p *Pad) error {
 	return nil
 }
 
-// sample draws s (into idx, sgn) and writes e into m, from g.s.
-func (g *PadGen) sample(m []uint32) {
+// draw keys the stream of counter n, draws s (into idx, sgn) and writes e
+// into m.
+func (g *PadGen) draw(n uint64, m []uint32) error {
+	binary.BigEndian.PutUint64(g.info[3:], n)
+	if err := g.kdf.Key(&g.s, g.key, PadSalt, g.info[:]); err != nil {
+		return fmt.Errorf("lwe: pad %d: %w", n, err)
+	}
 	sampleSupport(&g.s, g.p.Lambda, g.idx)
 	for k := range g.sgn {
 		if k%64 == 0 {
@@ -147,6 +150,7 @@ func (g *PadGen) sample(m []uint32) {
 		}
 	}
 	sampleCBD2(&g.s, m)
+	return nil
 }
 
 // sampleSupport writes h = len(idx) distinct positions in [0, lambda),

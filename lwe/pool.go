@@ -121,18 +121,23 @@ func (pl *Pool) Get() (*Pad, error) {
 }
 
 // Put wipes pad and returns its buffer to the worker that fills its
-// counter's slot. A pad from elsewhere is wiped and refused.
+// counter's slot. A pad that is not out of this pool (given back twice,
+// or never handed out) is refused and left untouched: its buffer may
+// already be a worker's again.
 func (pl *Pool) Put(pad *Pad) error {
-	pad.Wipe()
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
+	if !pad.out {
+		return fmt.Errorf("lwe: pad pool: pad %p is not out of this pool (given back twice, or another's)", pad)
+	}
+	pad.Wipe()
+	pad.out = false
 	if pl.closed {
 		return nil
 	}
-	if !pad.out || pad.Counter < pl.start || pad.Counter >= pl.next || len(pad.M) != pl.in || pad.Bytes() != pl.padSize {
-		return fmt.Errorf("lwe: pad pool: pad %d is not out of this pool (given back twice, or another pool's)", pad.Counter)
+	if pad.Counter < pl.start || pad.Counter >= pl.next || len(pad.M) != pl.in || pad.Bytes() != pl.padSize {
+		return fmt.Errorf("lwe: pad pool: pad %d is another pool's", pad.Counter)
 	}
-	pad.out = false
 	select { // room for every buffer of the worker; full only for a foreign pad
 	case pl.free[(pad.Counter-pl.start)%uint64(len(pl.gens))] <- pad:
 		return nil

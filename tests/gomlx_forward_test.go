@@ -2,6 +2,7 @@ package tests
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -29,6 +30,15 @@ func tinyConfig(t testing.TB) *models.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// forwardEngine is the gomlx engine the whole-forward parity test runs
+// on: go, or $GELO_GOMLX_FORWARD (xla:cuda on a lent GPU, bench/gpu).
+func forwardEngine() string {
+	if e := os.Getenv("GELO_GOMLX_FORWARD"); e != "" {
+		return e
+	}
+	return "go"
 }
 
 func openForward(t testing.TB, backend string, w *models.Weights) *gomlx.Forward {
@@ -87,7 +97,7 @@ func TestGomlxForwardParity(t *testing.T) {
 			ref := newSessionOpts(t, m, w, testKey, runtime.Options{MaxContext: maxCtx})
 			wantToks, wantLogits := greedyRun(t, ref, prompt, steps)
 
-			fw := openForward(t, "go", w)
+			fw := openForward(t, forwardEngine(), w)
 			s, err := runtime.NewSession(m, runtime.Adapt(fw.Name(), fw.Compile), runtime.Options{MaxContext: maxCtx})
 			if err != nil {
 				t.Fatal(err)

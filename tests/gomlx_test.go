@@ -173,6 +173,10 @@ func TestGomlxParity(t *testing.T) { gomlxParity(t, "go") }
 // why, where the binary lacks XLA (-tags xla) or no plugin is installed.
 func TestGomlxXLAParity(t *testing.T) { gomlxParity(t, "xla:cpu") }
 
+// TestGomlxCUDAParity is the same on XLA's CUDA plugin: it runs on a lent
+// GPU (bench/gpu/run.sh) and skips, saying why, everywhere else.
+func TestGomlxCUDAParity(t *testing.T) { gomlxParity(t, "xla:cuda") }
+
 // TestGomlxSpySeesNoPlaintext is TestSpySeesNoPlaintext with the gomlx
 // go device behind the spy, under HD3 and Haar: every row that crosses
 // (to the device and back) is compared with every plaintext row of its

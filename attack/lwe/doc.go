@@ -43,6 +43,26 @@
 // (a quadratic in d) and the cheapest beta is kept. A sparse secret enters
 // only through sigma_s = sqrt(h/n) (xi = sigma_e / sigma_s).
 //
+// # Primal BDD (bdd) and the primal hybrids (bdd-hybrid, bdd-mitm-hybrid)
+//
+// The estimator's primal_bdd [LN13] and primal_hybrid [HG07, AlbCurWun19,
+// SC19] under the GSA: guess zeta secret coordinates (for a sparse secret:
+// every pattern of weight <= w, sum_{g<=w} C(zeta, g) 2^g of them, hitting
+// with the summed hypergeometric probability); BKZ-beta reduce the lattice
+// of the other n - zeta (rank d = min(sqrt((n-zeta) ln(q/xi) / ln delta),
+// m)); per guess either a final SVP call in the largest dimension eta in
+// which the projected error is still the shortest vector by the Gaussian
+// heuristic (bdd, bdd-hybrid), or a Babai lift with the guesses met in the
+// middle (bdd-mitm-hybrid: sqrt of the guessing set, times the MitM
+// admissibility probability prod_i (erf(x_i) - (1 - e^(-x_i^2))/(x_i sqrt pi)),
+// x_i = ||b*_i|| / (sqrt 2 sigma_e)). The Babai lift succeeds with
+// prod_i P(X > 1 - ||b*_i||^2 / (4 ||e||^2)), X ~ Beta((k-1)/2, 1/2)
+// [Wun19]; this package takes its large-k form erf(sqrt((k-1)/2 *
+// ||b*_i||^2 / (4 ||e||^2))) per factor. The whole attack repeats until
+// the guess, the lift and the MitM step succeed (99 %); zeta, w and beta are
+// optimised; d is not re-optimised after beta (the estimator does: its
+// figures can be a fraction of a bit lower).
+//
 // # Drop and solve (usvp+drop)
 //
 // For a sparse secret [Alb17, estimator guess_composition]: assume zeta
@@ -85,6 +105,12 @@
 // m = logT + log2 logT samples and costs 2^m, repeated until the weight
 // splits evenly between the halves.
 //
+// # Which figures the level uses
+//
+// The level's claim uses the MATZOV model (the estimator's default) and the
+// minimum over all eight estimates; CoreSVP figures are printed beside it
+// for comparison with papers that quote core-SVP.
+//
 // # Not modelled
 //
 // Quantum costs; the MATZOV/GuoJoh21 dual with the FFT distinguisher and
@@ -112,5 +138,8 @@
 // LWE: improved dual lattice attack", 2022; [BDGL16] Becker, Ducas, Gama,
 // Laarhoven, SODA 2016; [MR09] Micciancio, Regev, PQC book 2009; [Alb17]
 // Albrecht, Eurocrypt 2017; [EspJouKha20] Espitau, Joux, Kharchenko,
-// Indocrypt 2020; [HG07] Howgrave-Graham, Crypto 2007.
+// Indocrypt 2020; [HG07] Howgrave-Graham, Crypto 2007; [LN13] Liu, Nguyen,
+// CT-RSA 2013; [AlbCurWun19] Albrecht, Curtis, Wunderer, SAC 2019 (as the
+// estimator cites it); [SC19] Son, Cheon, WAHC 2019; [Wun19] Wunderer,
+// J. Math. Cryptol. 2019.
 package lwe

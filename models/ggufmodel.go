@@ -344,7 +344,8 @@ func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 	if err != nil {
 		return fail(err, conv)
 	}
-	if err := checkFiniteAll(specs, func(i, lo, hi int, dst []float32) error { return srcs[i].fill(lo, hi, dst) }, nil); err != nil {
+	err = forEachTensor(specs, func(i int, scratch []float32) error { return srcs[i].check(specs[i], scratch) }, nil)
+	if err != nil {
 		return fail(fmt.Errorf("gguf: %w", err), conv)
 	}
 	w := newWeights(cfg, specs, nil, nil)
@@ -362,6 +363,44 @@ func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 // multipliedAsStored reports whether a plan may multiply a tensor of type
 // t and shape sh as its file stores it (a Q4_K matrix).
 func multipliedAsStored(t gguf.TensorType, sh []int) bool { return t == gguf.Q4_K && len(sh) == 2 }
+
+// check reads the whole tensor (spec s) through scratch and refuses NaN
+// or Inf, and a 16-bit tensor whose values look like F32 bytes: F16 or
+// BF16 holding float32 data reads each float32 as two values, its low
+// half first. Random low halves give, among many values, NaN and Inf
+// (F16) or absurd magnitudes with NaN (BF16): the finite check refuses
+// those, and says what the label may hide. Values rounded to bf16 and
+// then written as F32 have zero low halves: every even-indexed value is
+// 0 and the odd ones are not, a pattern no real weight matrix has. What
+// cannot be told apart is a mislabel whose values stay finite and
+// irregular (F16 bytes read as BF16, say): those load as what the label
+// says, and the identity binds them so.
+func (g *ggufTensor) check(s TensorSpec, scratch []float32) error {
+	if g.typ != gguf.F16 && g.typ != gguf.BF16 {
+		return checkFinite(s, g.fill, scratch)
+	}
+	var n, even, odd int
+	err := checkFiniteSeen(s, g.fill, scratch, func(base int, v []float32) {
+		for i, x := range v {
+			if x == 0 {
+				if (base+i)%2 == 0 {
+					even++
+				} else {
+					odd++
+				}
+			}
+		}
+		n += len(v)
+	})
+	if err != nil {
+		return fmt.Errorf("%w (a %v tensor holding F32 bytes reads as such)", err, g.typ)
+	}
+	if half := n / 2; n >= 64 && 10*even >= 9*half && 10*odd <= half {
+		return fmt.Errorf("tensor %q is labelled %v, but %d of its %d even-indexed values are 0 and %d of the odd ones: F32 data (bf16-rounded values) read as %v, not %v weights",
+			s.Name, g.typ, even, half, odd, g.typ, g.typ)
+	}
+	return nil
+}
 
 // ggufSources finds, for each of specs, its tensor in f with the shape the
 // config implies, and returns their readers (views of f's bytes, not read

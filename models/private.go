@@ -254,7 +254,7 @@ func sealGGUF(path string, m *safetensors.Mapped, want *Config, progress func(do
 		if i == 0 && sealedHook != nil {
 			sealedHook(path)
 		}
-		return checkFinite(specs[i], g.fill, scratch)
+		return g.check(specs[i], scratch)
 	}, progress)
 	if err != nil {
 		return nil, conv, nil, fmt.Errorf("gguf: %w", err)

@@ -6,11 +6,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"gelo/models"
+	"gelo/models/gguf"
 	"gelo/models/safetensors"
 	"gelo/plan"
 )
@@ -223,5 +225,84 @@ func TestOpenPrivateFileChangesDuringLoad(t *testing.T) {
 				m.Close()
 			}
 		})
+	}
+}
+
+// TestGGUFHalfHoldingF32: a tensor labelled F16 or BF16 whose bytes are
+// float32 values is refused, naming it: values rounded to bf16 (zero low
+// halves) by the pattern their halves make, random ones by the NaN or Inf
+// their low halves decode to, with what the label may hide.
+func TestGGUFHalfHoldingF32(t *testing.T) {
+	cfg, err := models.Variant("qwen3-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := models.SynthesizeAs(cfg, 1, models.SynthDType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "model.layers.1.mlp.down_proj.weight"
+	for _, format := range []string{"f16", "bf16"} {
+		var buf bytes.Buffer
+		if err := plan.ExportGGUF(&models.Model{Source: models.Source{Spec: "tiny"}, Weights: w}, plan.Tokenizer{}, format, &buf); err != nil {
+			t.Fatal(err)
+		}
+		good := buf.Bytes()
+		f, err := gguf.Parse(good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ti, ok := f.Tensor(models.GGUFName(name))
+		if !ok {
+			t.Fatal("no down_proj tensor")
+		}
+		off, size := f.FileOffset(ti), ti.Size
+		for _, tc := range []struct {
+			what    string
+			rounded bool
+			want    string
+		}{
+			{"bf16-rounded", true, "even-indexed values are 0"},
+			{"random", false, "holding F32 bytes reads as such"},
+		} {
+			b := slices.Clone(good)
+			v, _, err := w.Get(name) // bf16-rounded already (SynthDType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range int(size) / 4 {
+				x := math.Float32bits(v[i%len(v)])
+				if !tc.rounded {
+					x ^= uint32(i*2654435761) & 0xffff // a mantissa's low half
+				}
+				binary.LittleEndian.PutUint32(b[off+int64(4*i):], x)
+			}
+			path := filepath.Join(t.TempDir(), format+".gguf")
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, open := range []func() (*models.Model, error){
+				func() (*models.Model, error) { return models.Open(path, 0, nil) },
+				func() (*models.Model, error) { return models.OpenPrivate(path, 0, "", nil) },
+			} {
+				m, err := open()
+				if err == nil {
+					m.Close()
+					t.Fatalf("%s: %s F32 values labelled %s loaded", format, tc.what, format)
+				}
+				if !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("%s: %s F32 values: %v; want it to name %s and say %q", format, tc.what, err, name, tc.want)
+				}
+			}
+		}
+		path := filepath.Join(t.TempDir(), "good.gguf")
+		if err := os.WriteFile(path, good, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := models.OpenPrivate(path, 0, "", nil)
+		if err != nil {
+			t.Fatalf("the %s file as exported: %v", format, err)
+		}
+		m.Close()
 	}
 }

@@ -729,6 +729,12 @@ func forEachTensor(specs []TensorSpec, do func(i int, scratch []float32) error, 
 // checkFinite streams tensor s through scratch, a chunk of whole rows at
 // a time where a row fits, and refuses NaN or Inf.
 func checkFinite(s TensorSpec, read fillFunc, scratch []float32) error {
+	return checkFiniteSeen(s, read, scratch, nil)
+}
+
+// checkFiniteSeen is checkFinite that also shows each chunk to seen
+// (when not nil), with the index of its first element.
+func checkFiniteSeen(s TensorSpec, read fillFunc, scratch []float32, seen func(base int, v []float32)) error {
 	n, step := s.Elems(), len(scratch)
 	if c := cols(s.Shape); c <= step {
 		step -= step % c
@@ -741,6 +747,9 @@ func checkFinite(s TensorSpec, read fillFunc, scratch []float32) error {
 		}
 		if err := finiteAt(s.Name, v, lo); err != nil {
 			return err
+		}
+		if seen != nil {
+			seen(lo, v)
 		}
 	}
 	return nil

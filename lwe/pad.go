@@ -118,15 +118,10 @@ func (g *PadGen) Fill(n uint64, p *Pad) error {
 	if err := g.draw(n, p.M); err != nil {
 		return err
 	}
-	for k, c := range g.idx {
-		addSigned(p.M, g.a.Col(int(c)), g.sgn[k])
-	}
+	addColumns(p.M, g.a.T, g.idx, g.sgn)
 	for i, h := range g.hints {
-		u := p.U[i]
-		clear(u)
-		for k, c := range g.idx {
-			addSigned(u, h.Col(int(c)), g.sgn[k])
-		}
+		clear(p.U[i])
+		addColumns(p.U[i], h.T, g.idx, g.sgn)
 		p.uUsed[i] = false
 	}
 	p.Counter, p.mUsed, p.err = n, false, nil
@@ -195,6 +190,39 @@ func sampleCBD2(s *keystream.Stream, e []uint32) {
 		}
 		nib := w >> (4 * (i % 16))
 		e[i] = uint32(int32(nib&1+nib>>1&1) - int32(nib>>2&1+nib>>3&1))
+	}
+}
+
+// colBlock is the slice of dst that addColumns keeps in L1 (4 KiB) while
+// it adds the h columns' matching slices.
+const colBlock = 1024
+
+// addColumns sets dst += sum_k sgn_k col_{idx_k}, the columns being the
+// len(dst)-word rows of t: four columns a pass over one block of dst, so
+// dst is loaded and stored h / 4 times and stays in L1.
+func addColumns(dst, t []uint32, idx []int32, sgn []uint32) {
+	n := len(dst)
+	col := func(k, i0, i1 int) []uint32 { return t[int(idx[k])*n+i0 : int(idx[k])*n+i1] }
+	for i0 := 0; i0 < n; i0 += colBlock {
+		i1 := min(n, i0+colBlock)
+		d := dst[i0:i1]
+		k := 0
+		for ; k+4 <= len(idx); k += 4 {
+			add4(d, col(k, i0, i1), col(k+1, i0, i1), col(k+2, i0, i1), col(k+3, i0, i1), sgn[k:k+4])
+		}
+		for ; k < len(idx); k++ {
+			addSigned(d, col(k, i0, i1), sgn[k])
+		}
+	}
+}
+
+// add4 is four addSigned in one pass.
+func add4(dst, a, b, c, d []uint32, sgn []uint32) {
+	na, nb, nc, nd := sgn[0], sgn[1], sgn[2], sgn[3]
+	one := na&1 + nb&1 + nc&1 + nd&1
+	a, b, c, d = a[:len(dst)], b[:len(dst)], c[:len(dst)], d[:len(dst)]
+	for i := range dst {
+		dst[i] += (a[i] ^ na) + (b[i] ^ nb) + (c[i] ^ nc) + (d[i] ^ nd) + one
 	}
 }
 

@@ -114,16 +114,23 @@ func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 	return Row{Step: step, XNorm: math.Sqrt(q2), Delta: d}, nil
 }
 
-// bound is the Cauchy-Schwarz bound on |v_j| for a row of norm |x_q|_2:
-// |w_j|_2 (Delta |x_q|_2 + 2 sqrt(d_in)), rounded up past float64 error.
-func bound(norm float64, r Row, in int) float64 {
-	return norm*(float64(r.Delta)*r.XNorm+2*math.Sqrt(float64(in)))*(1+0x1p-40) + 1
+// rowBound is the factor of |w_j|_2 in the Cauchy-Schwarz bound on |v_j|
+// for the row r: Delta |x_q|_2 + 2 sqrt(d_in), rounded up past float64
+// error.
+func rowBound(r Row, in int) float64 {
+	return (float64(r.Delta)*r.XNorm + 2*math.Sqrt(float64(in))) * (1 + 0x1p-40)
 }
 
 // DecodeInt writes v_j = centre(y_j - u_j) (in [-2^31, 2^31), as int32) for
 // the row r and weight w, consuming and wiping the pad's U[hint]. Each v_j
-// must lie within |w_j|_2 (Delta |x_q|_2 + 2 sqrt(d_in)); one that does not
-// gives ErrRange (the range check of the centred result).
+// must lie within b_j = |w_j|_2 (Delta |x_q|_2 + 2 sqrt(d_in)); one that
+// does not gives ErrRange. This range check of the centred result is an
+// integrity check of the device only as far as b_j is below 2^31: a result
+// off by a uniform error passes with probability about (2 b_j + 1) / 2^32,
+// which is small for rows of small norm or short x but near 1 for the
+// largest-norm row of a row that fills the budget, and an error smaller
+// than b_j - |v_j| always passes. Freivalds checks of the product (mod
+// 2^32) are what bound the rest.
 func DecodeInt(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32) error {
 	if hint < 0 || hint >= len(pad.U) || len(pad.U[hint]) != w.Out || len(y) != w.Out || len(v) != w.Out {
 		return fmt.Errorf("lwe: decode: hint %d of %d, %d results and %d outputs for d_out %d", hint, len(pad.U), len(y), len(v), w.Out)
@@ -131,11 +138,14 @@ func DecodeInt(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32) err
 	if pad.uUsed[hint] {
 		return fmt.Errorf("lwe: decode: pad %d hint %d: %w", pad.Counter, hint, ErrPadUsed)
 	}
-	u := pad.U[hint]
+	u := pad.U[hint][:len(v)]
+	y = y[:len(v)]
+	lim := rowBound(r, w.In)
+	norm := w.Norm[:len(v)]
 	bad := false
 	for j := range v {
 		v[j] = int32(y[j] - u[j])
-		if math.Abs(float64(v[j])) > bound(w.Norm[j], r, w.In) {
+		if math.Abs(float64(v[j])) > norm[j]*lim+1 {
 			bad = true
 		}
 	}

@@ -156,9 +156,11 @@ var ErrHint = errors.New("lwe: the hint failed its Freivalds check (H != W_q A m
 // with probability at most 2^-reps. So reps buys one bit per repetition in
 // the worst case (40 for 2^-40). Drawing r over odd entries does not help:
 // it catches a single 2^31 error always, but never two in one row
-// (2^31 (r_a + r_b) = 0 mod 2^32 for odd r_a, r_b). Errors of valuation t
-// shift v = centre(y - u) by a multiple of 2^t whenever s touches them,
-// which Decode's range check sees once 2^t exceeds the row's bound.
+// (2^31 (r_a + r_b) = 0 mod 2^32 for odd r_a, r_b). A wrong hint column
+// that s touches shifts v = centre(y - u) by E's entry; a shift by 2^31
+// (the case Freivalds catches worst) moves a v with |v| <= b_j < 2^30 to
+// |v'| >= 2^30 > b_j, so DecodeInt's range check refuses it in every
+// output whose bound b_j is below 2^30.
 func VerifyHint(w *Weights, a *Public, h *Hint, rng *keystream.Stream, reps int) error {
 	switch {
 	case w.In != a.In || h.Out != w.Out || h.Lambda != a.Lambda:

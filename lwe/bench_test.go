@@ -66,7 +66,7 @@ func BenchmarkEncode(b *testing.B) {
 			c := make([]uint32, in)
 			b.ResetTimer()
 			for b.Loop() {
-				pad.mUsed = false
+				pad.mFresh = true
 				if _, err := enc.Encode(x, pad, c); err != nil {
 					b.Fatal(err)
 				}
@@ -84,14 +84,14 @@ func BenchmarkDecode(b *testing.B) {
 			w := quantized(b, wGauss, in, in, 1)
 			enc, _ := NewEncoder(Default, w)
 			x := activation(xGauss, w, rand.New(rand.NewPCG(2, 2)))
-			pad := &Pad{M: make([]uint32, in), U: [][]uint32{make([]uint32, in)}, uUsed: []bool{false}}
+			pad := &Pad{M: make([]uint32, in), U: [][]uint32{make([]uint32, in)}, uFresh: []bool{true}}
 			c := make([]uint32, in)
 			row, _ := enc.Encode(x, pad, c)
 			y, v, out := make([]uint32, in), make([]int32, in), make([]float32, in)
 			_ = MulRef(w, c, y)
 			b.ResetTimer()
 			for b.Loop() {
-				pad.uUsed[0] = false
+				pad.uFresh[0] = true
 				if err := Decode(w, row, y, pad, 0, v, out); err != nil {
 					b.Fatal(err)
 				}

@@ -87,7 +87,7 @@ func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 	if len(x) != e.In || len(c) != e.In || pad == nil || len(pad.M) != e.In {
 		return Row{}, fmt.Errorf("lwe: encode: row of %d, ciphertext of %d, width %d", len(x), len(c), e.In)
 	}
-	if pad.mUsed {
+	if !pad.mFresh {
 		return Row{}, fmt.Errorf("lwe: encode: pad %d: %w", pad.Counter, ErrPadUsed)
 	}
 	var n2 float64
@@ -110,7 +110,7 @@ func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 		c[i] = pad.M[i] + d*uint32(int32(q))
 	}
 	clear(pad.M)
-	pad.mUsed = true
+	pad.mFresh = false
 	return Row{Step: step, XNorm: math.Sqrt(q2), Delta: d}, nil
 }
 
@@ -132,10 +132,13 @@ func rowBound(r Row, in int) float64 {
 // than b_j - |v_j| always passes. Freivalds checks of the product (mod
 // 2^32) are what bound the rest.
 func DecodeInt(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32) error {
+	if pad == nil {
+		return errors.New("lwe: decode: nil pad")
+	}
 	if hint < 0 || hint >= len(pad.U) || len(pad.U[hint]) != w.Out || len(y) != w.Out || len(v) != w.Out {
 		return fmt.Errorf("lwe: decode: hint %d of %d, %d results and %d outputs for d_out %d", hint, len(pad.U), len(y), len(v), w.Out)
 	}
-	if pad.uUsed[hint] {
+	if !pad.freshU(hint) {
 		return fmt.Errorf("lwe: decode: pad %d hint %d: %w", pad.Counter, hint, ErrPadUsed)
 	}
 	u := pad.U[hint][:len(v)]
@@ -150,7 +153,7 @@ func DecodeInt(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32) err
 		}
 	}
 	clear(u)
-	pad.uUsed[hint] = true
+	pad.uFresh[hint] = false
 	if bad {
 		return ErrRange
 	}

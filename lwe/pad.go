@@ -13,26 +13,29 @@ import (
 // other use of the session key.
 const PadSalt = "gelo/lwe-pad/v1"
 
-// ErrPadUsed is returned when a pad's m or u is used a second time.
-var ErrPadUsed = errors.New("lwe: pad already used (a pad is single-use)")
+// ErrPadUsed is returned when a pad's m or u is not fresh: used already,
+// wiped, or never filled by a PadGen.
+var ErrPadUsed = errors.New("lwe: pad not fresh (a pad is single-use and made by PadGen.Fill)")
 
 // Pad is the data-independent part of one row's ciphertext: M = A s + e
 // (d_in words) and, for each hint the ciphertext feeds, U[i] = H_i s
-// (d_out_i words). Encode consumes M and Decode each U[i], wiping it; Wipe
-// clears all. The secret s and e themselves are not kept.
+// (d_out_i words). Only PadGen.Fill makes a pad fresh; Encode consumes M
+// and Decode each U[i], wiping it; Wipe clears all. A Pad not filled by a
+// PadGen (a zero M would send Delta x_q in the clear) is refused. The
+// secret s and e themselves are not kept.
 type Pad struct {
 	Counter uint64
 	M       []uint32
 	U       [][]uint32
-	mUsed   bool
-	uUsed   []bool
+	mFresh  bool
+	uFresh  []bool
 	err     error // set by a Pool worker whose fill failed
 	out     bool  // handed out by a Pool and not given back
 }
 
 // newPad allocates a pad for width in and the hints' widths.
 func newPad(in int, hints []*Hint) *Pad {
-	p := &Pad{M: make([]uint32, in), U: make([][]uint32, len(hints)), uUsed: make([]bool, len(hints))}
+	p := &Pad{M: make([]uint32, in), U: make([][]uint32, len(hints)), uFresh: make([]bool, len(hints))}
 	for i, h := range hints {
 		p.U[i] = make([]uint32, h.Out)
 	}
@@ -42,12 +45,15 @@ func newPad(in int, hints []*Hint) *Pad {
 // Wipe zeroes M and every U and marks them used.
 func (p *Pad) Wipe() {
 	clear(p.M)
-	p.mUsed = true
+	p.mFresh = false
 	for i := range p.U {
 		clear(p.U[i])
-		p.uUsed[i] = true
 	}
+	clear(p.uFresh)
 }
+
+// freshU reports whether U[i] was filled and not used yet.
+func (p *Pad) freshU(i int) bool { return i >= 0 && i < len(p.uFresh) && p.uFresh[i] }
 
 // Bytes is the memory one pad holds.
 func (p *Pad) Bytes() int {
@@ -111,7 +117,7 @@ func (g *PadGen) New() *Pad { return newPad(g.a.In, g.hints) }
 // Fill writes the pad of counter n into p (from New), marking it unused.
 // Cost: h column additions of A (d_in h) and of each hint (d_out h).
 func (g *PadGen) Fill(n uint64, p *Pad) error {
-	if len(p.M) != g.a.In || len(p.U) != len(g.hints) {
+	if !g.fits(p) {
 		return fmt.Errorf("lwe: pad %d: shape does not match its generator", n)
 	}
 	defer g.wipeSecret()
@@ -122,10 +128,23 @@ func (g *PadGen) Fill(n uint64, p *Pad) error {
 	for i, h := range g.hints {
 		clear(p.U[i])
 		addColumns(p.U[i], h.T, g.idx, g.sgn)
-		p.uUsed[i] = false
+		p.uFresh[i] = true
 	}
-	p.Counter, p.mUsed, p.err = n, false, nil
+	p.Counter, p.mFresh, p.err = n, true, nil
 	return nil
+}
+
+// fits reports whether p has the shape of g's pads (New's).
+func (g *PadGen) fits(p *Pad) bool {
+	if p == nil || len(p.M) != g.a.In || len(p.U) != len(g.hints) || len(p.uFresh) != len(g.hints) {
+		return false
+	}
+	for i, h := range g.hints {
+		if len(p.U[i]) != h.Out {
+			return false
+		}
+	}
+	return true
 }
 
 // draw keys the stream of counter n, draws s (into idx, sgn) and writes e

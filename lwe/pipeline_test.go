@@ -301,6 +301,21 @@ func TestPadSingleUse(t *testing.T) {
 	if _, err := sc.enc.Encode(x, pad, c); !errors.Is(err, ErrPadUsed) {
 		t.Fatalf("encode after Wipe: %v, want ErrPadUsed", err)
 	}
+	// A pad not filled by a PadGen: its zero M would send Delta x_q in
+	// the clear.
+	handMade := &Pad{M: make([]uint32, w.In), U: [][]uint32{make([]uint32, w.Out)}}
+	if _, err := sc.enc.Encode(x, handMade, c); !errors.Is(err, ErrPadUsed) {
+		t.Fatalf("encode with a hand-made pad: %v, want ErrPadUsed", err)
+	}
+	if err := DecodeInt(w, row, y, handMade, 0, v); !errors.Is(err, ErrPadUsed) {
+		t.Fatalf("decode with a hand-made pad: %v, want ErrPadUsed", err)
+	}
+	if err := sc.gen.Fill(3, handMade); err == nil {
+		t.Fatal("Fill into a pad without New's shape succeeded")
+	}
+	if err := DecodeInt(w, row, y, nil, 0, v); err == nil {
+		t.Fatal("decode with a nil pad succeeded")
+	}
 }
 
 // TestSharedCiphertext: one ciphertext feeds two weights (q and k share
@@ -362,7 +377,7 @@ func TestEffectiveBits(t *testing.T) {
 		}
 		row, rms := EffectiveBits(w.MaxNorm, tc.in, Default.Delta)
 		x := activation(xGauss, w, rand.New(rand.NewPCG(2, 2)))
-		pad := &Pad{M: make([]uint32, tc.in)}
+		pad := &Pad{M: make([]uint32, tc.in), mFresh: true}
 		r, err := enc.Encode(x, pad, make([]uint32, tc.in))
 		if err != nil {
 			t.Fatal(err)
@@ -392,7 +407,7 @@ func TestEncodeErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := func() *Pad { return &Pad{M: []uint32{1, 2, 3, 4, 5, 6, 7, 8}} }
+	good := func() *Pad { return &Pad{M: []uint32{1, 2, 3, 4, 5, 6, 7, 8}, mFresh: true} }
 	for _, tc := range []struct {
 		name string
 		x    []float32

@@ -160,6 +160,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: --prompt and --chat need a tokenizer: pass --tokenizer DIR (the built-in %s has none: use --prompt-ids)", errUsage, l.Spec)
 		}
 	}
+	if *chat != "" && tk.IgnoredChatTemplate() {
+		fmt.Fprintln(stderr, "warning: "+tokenizer.IgnoredChatTemplateNote)
+	}
 	var prompts [][]int32
 	switch {
 	case *prompt != "":

@@ -214,6 +214,9 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 			return err
 		}
 		cleanup = append(cleanup, eng.Close)
+		if tk != nil && tk.IgnoredChatTemplate() {
+			log.Warn(tokenizer.IgnoredChatTemplateNote)
+		}
 		eos := slices.Clone([]int(l.Config.EOSTokenIDs))
 		if tk != nil {
 			if id, ok := tk.EOSTokenID(); ok && !slices.Contains(eos, id) {

@@ -161,3 +161,29 @@ func TestServeModelFileChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestChatTemplateIgnoredIsSaid: gelo formats chat with Qwen3's template
+// only; a tokenizer configuration carrying another chat_template gets a
+// warning from generate --chat saying it is ignored, one without gets
+// none.
+func TestChatTemplateIgnoredIsSaid(t *testing.T) {
+	m := filepath.Join(t.TempDir(), "m")
+	cfg, _ := models.Variant("qwen3-tiny")
+	if err := models.WriteSynthetic(m, cfg, 1, "bf16", nil); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(m, "tokenizer.json"), byteTokenizer(), 0o644)
+	for _, tc := range []struct {
+		config string
+		warn   bool
+	}{
+		{`{"eos_token":"<|im_end|>","chat_template":"{% for m in messages %}{{ m.content }}{% endfor %}"}`, true},
+		{`{"eos_token":"<|im_end|>"}`, false},
+	} {
+		os.WriteFile(filepath.Join(m, "tokenizer_config.json"), []byte(tc.config), 0o644)
+		_, errs := must(t, "generate", "--model", m, "--chat", "hi", "--max-tokens", "1")
+		if got := bytes.Contains([]byte(errs), []byte("chat_template is not Qwen3's and is ignored")); got != tc.warn {
+			t.Errorf("config %s: warned %v, want %v:\n%s", tc.config, got, tc.warn, errs)
+		}
+	}
+}

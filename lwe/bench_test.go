@@ -38,7 +38,7 @@ func BenchmarkPad(b *testing.B) {
 	for _, in := range benchWidths {
 		b.Run(fmt.Sprintf("d_in=%d", in), func(b *testing.B) {
 			_, a, h := benchSetup(b, in)
-			g, err := NewPadGen(Default, a, []*Hint{h}, testKey)
+			g, err := NewPadGen(Default, a, []*Hint{h}, testKey, "bench")
 			if err != nil {
 				b.Fatal(err)
 			}

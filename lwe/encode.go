@@ -99,19 +99,21 @@ func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 		n2 += f * f
 	}
 	step := e.Step(math.Sqrt(n2))
-	var q2 float64
+	// |x_q|_2 <= T / Delta < 2^31, so its square is an exact int64 sum and
+	// XNorm is rounded twice, not once per coordinate.
+	var q2 int64
 	d := e.Delta
 	for i, v := range x {
-		var q float64
+		var q int64
 		if step != 0 {
-			q = math.RoundToEven(float64(v) / step)
+			q = int64(math.RoundToEven(float64(v) / step))
 		}
 		q2 += q * q
-		c[i] = pad.M[i] + d*uint32(int32(q))
+		c[i] = pad.M[i] + d*uint32(q)
 	}
 	clear(pad.M)
 	pad.mFresh = false
-	return Row{Step: step, XNorm: math.Sqrt(q2), Delta: d}, nil
+	return Row{Step: step, XNorm: math.Sqrt(float64(q2)), Delta: d}, nil
 }
 
 // rowBound is the factor of |w_j|_2 in the Cauchy-Schwarz bound on |v_j|

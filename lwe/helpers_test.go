@@ -104,7 +104,7 @@ func newScheme(t testing.TB, p Params, ws ...*Weights) *scheme {
 		}
 		sc.hints = append(sc.hints, h)
 	}
-	if sc.gen, err = NewPadGen(p, a, sc.hints, testKey); err != nil {
+	if sc.gen, err = NewPadGen(p, a, sc.hints, testKey, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if sc.enc, err = NewEncoder(p, ws...); err != nil {

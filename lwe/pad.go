@@ -66,10 +66,15 @@ func (p *Pad) Bytes() int {
 
 // PadGen makes pads for one ciphertext kind: inputs of width d_in under the
 // public matrix A, feeding the listed hints (q, k and v share one pad, gate
-// and up another). The pad of counter n depends only on (key, n): its
-// stream is ChaCha20 keyed by
+// and up another). The pad of counter n depends only on (key, name, n):
+// its stream is ChaCha20 keyed by
 //
-//	HKDF-SHA256(secret = key, salt = PadSalt, info = "pad" || uint64_be(n)),
+//	HKDF-SHA256(secret = key, salt = PadSalt,
+//	            info = "pad" || uint64_be(n) || name),
+//
+// so two generators of one key must differ in name (the ciphertext kind,
+// e.g. "layers.3.qkv") or never share a counter: the same (name, n) is the
+// same s and e, a reused pad.
 //
 // read as little-endian 64-bit words in this order: h words for the
 // positions of s (Floyd's sampler), ceil(h / 64) words for the signs (bit
@@ -83,14 +88,15 @@ type PadGen struct {
 	key   []byte
 	kdf   keystream.KDF
 	s     keystream.Stream
-	info  [11]byte
+	info  []byte   // "pad" || uint64_be(n) || name
 	idx   []int32  // support of s
 	sgn   []uint32 // 0 (+1) or 0xffffffff (-1) per support entry
 }
 
 // NewPadGen checks that A and the hints agree with p and keeps a copy of
-// key (wiped by Forget).
-func NewPadGen(p Params, a *Public, hints []*Hint, key []byte) (*PadGen, error) {
+// key (wiped by Forget). name separates this generator's pads from every
+// other generator's under the same key.
+func NewPadGen(p Params, a *Public, hints []*Hint, key []byte, name string) (*PadGen, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -107,7 +113,7 @@ func NewPadGen(p Params, a *Public, hints []*Hint, key []byte) (*PadGen, error) 
 	}
 	g := &PadGen{p: p, a: a, hints: hints, key: append([]byte(nil), key...),
 		idx: make([]int32, p.H), sgn: make([]uint32, p.H)}
-	copy(g.info[:3], "pad")
+	g.info = append(append([]byte("pad"), make([]byte, 8)...), name...)
 	return g, nil
 }
 
@@ -150,8 +156,8 @@ func (g *PadGen) fits(p *Pad) bool {
 // draw keys the stream of counter n, draws s (into idx, sgn) and writes e
 // into m.
 func (g *PadGen) draw(n uint64, m []uint32) error {
-	binary.BigEndian.PutUint64(g.info[3:], n)
-	if err := g.kdf.Key(&g.s, g.key, PadSalt, g.info[:]); err != nil {
+	binary.BigEndian.PutUint64(g.info[3:11], n)
+	if err := g.kdf.Key(&g.s, g.key, PadSalt, g.info); err != nil {
 		return fmt.Errorf("lwe: pad %d: %w", n, err)
 	}
 	sampleSupport(&g.s, g.p.Lambda, g.idx)

@@ -23,7 +23,7 @@ func TestSamplerStatistics(t *testing.T) {
 		t.Run(fmt.Sprintf("lambda%d-h%d", tc.lambda, tc.h), func(t *testing.T) {
 			p := Params{Lambda: tc.lambda, H: tc.h, Delta: 16}
 			a, _ := NewPublic(testSeed(3), tc.in, tc.lambda)
-			g, err := NewPadGen(p, a, nil, testKey)
+			g, err := NewPadGen(p, a, nil, testKey, "stats")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,10 +140,20 @@ func TestPadDefinition(t *testing.T) {
 	if slices.Equal(a.M, b.M) {
 		t.Fatal("counters 3 and 4 give one pad")
 	}
-	other, _ := NewPadGen(p, sc.a, sc.hints, []byte("another key"))
+	other, _ := NewPadGen(p, sc.a, sc.hints, []byte("another key"), "test")
 	_ = other.Fill(3, b)
 	if slices.Equal(a.M, b.M) {
 		t.Fatal("two keys give one pad")
+	}
+	named, _ := NewPadGen(p, sc.a, sc.hints, testKey, "test2")
+	_ = named.Fill(3, b)
+	if slices.Equal(a.M, b.M) {
+		t.Fatal("two names give one pad")
+	}
+	same, _ := NewPadGen(p, sc.a, sc.hints, testKey, "test")
+	_ = same.Fill(3, b)
+	if !slices.Equal(a.M, b.M) || !slices.Equal(a.U[1], b.U[1]) {
+		t.Fatal("one key, name and counter give two pads")
 	}
 	other.Forget()
 	if err := other.Fill(3, b); err == nil {
@@ -199,7 +209,7 @@ func TestPoolDeterministic(t *testing.T) {
 		for _, tc := range []struct{ size, workers int }{{1, 1}, {4, 2}, {9, 3}, {3, 8}} {
 			t.Run(fmt.Sprintf("procs%d-size%d-workers%d", procs, tc.size, tc.workers), func(t *testing.T) {
 				runtime.GOMAXPROCS(procs)
-				pl, err := NewPool(p, sc.a, sc.hints, testKey, start, tc.size, tc.workers)
+				pl, err := NewPool(p, sc.a, sc.hints, testKey, "test", start, tc.size, tc.workers)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -219,7 +229,7 @@ func TestPoolLifecycle(t *testing.T) {
 	p := Params{Lambda: 16, H: 4, Delta: 16}
 	w := quantized(t, wGauss, 5, 12, 1)
 	sc := newScheme(t, p, w)
-	pl, err := NewPool(p, sc.a, sc.hints, testKey, 0, 5, 2)
+	pl, err := NewPool(p, sc.a, sc.hints, testKey, "test", 0, 5, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +270,7 @@ func TestPoolLifecycle(t *testing.T) {
 	if pl.gens[0].key != nil {
 		t.Fatal("generator key kept after Close")
 	}
-	if _, err := NewPool(p, sc.a, sc.hints, nil, 0, 4, 1); err == nil {
+	if _, err := NewPool(p, sc.a, sc.hints, nil, "test", 0, 4, 1); err == nil {
 		t.Fatal("pool with an empty key started")
 	}
 }
@@ -271,7 +281,7 @@ func TestPoolCloseWhileWaiting(t *testing.T) {
 	p := Params{Lambda: 16, H: 4, Delta: 16}
 	w := quantized(t, wGauss, 5, 12, 1)
 	sc := newScheme(t, p, w)
-	pl, err := NewPool(p, sc.a, sc.hints, testKey, 0, 1, 1)
+	pl, err := NewPool(p, sc.a, sc.hints, testKey, "test", 0, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

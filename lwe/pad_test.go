@@ -5,11 +5,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/chacha20"
+	"golang.org/x/crypto/hkdf"
 )
 
 // TestSamplerStatistics: every s has exactly h distinct positions in
@@ -294,5 +299,63 @@ func TestPoolCloseWhileWaiting(t *testing.T) {
 	pl.Close()
 	if err := <-done; !errors.Is(err, ErrPoolClosed) {
 		t.Fatalf("blocked Get: %v", err)
+	}
+}
+
+// TestPadStreamLayout rebuilds s and e of one pad from PadGen's documented
+// stream alone (x/crypto's HKDF and ChaCha20; Floyd's draws, sign bits,
+// 4-bit CBD(2) nibbles), so an outside tool reading the doc gets the same
+// pad.
+func TestPadStreamLayout(t *testing.T) {
+	p := Params{Lambda: 100, H: 70, Delta: 16} // 70 signs: two sign words
+	a, _ := NewPublic(testSeed(3), 21, p.Lambda)
+	const name, n = "layers.0.qkv", 12345
+	g, err := NewPadGen(p, a, nil, testKey, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := make([]uint32, a.In)
+	if err := g.draw(n, e); err != nil {
+		t.Fatal(err)
+	}
+	info := binary.BigEndian.AppendUint64([]byte("pad"), n)
+	info = append(info, name...)
+	okm := make([]byte, 44)
+	if _, err := io.ReadFull(hkdf.New(sha256.New, testKey, []byte(PadSalt), info), okm); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := chacha20.NewUnauthenticatedCipher(okm[:32], okm[32:])
+	word := func() uint64 {
+		var b [8]byte
+		c.XORKeyStream(b[:], b[:])
+		return binary.LittleEndian.Uint64(b[:])
+	}
+	var idx []int32
+	for j := p.Lambda - p.H; j < p.Lambda; j++ {
+		hi, _ := bits.Mul64(word(), uint64(j+1))
+		if slices.Contains(idx, int32(hi)) {
+			hi = uint64(j)
+		}
+		idx = append(idx, int32(hi))
+	}
+	if !slices.Equal(idx, g.idx) {
+		t.Fatalf("support %v, the doc's %v", g.idx, idx)
+	}
+	sw := []uint64{word(), word()}
+	for k := range p.H {
+		if neg := sw[k/64]>>(k%64)&1 == 1; neg != (g.sgn[k] != 0) {
+			t.Fatalf("sign %d differs", k)
+		}
+	}
+	var ew uint64
+	for i := range e {
+		if i%16 == 0 {
+			ew = word()
+		}
+		nib := ew >> (4 * (i % 16))
+		want := int32(bits.OnesCount64(nib&3)) - int32(bits.OnesCount64(nib>>2&3))
+		if int32(e[i]) != want {
+			t.Fatalf("e[%d] = %d, the doc's %d", i, int32(e[i]), want)
+		}
 	}
 }

@@ -71,8 +71,9 @@ type Row struct {
 //	Delta |x_q|_2 + |e|_2 <= Delta |x|_2 / step + (Delta / 2 + 2) sqrt(d_in) <= T
 //
 // holds from step = Delta |x|_2 / (T - (Delta / 2 + 2) sqrt(d_in)) up. T is
-// 2^31 / max_j |w_j|_2 less a relative 2^-30 for float64 rounding. A zero
-// row gets step 0 (x_q = 0, decoded as exact zeros).
+// 2^31 / max_j |w_j|_2 less a relative 2^-30 for float64 rounding (Encode
+// multiplies by 1 / step, which moves x / step by a relative 2^-52 at
+// most). A zero row gets step 0 (x_q = 0, decoded as exact zeros).
 func (e *Encoder) Step(xnorm float64) float64 {
 	if xnorm == 0 || math.IsInf(e.budget, 1) {
 		return 0
@@ -81,7 +82,8 @@ func (e *Encoder) Step(xnorm float64) float64 {
 }
 
 // Encode writes c = M + Delta x_q mod 2^32 for the row x (d_in values),
-// x_q = roundHalfEven(x / step), consuming and wiping pad.M. A non-finite
+// x_q = roundHalfEven(x * (1 / step)) in float64, consuming and wiping
+// pad.M. A non-finite
 // x or a used pad is an error; c is then left untouched.
 func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 	if len(x) != e.In || len(c) != e.In || pad == nil || len(pad.M) != e.In {
@@ -103,13 +105,16 @@ func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 	// XNorm is rounded twice, not once per coordinate.
 	var q2 int64
 	d := e.Delta
+	var inv float64
+	if step != 0 {
+		inv = 1 / step
+	}
+	m := pad.M[:len(x)]
+	c = c[:len(x)]
 	for i, v := range x {
-		var q int64
-		if step != 0 {
-			q = int64(math.RoundToEven(float64(v) / step))
-		}
+		q := int64(math.RoundToEven(float64(v) * inv))
 		q2 += q * q
-		c[i] = pad.M[i] + d*uint32(q)
+		c[i] = m[i] + d*uint32(q)
 	}
 	clear(pad.M)
 	pad.mFresh = false

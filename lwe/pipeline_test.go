@@ -9,14 +9,15 @@ import (
 	"testing"
 )
 
-// quantizeRow is the test's own x_q = roundHalfEven(x / step).
+// quantizeRow is the test's own x_q = roundHalfEven(x * (1 / step)).
 func quantizeRow(x []float32, step float64) []int64 {
 	q := make([]int64, len(x))
 	if step == 0 {
 		return q
 	}
+	inv := 1 / step
 	for i, v := range x {
-		q[i] = int64(math.RoundToEven(float64(v) / step))
+		q[i] = int64(math.RoundToEven(float64(v) * inv))
 	}
 	return q
 }

@@ -53,7 +53,10 @@
 // (max_j |w_j|_2 ~= 40-44 sqrt(d_in)) and Delta = 16 that is 15.7 / 9.7
 // bits at d_in = 4096 and 16.6 / 11.6 at d_in = 1024 (TestEffectiveBits);
 // the worst case, every weight +-127, leaves 14.0 / 8.0 at d_in = 4096.
-// Heavier-tailed rows (a larger max against the same rms) leave more.
+// Heavier-tailed weight rows (a larger max against the same rms) leave
+// more. An activation outlier spends the budget: one coordinate at 1000x
+// the rms at d_in = 4096 makes |x|_2 16x larger and costs 4 bits at the
+// rms (q8_0's blocks of 32 confine an outlier to its block).
 //
 // # The noise that decode keeps
 //

@@ -131,13 +131,13 @@ func rowBound(r Row, in int) float64 {
 // DecodeInt writes v_j = centre(y_j - u_j) (in [-2^31, 2^31), as int32) for
 // the row r and weight w, consuming and wiping the pad's U[hint]. Each v_j
 // must lie within b_j = |w_j|_2 (Delta |x_q|_2 + 2 sqrt(d_in)); one that
-// does not gives ErrRange. This range check of the centred result is an
-// integrity check of the device only as far as b_j is below 2^31: a result
-// off by a uniform error passes with probability about (2 b_j + 1) / 2^32,
-// which is small for rows of small norm or short x but near 1 for the
-// largest-norm row of a row that fills the budget, and an error smaller
-// than b_j - |v_j| always passes. Freivalds checks of the product (mod
-// 2^32) are what bound the rest.
+// does not gives ErrRange. This range check of the centred result is a
+// weak integrity check: the step fills the budget, so b_j is about
+// 2^31 |w_j|_2 / max_k |w_k|_2 for every nonzero row, and a result off by a
+// uniform error passes with probability about |w_j|_2 / max_k |w_k|_2
+// (near 1 for the largest-norm outputs); an error below b_j - |v_j| always
+// passes. It catches a shift by 2^31 in outputs with b_j < 2^30. Freivalds
+// checks of the product mod 2^32 must bound the rest.
 func DecodeInt(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32) error {
 	if pad == nil {
 		return errors.New("lwe: decode: nil pad")

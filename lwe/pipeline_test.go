@@ -397,6 +397,29 @@ func TestEffectiveBits(t *testing.T) {
 	if math.Abs(worst-14) > 0.05 {
 		t.Errorf("all-127 at 4096: %.2f bits, the package doc says 14", worst)
 	}
+	// An outlier at 1000x the rms costs the other coordinates 4 bits.
+	w := quantized(t, wGauss, 16, 4096, 21)
+	enc, _ := NewEncoder(Default, w)
+	x := activation(xGauss, w, rand.New(rand.NewPCG(4, 4)))
+	var rms float64
+	for _, v := range x {
+		rms += float64(v) * float64(v)
+	}
+	rms = math.Sqrt(rms / float64(len(x)))
+	bitsAtRMS := func(x []float32) float64 {
+		r, err := enc.Encode(x, &Pad{M: make([]uint32, len(x)), mFresh: true}, make([]uint32, len(x)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return math.Log2(rms / r.Step)
+	}
+	plain := bitsAtRMS(x)
+	x[7] = float32(1000 * rms)
+	lost := plain - bitsAtRMS(x)
+	t.Logf("outlier at 1000x rms, d_in 4096: %.2f -> %.2f bits at the rms", plain, plain-lost)
+	if math.Abs(lost-4) > 0.1 {
+		t.Errorf("an outlier at 1000x the rms costs %.2f bits, the package doc says 4", lost)
+	}
 }
 
 // TestEncodeErrors: bad input is an error naming what was wrong, never a

@@ -213,7 +213,12 @@ func newTokenizer(data, cfgData []byte, file, cfgFile string) (*Tokenizer, error
 	t.idToTok = make([]string, t.vocabSize)
 	t.idToBytes = make([]string, t.vocabSize)
 	t.idKind = make([]uint8, t.vocabSize)
+	// Two tokens on one id would make decoding ambiguous (the id prints
+	// as one of them) and encoding of the other unreachable.
 	for _, e := range entries {
+		if t.idKind[e.id] != kindNone {
+			return nil, ferr("model.vocab", fmt.Errorf("tokens %q and %q both have id %d", t.idToTok[e.id], e.tok, e.id))
+		}
 		t.vocab[e.tok] = int32(e.id)
 		t.idToTok[e.id] = e.tok
 		t.idToBytes[e.id], _ = byteLevelDecode(e.tok)
@@ -244,6 +249,14 @@ func newTokenizer(data, cfgData []byte, file, cfgFile string) (*Tokenizer, error
 	for i, a := range raw.AddedTokens {
 		if a.Content == "" {
 			return nil, ferr(fmt.Sprintf("added_tokens[%d].content", i), errors.New("empty"))
+		}
+		switch t.idKind[a.ID] {
+		case kindModel:
+			if t.idToTok[a.ID] != a.Content { // the same token listed twice is fine
+				return nil, ferr(fmt.Sprintf("added_tokens[%d].id", i), fmt.Errorf("%q has id %d, which model.vocab gives %q", a.Content, a.ID, t.idToTok[a.ID]))
+			}
+		case kindAdded, kindSpecial:
+			return nil, ferr(fmt.Sprintf("added_tokens[%d].id", i), fmt.Errorf("%q has id %d, which an earlier added token (%q) has", a.Content, a.ID, t.idToTok[a.ID]))
 		}
 		t.added = append(t.added, a)
 		t.addedByContent[a.Content] = a.ID

@@ -38,7 +38,8 @@
 // c = m + Delta x_q: O(d_in). Decode is v = centre(y - u) and
 // y_j = v_j step s_w[j] / Delta: O(d_out). The hint costs d_out d_in lambda
 // multiply-adds in the TEE (ComputeHint) or, computed by the device,
-// reps (lambda (d_in + d_out) + d_in d_out) to check (VerifyHint).
+// reps (lambda (d_in + d_out) + d_in d_out) to check (VerifyHint), the
+// lambda d_in of A r shared by every matrix of one width (VerifyHints).
 //
 // # No wrap
 //

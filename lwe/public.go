@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"gelo/keystream"
@@ -162,9 +163,25 @@ var ErrHint = errors.New("lwe: the hint failed its Freivalds check (H != W_q A m
 // |v'| >= 2^30 > b_j, so DecodeInt's range check refuses it in every
 // output whose bound b_j is below 2^30.
 func VerifyHint(w *Weights, a *Public, h *Hint, rng *keystream.Stream, reps int) error {
+	return VerifyHints([]*Weights{w}, a, []*Hint{h}, rng, reps)
+}
+
+// VerifyHints is VerifyHint for every weight of one input width at once
+// (all of a model's matrices that read A): each repetition draws one r and
+// computes A r once for all of them, so a repetition costs
+// lambda d_in + sum_i (lambda + d_in) d_out_i. Sharing r is sound because
+// the device has sent every H_i before r is drawn: each check is the one
+// VerifyHint makes, with r independent of that H_i's error.
+func VerifyHints(ws []*Weights, a *Public, hs []*Hint, rng *keystream.Stream, reps int) error {
+	if len(ws) != len(hs) || len(ws) == 0 {
+		return fmt.Errorf("lwe: verify hint: %d weights, %d hints", len(ws), len(hs))
+	}
+	for i, w := range ws {
+		if h := hs[i]; w.In != a.In || h.Out != w.Out || h.Lambda != a.Lambda || len(h.T) != h.Out*h.Lambda {
+			return fmt.Errorf("lwe: verify hint %d: W_q [%d, %d], A [%d, %d], H [%d, %d]", i, w.Out, w.In, a.In, a.Lambda, h.Out, h.Lambda)
+		}
+	}
 	switch {
-	case w.In != a.In || h.Out != w.Out || h.Lambda != a.Lambda:
-		return fmt.Errorf("lwe: verify hint: W_q [%d, %d], A [%d, %d], H [%d, %d]", w.Out, w.In, a.In, a.Lambda, h.Out, h.Lambda)
 	case reps <= 0:
 		return fmt.Errorf("lwe: verify hint: %d repetitions", reps)
 	case !rng.Live():
@@ -172,18 +189,18 @@ func VerifyHint(w *Weights, a *Public, h *Hint, rng *keystream.Stream, reps int)
 	}
 	r := make([]uint32, a.Lambda)
 	ar := make([]uint32, a.In)
-	war := make([]uint32, w.Out)
-	hr := make([]uint32, w.Out)
 	defer clear(r)
 	for range reps {
 		for k := range r {
 			r[k] = uint32(rng.Uint64())
 		}
 		colCombine(ar, a.T, a.In, r)
-		colCombine(hr, h.T, h.Out, r)
-		mulRef(w, ar, war)
-		for j := range hr {
-			if hr[j] != war[j] {
+		for i, w := range ws {
+			war := make([]uint32, w.Out)
+			hr := make([]uint32, w.Out)
+			colCombine(hr, hs[i].T, w.Out, r)
+			mulRef(w, ar, war)
+			if !slices.Equal(hr, war) {
 				return ErrHint
 			}
 		}

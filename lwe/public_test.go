@@ -149,6 +149,33 @@ func TestVerifyHintSoundness(t *testing.T) {
 	}
 }
 
+// TestVerifyHints: several weights of one width checked with shared r: all
+// correct pass; one wrong entry in any of them fails (odd error: caught at
+// one repetition but for probability 2^-32).
+func TestVerifyHints(t *testing.T) {
+	a, _ := NewPublic(testSeed(6), 12, 16)
+	var ws []*Weights
+	var hs []*Hint
+	for i, kind := range []weightKind{wGauss, wMax, wMixed} {
+		w := quantized(t, kind, 3+i, 12, uint64(i))
+		h, _ := ComputeHint(w, a, 1)
+		ws, hs = append(ws, w), append(hs, h)
+	}
+	if err := VerifyHints(ws, a, hs, testStream(t, 2), 4); err != nil {
+		t.Fatalf("correct hints refused: %v", err)
+	}
+	for i := range hs {
+		hs[i].T[7]++
+		if err := VerifyHints(ws, a, hs, testStream(t, 2), 1); !errors.Is(err, ErrHint) {
+			t.Fatalf("hint %d wrong: %v", i, err)
+		}
+		hs[i].T[7]--
+	}
+	if err := VerifyHints(ws, a, hs[:2], testStream(t, 2), 1); err == nil {
+		t.Fatal("3 weights with 2 hints accepted")
+	}
+}
+
 // TestVerifyHintErrors: shapes, repetitions and an unkeyed stream.
 func TestVerifyHintErrors(t *testing.T) {
 	w := quantized(t, wGauss, 4, 12, 5)

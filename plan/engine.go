@@ -1,16 +1,19 @@
 package plan
 
 import (
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gelo/device"
 	"gelo/ir"
+	"gelo/lower"
 	"gelo/lower/cpu"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/gomlx"
@@ -101,58 +104,194 @@ func (e *Engine) TakeProfile() cpu.Profile {
 	return cpu.Profile{}
 }
 
+// Backends are the records of every backend NewEngine runs, one per
+// --backend name: what each lowers, the weight formats and KV dtypes its
+// own engine takes, how it runs protected plans and the device it
+// provides. NewEngine checks a plan against them.
+func Backends() []lower.Capabilities {
+	return []lower.Capabilities{cpu.Capabilities(), gomlx.Capabilities(), vulkan.Capabilities()}
+}
+
+// backendRecord returns the record of --backend name ("" is cpu).
+func backendRecord(name string) (lower.Capabilities, error) {
+	if name == "" {
+		name = "cpu"
+	}
+	var names []string
+	for _, c := range Backends() {
+		if c.Backend == name {
+			return c, nil
+		}
+		names = append(names, c.Backend)
+	}
+	return lower.Capabilities{}, fmt.Errorf("%w: --backend %q: want %s", ErrEngine, name, lower.Or(names))
+}
+
+// needs is what a module asks of the engine that runs it.
+type needs struct {
+	weights, kv string // the --weights and --kv-dtype it was compiled with
+	security    string
+	protected   bool // its mask is not none
+	onDevice    bool // it places a node on the device
+}
+
+func needsOf(m *ir.Module) needs {
+	nd := needs{weights: m.Meta["weights"], kv: m.Meta["kv_dtype"], security: m.Meta["security"],
+		protected: m.Meta["mask"] != passes.MaskNone}
+	if nd.weights == "" {
+		nd.weights = passes.WeightsF32
+	}
+	if nd.kv == "" {
+		nd.kv = ir.F32.String()
+	}
+	for _, g := range m.Graphs {
+		for _, n := range g.Nodes {
+			nd.onDevice = nd.onDevice || n.Place == ir.Device
+		}
+	}
+	return nd
+}
+
+// checkEngine refuses a module whose weights or KV cache the engine named
+// by label (its record c) does not take, suggesting the backends that do.
+func (nd needs) checkEngine(c lower.Capabilities, label string) error {
+	if !c.TakesKV(nd.kv) {
+		return fmt.Errorf("%w: %s keeps an %s KV cache; this plan was compiled with --kv-dtype %s (%s)", ErrEngine, label, lower.Or(c.KVDTypes), nd.kv,
+			suggest(otherBackends(c, func(o lower.Capabilities) bool { return o.TakesKV(nd.kv) }), "--kv-dtype "+lower.Or(c.KVDTypes)))
+	}
+	if !c.TakesWeights(nd.weights) {
+		return fmt.Errorf("%w: %s takes --weights %s; this plan was compiled with --weights %s (%s)", ErrEngine, label, lower.Or(c.Weights), nd.weights,
+			suggest(otherBackends(c, func(o lower.Capabilities) bool { return o.TakesWeights(nd.weights) }), "--weights "+lower.Or(c.Weights)))
+	}
+	return nil
+}
+
+// checkDevice refuses a module that multiplies on the device d (named by
+// label) in a weight format d does not take.
+func (nd needs) checkDevice(d lower.Device, label string) error {
+	if !nd.onDevice || slices.Contains(d.Weights, nd.weights) {
+		return nil
+	}
+	var others []string
+	for _, o := range Backends() {
+		if o.Device.Family != d.Family && slices.Contains(o.Device.Weights, nd.weights) {
+			others = append(others, "--backend cpu --device "+o.Device.Names[0])
+		}
+	}
+	return fmt.Errorf("%w: %s takes --weights %s; this plan was compiled with --weights %s and multiplies on the device (%s)",
+		ErrEngine, label, lower.Or(d.Weights), nd.weights, suggest(others, "--weights "+lower.Or(d.Weights)))
+}
+
+// suggest is the advice of a refusal: the engines that take the plan
+// (alts, none when empty), or compiling it with what the refusing one
+// takes.
+func suggest(alts []string, compile string) string {
+	if len(alts) == 0 {
+		return "compile with " + compile
+	}
+	return "use " + lower.Or(alts) + ", or compile with " + compile
+}
+
+// otherBackends names, for a message, the backends other than c whose
+// record passes takes.
+func otherBackends(c lower.Capabilities, takes func(lower.Capabilities) bool) []string {
+	var names []string
+	for _, o := range Backends() {
+		if o.Backend != c.Backend && takes(o) {
+			names = append(names, "--backend "+o.Backend)
+		}
+	}
+	return names
+}
+
 // NewEngine builds the engine eo asks for m over w; key is the session key
 // of the mask stream.
 //
 // m is verified first (Verify), whatever its origin: an engine never runs
-// a module its compiler would refuse.
+// a module its compiler would refuse. Then it is checked against the
+// records (Backends): the engine that keeps the KV cache must take the
+// plan's KV dtype and weight format, the device that multiplies must take
+// the weight format, and a backend that runs unprotected plans only
+// refuses a protected one.
 func NewEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module) (*Engine, error) {
 	if err := Verify(m); err != nil {
 		return nil, fmt.Errorf("refusing to run the module: %w", err)
 	}
-	// The whole-forward engines keep an f32 cache; the cpu backend (with
-	// any --device: the device side never sees the cache) takes all three.
-	if kv := m.Meta["kv_dtype"]; kv != "" && eo.Backend != "" && eo.Backend != "cpu" {
-		return nil, fmt.Errorf("%w: --backend %s keeps an f32 KV cache; this plan was compiled with --kv-dtype %s (use --backend cpu, or compile with --kv-dtype f32)", ErrEngine, eo.Backend, kv)
+	rec, err := backendRecord(eo.Backend)
+	if err != nil {
+		return nil, err
 	}
-	// So do the bf16 dot product's plans: the whole-forward engines widen
-	// bf16 weights exactly.
-	if m.Meta["weights"] == passes.WeightsBF16Dot && eo.Backend != "" && eo.Backend != "cpu" {
-		return nil, fmt.Errorf("%w: --backend %s has no bf16 dot product; this plan was compiled with --weights bf16dot (use --backend cpu, or compile with --weights bf16)", ErrEngine, eo.Backend)
+	nd := needsOf(m)
+	label := "--backend " + rec.Backend
+	switch {
+	case rec.Protected == lower.Protected:
+		// The backend's own engine runs every plan, the device per
+		// eo.Device.
+	case nd.protected && rec.Protected == lower.Unprotected:
+		return nil, fmt.Errorf("%w: %s runs unprotected plans only (--security none), not --security %s; a protected plan runs its device side on it with --backend cpu --device %s",
+			ErrEngine, label, nd.security, rec.Device.Names[0])
+	case !nd.protected && !eo.Spy:
+		if err := nd.checkEngine(rec, label); err != nil {
+			return nil, err
+		}
+		return newForward(rec, eo, w)
+	default:
+		// A protected plan (or a recorded one: the recorder watches a
+		// device boundary) keeps its TEE side on the cpu backend and sends
+		// its matmuls to this backend's device.
+		dev := rec.Device.Family
+		switch {
+		case rec.Backend == "gomlx":
+			dev = "gomlx:" + eo.GomlxBackend
+		case rec.Device.Matches(eo.Device):
+			dev = eo.Device
+		}
+		eo.Device = dev
+		return newCPUEngine(eo, w, key, m, nd, label+" (its TEE side on the cpu backend)", fmt.Sprintf("the device of --backend %s (%s)", rec.Backend, dev))
 	}
-	switch eo.Backend {
-	case "", "cpu":
+	return newCPUEngine(eo, w, key, m, nd, label, "--device "+cmp.Or(eo.Device, "local"))
+}
+
+// newForward opens the whole-forward engine of a backend that has one.
+func newForward(rec lower.Capabilities, eo EngineOptions, w *models.Weights) (*Engine, error) {
+	switch rec.Backend {
 	case "gomlx":
-		if m.Meta["mask"] == passes.MaskNone && !eo.Spy {
-			fw, err := gomlx.NewForward(eo.GomlxBackend, w)
-			if err != nil {
-				return nil, fmt.Errorf("--backend gomlx: %w", err)
-			}
-			return &Engine{Runtime: runtime.Adapt(fw.Name(), fw.Compile), close: func() { fw.Close() }}, nil
+		fw, err := gomlx.NewForward(eo.GomlxBackend, w)
+		if err != nil {
+			return nil, fmt.Errorf("--backend gomlx: %w", err)
 		}
-		eo.Device = "gomlx:" + eo.GomlxBackend
+		return &Engine{Runtime: runtime.Adapt(fw.Name(), fw.Compile), close: func() { fw.Close() }}, nil
 	case "vulkan":
-		if m.Meta["mask"] != passes.MaskNone {
-			return nil, fmt.Errorf("%w: --backend vulkan runs unprotected plans only (--security none), not --security %s; a protected plan runs its device side with --device vulkan", ErrEngine, m.Meta["security"])
-		}
 		vo, err := vulkanOptions(eo.Device)
 		if err != nil {
 			return nil, err
 		}
-		if !eo.Spy {
-			fw, err := vulkan.NewForward(vo, w)
-			if err != nil {
-				return nil, fmt.Errorf("--backend vulkan: %w", err)
+		fw, err := vulkan.NewForward(vo, w)
+		if err != nil {
+			return nil, fmt.Errorf("--backend vulkan: %w", err)
+		}
+		return &Engine{Runtime: runtime.Adapt(fw.Name(), fw.Compile), VulkanForward: fw, close: fw.Close}, nil
+	}
+	return nil, fmt.Errorf("%w: --backend %s has no whole-forward engine", ErrEngine, rec.Backend)
+}
+
+// newCPUEngine runs m on the cpu backend with the device eo.Device names,
+// after checking the records of both; label and devLabel name them in
+// messages.
+func newCPUEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module, nd needs, label, devLabel string) (*Engine, error) {
+	c, err := backendRecord("cpu")
+	if err != nil {
+		return nil, err
+	}
+	if err := nd.checkEngine(c, label); err != nil {
+		return nil, err
+	}
+	for _, o := range Backends() {
+		if o.Device.Matches(cmp.Or(eo.Device, "local")) {
+			if err := nd.checkDevice(o.Device, devLabel); err != nil {
+				return nil, err
 			}
-			return &Engine{Runtime: runtime.Adapt(fw.Name(), fw.Compile), VulkanForward: fw, close: fw.Close}, nil
 		}
-		// The recorder watches a device boundary: the cpu backend with the
-		// matmuls on the Vulkan device.
-		if !strings.HasPrefix(eo.Device, "vulkan") {
-			eo.Device = "vulkan"
-		}
-	default:
-		return nil, fmt.Errorf("%w: --backend %q: want cpu, gomlx or vulkan", ErrEngine, eo.Backend)
 	}
 	be, spy, vk, done, err := newCPU(eo, w, key)
 	if err != nil {

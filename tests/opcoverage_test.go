@@ -1,12 +1,16 @@
 package tests
 
 import (
+	"slices"
 	"testing"
 
 	"gelo/ir"
 	"gelo/lower"
 	"gelo/lower/cpu"
 	"gelo/lower/gomlx"
+	"gelo/models"
+	"gelo/passes"
+	"gelo/plan"
 )
 
 // opTables lists every backend's record whose op table this build
@@ -37,6 +41,51 @@ func TestEveryOpHasAKernelOrARefusal(t *testing.T) {
 			if ir.Op(op) == nil {
 				t.Errorf("backend %s declines op %s, which is not registered", c.Backend, op)
 			}
+		}
+	}
+}
+
+// TestRecordsNameWhatTheEngineTakes: every backend NewEngine knows has a
+// consistent record, and every weight format, KV dtype and device it
+// declares is one the compiler and the engine take: a record cannot
+// promise a --weights or --kv-dtype the flags refuse.
+func TestRecordsNameWhatTheEngineTakes(t *testing.T) {
+	var kv []string
+	for _, dt := range models.KVDTypes {
+		kv = append(kv, dt.String())
+	}
+	seen := map[string]bool{}
+	for _, c := range plan.Backends() {
+		if err := c.Check(); err != nil {
+			t.Error(err)
+		}
+		if seen[c.Backend] {
+			t.Errorf("backend %s has two records", c.Backend)
+		}
+		seen[c.Backend] = true
+		for _, tc := range []struct {
+			what      string
+			got, want []string
+		}{
+			{"weight format", c.Weights, passes.WeightFormats},
+			{"KV dtype", c.KVDTypes, kv},
+			{"device weight format", c.Device.Weights, passes.WeightFormats},
+		} {
+			for _, x := range tc.got {
+				if !slices.Contains(tc.want, x) {
+					t.Errorf("backend %s declares %s %q; the compiler takes %v", c.Backend, tc.what, x, tc.want)
+				}
+			}
+		}
+		for _, d := range c.Device.Names {
+			if !c.Device.Matches(d) {
+				t.Errorf("backend %s: device name %q is not of its family %q", c.Backend, d, c.Device.Family)
+			}
+		}
+	}
+	for _, b := range []string{"cpu", "gomlx", "vulkan"} {
+		if !seen[b] {
+			t.Errorf("NewEngine has no record of backend %s", b)
 		}
 	}
 }

@@ -1,0 +1,134 @@
+package plan_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"gelo/ir"
+	"gelo/models"
+	"gelo/passes"
+	"gelo/plan"
+	"gelo/runtime"
+)
+
+// engineModule compiles qwen3-tiny at level with the given weights and KV
+// cache dtype; all forces every linear op across, else the offload
+// decision stands.
+func engineModule(t *testing.T, level, weights string, kv ir.DType, all bool) (*ir.Module, *models.Weights) {
+	t.Helper()
+	src, cfg := tiny(t)
+	o := plan.Level(level)
+	o.OffloadAll = all
+	o.Weights = weights
+	o.Trace.KVDType = kv
+	m, err := plan.Compile(src, cfg, o, nil)
+	if err != nil {
+		t.Fatalf("%s %s kv %v: %v", level, weights, kv, err)
+	}
+	mod, err := models.Open(models.DefaultVariant, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, mod.Weights
+}
+
+// TestNewEngineRefusesWhatTheRecordsDecline: a plan the chosen engine's
+// record does not take is refused before anything is opened (so these
+// run without a Vulkan driver), as a usage error (ErrEngine) naming what
+// the engine takes, the plan's flag and where it would run.
+func TestNewEngineRefusesWhatTheRecordsDecline(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		eo             plan.EngineOptions
+		level, weights string
+		kv             ir.DType
+		want           string
+	}{
+		{"gomlx forward, bf16 cache", plan.EngineOptions{Backend: "gomlx"}, passes.LevelNone, passes.WeightsF32, ir.BF16,
+			"--backend gomlx keeps an f32 KV cache; this plan was compiled with --kv-dtype bf16 (use --backend cpu, or compile with --kv-dtype f32)"},
+		{"vulkan forward, f16 cache", plan.EngineOptions{Backend: "vulkan"}, passes.LevelNone, passes.WeightsF32, ir.F16,
+			"--backend vulkan keeps an f32 KV cache; this plan was compiled with --kv-dtype f16"},
+		{"gomlx forward, bf16dot", plan.EngineOptions{Backend: "gomlx"}, passes.LevelNone, passes.WeightsBF16Dot, ir.F32,
+			"--backend gomlx takes --weights f32 or bf16; this plan was compiled with --weights bf16dot (use --backend cpu, or compile with --weights f32 or bf16)"},
+		{"gomlx forward, q8_0", plan.EngineOptions{Backend: "gomlx"}, passes.LevelNone, passes.WeightsQ8_0, ir.F32,
+			"--backend gomlx takes --weights f32 or bf16; this plan was compiled with --weights q8_0 (use --backend cpu or --backend vulkan"},
+		{"vulkan forward, q4_k", plan.EngineOptions{Backend: "vulkan"}, passes.LevelNone, passes.WeightsQ4_K, ir.F32,
+			"--backend vulkan takes --weights f32, bf16, q8_0 or q4_0; this plan was compiled with --weights q4_k (use --backend cpu,"},
+		{"vulkan forward, protected", plan.EngineOptions{Backend: "vulkan"}, passes.Level8x4, passes.WeightsF32, ir.F32,
+			"--backend vulkan runs unprotected plans only (--security none), not --security gelo-8x4; a protected plan runs its device side on it with --backend cpu --device vulkan"},
+		{"gomlx device under a protected plan, bf16dot", plan.EngineOptions{Backend: "gomlx", GomlxBackend: "go"}, passes.Level8x4, passes.WeightsBF16Dot, ir.F32,
+			"the device of --backend gomlx (gomlx:go) takes --weights f32, bf16, q8_0, q4_0 or q4_k; this plan was compiled with --weights bf16dot and multiplies on the device (use --backend cpu --device local,"},
+		{"cpu with the gomlx device, bf16dot", plan.EngineOptions{Device: "gomlx:go"}, passes.LevelNone, passes.WeightsBF16Dot, ir.F32,
+			"--device gomlx:go takes --weights f32, bf16, q8_0, q4_0 or q4_k; this plan was compiled with --weights bf16dot"},
+		{"cpu with the vulkan device, q4_k", plan.EngineOptions{Device: "vulkan:0"}, passes.Level8x4, passes.WeightsQ4_K, ir.F32,
+			"--device vulkan:0 takes --weights f32, bf16, q8_0 or q4_0; this plan was compiled with --weights q4_k and multiplies on the device"},
+		{"recorded vulkan, bf16dot", plan.EngineOptions{Backend: "vulkan", Spy: true}, passes.LevelNone, passes.WeightsBF16Dot, ir.F32,
+			"the device of --backend vulkan (vulkan) takes --weights f32, bf16, q8_0 or q4_0"},
+		{"unknown backend", plan.EngineOptions{Backend: "tpu"}, passes.LevelNone, passes.WeightsF32, ir.F32,
+			`--backend "tpu": want cpu, gomlx or vulkan`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, w := engineModule(t, tc.level, tc.weights, tc.kv, true)
+			eng, err := plan.NewEngine(tc.eo, w, make([]byte, 32), m)
+			if err == nil {
+				eng.Close()
+				t.Fatalf("accepted; want %q", tc.want)
+			}
+			if !errors.Is(err, plan.ErrEngine) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v; want ErrEngine and %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNewEngineTakesWhatTheRecordsTake: the records do not over-refuse. A
+// protected plan on --backend gomlx keeps its cache in the TEE (the cpu
+// backend), so an f16 cache runs there and gives the cpu backend's
+// greedy tokens (before the records it was refused by the backend's
+// name); a bf16dot plan at exact places no matmul on the device, so a
+// device without the bf16 dot product is no obstacle.
+func TestNewEngineTakesWhatTheRecordsTake(t *testing.T) {
+	m, w := engineModule(t, passes.Level8x4, passes.WeightsF32, ir.F16, true)
+	want := engineTokens(t, plan.EngineOptions{}, m, w)
+	if got := engineTokens(t, plan.EngineOptions{Backend: "gomlx", GomlxBackend: "go"}, m, w); !slices.Equal(got, want) {
+		t.Errorf("--backend gomlx, f16 cache, gelo-8x4: tokens %v, the cpu backend's %v", got, want)
+	}
+	m, w = engineModule(t, passes.LevelExact, passes.WeightsBF16Dot, ir.F32, false)
+	if onDevice(m) {
+		t.Fatal("an exact plan placed a node on the device")
+	}
+	eng, err := plan.NewEngine(plan.EngineOptions{Device: "gomlx:go"}, w, make([]byte, 32), m)
+	if err != nil {
+		t.Fatalf("--device gomlx:go, bf16dot at exact (nothing on the device): %v", err)
+	}
+	eng.Close()
+}
+
+// engineTokens generates four greedy tokens on the engine eo asks for.
+func engineTokens(t *testing.T, eo plan.EngineOptions, m *ir.Module, w *models.Weights) []int {
+	t.Helper()
+	s, done, err := plan.NewSession(eo, w, make([]byte, 32), m, runtime.Options{MaxContext: 16})
+	if err != nil {
+		t.Fatalf("%+v: %v", eo, err)
+	}
+	defer done()
+	out, err := s.Generate([]int32{3, 1, 4, 1, 5}, runtime.GenerateOptions{MaxTokens: 4})
+	if err != nil {
+		t.Fatalf("%+v: %v", eo, err)
+	}
+	return out
+}
+
+// onDevice reports whether m places any node on the device.
+func onDevice(m *ir.Module) bool {
+	for _, g := range m.Graphs {
+		for _, n := range g.Nodes {
+			if n.Place == ir.Device {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -33,15 +33,6 @@ const (
 	Protected
 )
 
-var protectionNames = [...]string{Unprotected: "unprotected plans only", ProtectedViaDevice: "protected plans on its device under the cpu backend", Protected: "protected plans"}
-
-func (p Protection) String() string {
-	if int(p) < len(protectionNames) {
-		return protectionNames[p]
-	}
-	return fmt.Sprintf("protection(%d)", uint8(p))
-}
-
 // Device is the untrusted side a backend package provides to the cpu
 // backend (EngineOptions.Device): what --device names it and what its
 // matmuls take.

@@ -35,7 +35,8 @@ type EngineOptions struct {
 	// keeps its TEE side on the cpu kernels and sends the device side to
 	// gomlx, per GomlxBackend) or vulkan (an unprotected module only: the
 	// whole step as one recorded Vulkan command buffer; Device vulkan:N
-	// picks the physical device).
+	// picks the physical device). What each takes (weight formats, KV
+	// dtypes, protected plans, its device) is its record (Backends).
 	Backend string
 	// GomlxBackend is gomlx's engine: go, xla:cpu or xla:cuda.
 	GomlxBackend string

@@ -8,6 +8,18 @@ import (
 	"gelo/passes"
 )
 
+// declinedProtection is why whole-forward lowering refuses the protection
+// ops: it is the mask-none baseline.
+const declinedProtection = "protected graphs are not supported (whole-forward lowering is the mask-none baseline)"
+
+// forwardDeclined are the ops a whole-forward program refuses by name,
+// each with the reason Compile reports.
+var forwardDeclined = map[string]string{
+	ir.OpMask: declinedProtection, ir.OpUnmask: declinedProtection,
+	ir.OpShieldStack: declinedProtection, ir.OpShieldStrip: declinedProtection,
+	ir.OpMeanRows: declinedProtection, ir.OpSubRow: declinedProtection, ir.OpAddRow: declinedProtection,
+}
+
 // Capabilities is the gomlx backend's record. Its own engine is Forward,
 // the whole unprotected forward as one graph: the ops of forwardLowerings,
 // the protection ops declined (forwardDeclined), f32 and bf16 weights (a

@@ -147,18 +147,6 @@ func (f *Forward) residentBuf(key string, mk func() ([]float32, []int, error)) (
 	return r, nil
 }
 
-// declinedProtection is why whole-forward lowering refuses the protection
-// ops: it is the mask-none baseline.
-const declinedProtection = "protected graphs are not supported (whole-forward lowering is the mask-none baseline)"
-
-// forwardDeclined are the ops a whole-forward program refuses by name,
-// each with the reason Compile reports.
-var forwardDeclined = map[string]string{
-	ir.OpMask: declinedProtection, ir.OpUnmask: declinedProtection,
-	ir.OpShieldStack: declinedProtection, ir.OpShieldStrip: declinedProtection,
-	ir.OpMeanRows: declinedProtection, ir.OpSubRow: declinedProtection, ir.OpAddRow: declinedProtection,
-}
-
 // ForwardProgram is one graph compiled for fixed bindings: it implements
 // runtime.Executable (Float32, Int32, Elems, BindFloat32, Run).
 type ForwardProgram struct {

@@ -60,8 +60,8 @@
 // [Wun19]; this package takes its large-k form erf(sqrt((k-1)/2 *
 // ||b*_i||^2 / (4 ||e||^2))) per factor. The whole attack repeats until
 // the guess, the lift and the MitM step succeed (99 %); zeta, w and beta are
-// optimised; d is not re-optimised after beta (the estimator does: its
-// figures can be a fraction of a bit lower).
+// optimised, and for bdd the rank d at the chosen beta (as the estimator's
+// primal_bdd does; its primal_hybrid does not).
 //
 // # Drop and solve (usvp+drop)
 //
@@ -105,10 +105,19 @@
 // m = logT + log2 logT samples and costs 2^m, repeated until the weight
 // splits evenly between the halves.
 //
+// # Meet-LWE envelope (meet-lwe S^1/4)
+//
+// May's Meet-LWE (Crypto 2021) applies the representation technique to the
+// MitM and runs "roughly" in S^0.25 asymptotically for a search space S
+// (S^0.28-0.3 in its concrete instantiations). This package does not model
+// its steps; it reports S^(1/4), with S = C(n, p) C(n-p, m) for p entries
+// +1 and m entries -1, as a lower envelope (no polynomial factors), so
+// that a parameter choice cannot rest on the classic MitM alone.
+//
 // # Which figures the level uses
 //
 // The level's claim uses the MATZOV model (the estimator's default) and the
-// minimum over all eight estimates; CoreSVP figures are printed beside it
+// minimum over all nine estimates; CoreSVP figures are printed beside it
 // for comparison with papers that quote core-SVP.
 //
 // # Not modelled
@@ -118,8 +127,9 @@
 // secrets can be a few bits below the plain dual); BKW and Arora-GB
 // (irrelevant at these sizes: the error is not bounded by a few values
 // with n^2 samples available, and BKW needs far more samples);
-// representation-based combinatorial attacks (May's Meet-LWE, list-decoding
-// MitM), which lower the MitM exponent; simulators other than the GSA
+// Meet-LWE step by step (only its S^(1/4) envelope) and its combination
+// with lattice reduction (May leaves open whether it helps the hybrid; the
+// bdd-mitm-hybrid here uses the classic square-root MitM); simulators other than the GSA
 // (the estimator's CN11/ZGSA shapes move figures by a few bits); the
 // algebraic structure of A (there is none: A is uniform, not a ring).
 // One instance is estimated, as issue 50 asks: the level fixes A per engine

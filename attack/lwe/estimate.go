@@ -134,7 +134,7 @@ func Estimate(p Params, cm CostModel) (Report, error) {
 			primalHybrid(in, "bdd-mitm-hybrid", true, true, true, cm),
 			dualHybrid(in, cm))
 	}
-	r.Attacks = append(r.Attacks, mitm(in))
+	r.Attacks = append(r.Attacks, mitm(in), meetLWE(in))
 	return r, nil
 }
 
@@ -173,6 +173,28 @@ func MinWeight(p Params, lo, hi int, target float64, cm CostModel) (int, Report,
 		}
 	}
 	return hi, best, nil
+}
+
+// Choice is the smallest secret weight that reaches a target at one secret
+// dimension, with the report at that weight, or why there is none.
+type Choice struct {
+	Lambda int
+	H      int
+	Report Report
+	Err    error
+}
+
+// Choose runs MinWeight at each secret dimension in lambdas for the level's
+// parameters (Level(lambda, dIn, h)), with h searched in [8, lambda/4]: the
+// table a parameter choice is read from (the smallest lambda whose h is
+// acceptable for the TEE's pad cost wins).
+func Choose(lambdas []int, dIn int, target float64, cm CostModel) []Choice {
+	out := make([]Choice, 0, len(lambdas))
+	for _, lambda := range lambdas {
+		h, r, err := MinWeight(Level(lambda, dIn, 1), 8, max(8, lambda/4), target, cm)
+		out = append(out, Choice{Lambda: lambda, H: h, Report: r, Err: err})
+	}
+	return out
 }
 
 // WriteTable prints one line per report: the parameters, each attack's bits

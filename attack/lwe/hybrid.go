@@ -125,10 +125,11 @@ func lnMitmProb(r []float64, se float64) float64 {
 }
 
 // hybridBeta computes the hybridShape for block size beta, guessing
-// dimension zeta and m samples (rows of the embedding).
-func hybridBeta(in inst, beta, zeta int, babai, mitm bool, mEmb float64, cm CostModel) hybridShape {
+// dimension zeta and m samples (rows of the embedding); dFix > 0 imposes
+// the rank d instead of the GSA optimum.
+func hybridBeta(in inst, beta, zeta int, babai, mitm bool, mEmb float64, dFix int, cm CostModel) hybridShape {
 	k := in.n - zeta
-	if mEmb-float64(zeta) < float64(beta) {
+	if mEmb-float64(zeta) < float64(beta) || (dFix > 0 && dFix < beta) {
 		return hybridShape{}
 	}
 	se, ss := in.xe.stddev(0), in.xs.stddev(in.n)
@@ -140,6 +141,9 @@ func hybridBeta(in inst, beta, zeta int, babai, mitm bool, mEmb float64, cm Cost
 	df := math.Ceil(math.Sqrt(float64(k) * (in.lnq - math.Log(xi)) / lnDelta))
 	df = math.Max(float64(beta), math.Min(df, mEmb-float64(zeta)))
 	d := int(df)
+	if dFix > 0 {
+		d = dFix
+	}
 	r := gsaLog2(d, k, in.lnq, beta, xi)
 	s := hybridShape{bkz: cm.Log2BKZ(beta, d), d: d, feasible: true}
 	if babai {
@@ -222,7 +226,7 @@ func primalHybrid(in inst, name string, babai, mitm, guess bool, cm CostModel) A
 			if s, ok := cache[beta]; ok {
 				return s
 			}
-			s := hybridBeta(in, beta, zeta, babai, mitm, mEmb, cm)
+			s := hybridBeta(in, beta, zeta, babai, mitm, mEmb, 0, cm)
 			cache[beta] = s
 			return s
 		}
@@ -263,6 +267,17 @@ func primalHybrid(in inst, name string, babai, mitm, guess bool, cm CostModel) A
 	}
 	if math.IsInf(global.bits, 1) {
 		return best
+	}
+	if !guess {
+		// primal_bdd then optimises the rank d in [n, d + 1] at the chosen
+		// beta (the estimator's cost_zeta step 2; primal_hybrid skips it).
+		size, prob := guessSpace(in, 0, 0)
+		d, bits := minimizeInt(in.n, global.s.d+1, 8, func(d int) float64 {
+			return hybridCost(hybridBeta(in, global.beta, 0, babai, mitm, mEmb, d, cm), size, prob, mitm)
+		})
+		if bits < global.bits {
+			global.bits, global.s = bits, hybridBeta(in, global.beta, 0, babai, mitm, mEmb, d, cm)
+		}
 	}
 	best.Bits, best.Beta, best.D, best.Zeta = global.bits, global.beta, global.s.d, global.zeta
 	best.Note = "eta " + itoa(global.s.eta) + ", guess weight <= " + itoa(global.hw)

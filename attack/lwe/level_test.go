@@ -25,8 +25,8 @@ func TestLevelStartingPoint(t *testing.T) {
 			t.Errorf("%s: %.1f bits < 128", a.Name, a.Bits)
 		}
 	}
-	if len(r.Attacks) != 8 {
-		t.Errorf("%d attacks estimated, want 8 (usvp, bdd, dual, usvp+drop, bdd-hybrid, bdd-mitm-hybrid, dual-hybrid, mitm)", len(r.Attacks))
+	if len(r.Attacks) != 9 {
+		t.Errorf("%d attacks estimated, want 9 (usvp, bdd, dual, usvp+drop, bdd-hybrid, bdd-mitm-hybrid, dual-hybrid, mitm, meet-lwe)", len(r.Attacks))
 	}
 }
 
@@ -83,14 +83,13 @@ func TestLevelTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("cost model %s, m = %d\n%s", MATZOV{}.Name(), levelSamples, b.String())
-	for _, lambda := range []int{2048, 3072, 4096} {
-		h, r, err := MinWeight(Level(lambda, levelSamples, 0), 8, 512, 128, MATZOV{})
-		if err != nil {
-			t.Logf("lambda %d: %v", lambda, err)
+	for _, c := range Choose([]int{2048, 3072, 4096}, levelSamples, 128, MATZOV{}) {
+		if c.Err != nil {
+			t.Logf("lambda %d: %v", c.Lambda, c.Err)
 			continue
 		}
-		m := r.Min()
-		t.Logf("lambda %d: smallest h for 128 bits: %d (%.1f, %s)", lambda, h, m.Bits, m.Name)
+		m := c.Report.Min()
+		t.Logf("lambda %d: smallest h for 128 bits: %d (%.1f, %s)", c.Lambda, c.H, m.Bits, m.Name)
 	}
 	core := make([]Report, 0, 3)
 	for _, lambda := range []int{2048, 3072, 4096} {

@@ -64,3 +64,33 @@ func splitProbability(d Dist, n, k int) float64 {
 	ln := func(p, m, n int) float64 { return lnBinom(n, p) + lnBinom(n-p, m) }
 	return math.Exp(ln(p1, m1, k) + ln(p-p1, m-m1, n-k) - ln(p, m, n))
 }
+
+// meetLWEExponent is the exponent of the search space that May's Meet-LWE
+// reaches asymptotically ("roughly S^0.25", May, Crypto 2021, abstract; its
+// concrete instantiations for NTRU, NTRU Prime, BLISS and GLP are at
+// S^0.28 to S^0.3).
+const meetLWEExponent = 0.25
+
+// meetLWE is a lower envelope for representation-based combinatorial
+// attacks, not a cost the estimator computes: S^0.25 for the secret's
+// search space S (C(n, p) C(n-p, m) for a sparse ternary secret, 3^n for a
+// uniform ternary one), with no polynomial factors and no repetitions. It
+// stands in for Meet-LWE, which this package does not model step by step;
+// being the asymptotic exponent, it errs on the attacker's side.
+func meetLWE(in inst) Attack {
+	a := Attack{Name: "meet-lwe S^1/4", Bits: math.Inf(1)}
+	var log2S float64
+	switch in.xs.kind {
+	case kindSparse:
+		p, m := in.xs.plusMinus()
+		log2S = log2Binom(in.n, p) + log2Binom(in.n-p, m)
+	case kindTernary:
+		log2S = float64(in.n) * math.Log2(3)
+	default:
+		a.Note = "secret not ternary"
+		return a
+	}
+	a.Bits = meetLWEExponent * log2S
+	a.Note = "S = 2^" + ftoa(log2S)
+	return a
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -242,8 +243,30 @@ func ReadSealed(path string) (*planfile.Plan, attest.Identity, error) {
 // Verify is the check every module passes before it is lowered, sealed or
 // attested, whatever its origin (passes.Verify): valid IR, leakcheck, the
 // insecure label the compiler would give it, and every unmask paired with
-// its mask.
-func Verify(m *ir.Module) error { return passes.Verify(m) }
+// its mask; and no float attribute NaN or infinite.
+func Verify(m *ir.Module) error {
+	if err := finiteAttrs(m); err != nil {
+		return err
+	}
+	return passes.Verify(m)
+}
+
+// finiteAttrs refuses a float attribute that is NaN or infinite (an
+// attention scale, a norm's epsilon, a rope base): nothing computed with
+// one means anything, and left to run it would surface as whatever it
+// breaks first (a NaN logit, a shield's energy), far from its cause.
+func finiteAttrs(m *ir.Module) error {
+	for _, g := range m.Graphs {
+		for _, n := range g.Nodes {
+			for _, k := range n.Attrs.Keys() {
+				if v, ok := n.Attrs.Float(k); ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
+					return fmt.Errorf("graph %s: %v = %s: attribute %s is %v (it must be finite)", g.Name, n.ID, n.Op, k, v)
+				}
+			}
+		}
+	}
+	return nil
+}
 
 // Overrides replace what a sealed plan records about where its model
 // comes from; whatever is loaded must still hash to the sealed identity.

@@ -85,6 +85,13 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if err := checkPromptFlags(fs); err != nil {
 		return err
 	}
+	var eosFlag []int32 // checked against the vocabulary once the model is known
+	if *eos != "" {
+		var err error
+		if eosFlag, err = parseIDsFlag("eos", *eos); err != nil {
+			return err
+		}
+	}
 	if *promptFile != "" {
 		if *prompt != "" {
 			return fmt.Errorf("%w: give one of --prompt and --prompt-file", errUsage)
@@ -204,13 +211,12 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			eosIDs = append(eosIDs, id)
 		}
 	}
-	if *eos != "" {
+	if eosFlag != nil {
 		eosIDs = nil
-		e, err := parseIDs(*eos)
-		if err != nil {
-			return err
-		}
-		for _, v := range e {
+		for _, v := range eosFlag {
+			if int(v) >= l.Config.VocabSize {
+				return fmt.Errorf("%w: --eos %d is outside the vocabulary of %d tokens", errUsage, v, l.Config.VocabSize)
+			}
 			eosIDs = append(eosIDs, int(v))
 		}
 	}

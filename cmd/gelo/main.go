@@ -86,5 +86,19 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	return nil
+	return noEmptyFlags(fs)
+}
+
+// noEmptyFlags refuses a flag given with an empty value (--mask "",
+// --security ""): it would otherwise read as the flag left out, or as a
+// knob set to nothing, and an expert knob set at all makes the protection
+// level custom, so an empty value could lower the level silently.
+func noEmptyFlags(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err == nil && f.Value.String() == "" {
+			err = fmt.Errorf("%w: --%s is empty (give it a value, or leave it out for its default)", errUsage, f.Name)
+		}
+	})
+	return err
 }

@@ -192,17 +192,21 @@ func runDiff(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func parseIDs(s string) ([]int32, error) {
+func parseIDs(s string) ([]int32, error) { return parseIDsFlag("prompt-ids", s) }
+
+// parseIDsFlag parses the comma-separated token ids of flag --name: each
+// a non-negative integer, at least one.
+func parseIDsFlag(name, s string) ([]int32, error) {
 	var ids []int32
 	for _, f := range splitList(s) {
 		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --prompt-ids: %q is not a token id", errUsage, f)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%w: --%s: %q is not a token id (a non-negative integer)", errUsage, name, f)
 		}
 		ids = append(ids, int32(v))
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("%w: --prompt-ids is empty", errUsage)
+		return nil, fmt.Errorf("%w: --%s is empty", errUsage, name)
 	}
 	return ids, nil
 }

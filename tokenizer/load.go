@@ -52,6 +52,7 @@ type Tokenizer struct {
 	bosID, eosID          int
 	padID, unkTokID       int
 	vocabSize, modelVocab int
+	maxTokenBytes         int // the most bytes of text one token covers (MinTokens)
 }
 
 const (
@@ -268,6 +269,9 @@ func newTokenizer(data, cfgData []byte, file, cfgFile string) (*Tokenizer, error
 		}
 	}
 	t.buildMatchers()
+	for id, b := range t.idToBytes {
+		t.maxTokenBytes = max(t.maxTokenBytes, len(b), len(t.idToTok[id]))
+	}
 
 	if t.pre, err = parsePreTokenizer(raw.PreTokenizer); err != nil {
 		return nil, ferr("pre_tokenizer", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gelo/ir"
+	"gelo/models"
 )
 
 // TestEmptyFlagValue: a flag given an empty value is a usage error naming
@@ -80,4 +81,25 @@ func TestNaNAttributeRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused(t, []string{"attention: attribute scale is NaN"}, "generate", "--plan", bad, "--max-tokens", "2")
+}
+
+// TestLongPromptBoundedByContext: a text prompt far over --max-context is
+// refused from its length before it is tokenized (a 10 MB prompt was
+// tokenized in full, 690 MB, before the context check), and the refusal
+// says by how much.
+func TestLongPromptBoundedByContext(t *testing.T) {
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	cfg, _ := models.Variant("qwen3-tiny")
+	if err := models.WriteSynthetic(m, cfg, 1, "bf16", nil); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(m, "tokenizer.json"), byteTokenizer(), 0o644)
+	long := filepath.Join(dir, "long.txt")
+	os.WriteFile(long, []byte(strings.Repeat("x", 1<<20)), 0o644)
+	usageCase(t, 2, []string{"a prompt of 1048576 bytes is at least", "does not fit --max-context 128"},
+		"generate", "--model", m, "--prompt-file", long, "--max-context", "128", "--max-tokens", "1")
+	usageCase(t, 2, []string{"a prompt of 1048", "does not fit --max-context 128"},
+		"generate", "--model", m, "--chat", strings.Repeat("y", 1<<20), "--max-context", "128", "--max-tokens", "1")
+	must(t, "generate", "--model", m, "--prompt", "hello", "--max-context", "128", "--max-tokens", "1")
 }

@@ -167,6 +167,16 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: --prompt and --chat need a tokenizer: pass --tokenizer DIR (the built-in %s has none: use --prompt-ids)", errUsage, l.Spec)
 		}
 	}
+	for _, text := range []string{*prompt, *system + *chat} {
+		// Bounded by the context before any tokenizing: a prompt far over
+		// it is refused from its length alone.
+		if tk == nil || text == "" {
+			continue
+		}
+		if n := tk.MinTokens(text); n > mf.maxContext {
+			return fmt.Errorf("%w: a prompt of %d bytes is at least %d tokens: it does not fit --max-context %d", errUsage, len(text), n, mf.maxContext)
+		}
+	}
 	if *chat != "" && tk.IgnoredChatTemplate() {
 		fmt.Fprintln(stderr, "warning: "+tokenizer.IgnoredChatTemplateNote)
 	}

@@ -11,7 +11,9 @@ const normShrink = 3
 // longest token's bytes of the normalized text, which is at least a third
 // as long as text. A caller with a token budget (a context) checks it
 // first, so a prompt far over the budget costs nothing to refuse instead
-// of being tokenized in full.
+// of being tokenized in full. It is 0 (no bound) for a tokenizer with an
+// added token that strips the spaces beside it, since one such token
+// covers any number of bytes.
 func (t *Tokenizer) MinTokens(text string) int {
 	return len(text) / (normShrink * max(t.maxTokenBytes, 1))
 }

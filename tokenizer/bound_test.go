@@ -25,3 +25,19 @@ func TestMinTokensIsALowerBound(t *testing.T) {
 		t.Errorf("a 10 MB prompt: MinTokens %d, under a 4096-token context", tok.MinTokens(big))
 	}
 }
+
+// TestMinTokensStrippingAddedToken: an added token with rstrip takes in
+// the spaces after it, so one token covers any length: no bound.
+func TestMinTokensStrippingAddedToken(t *testing.T) {
+	const tj = `{"added_tokens":[{"id":2,"content":"<x>","rstrip":true}],` +
+		`"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":false},"decoder":{"type":"ByteLevel"},` +
+		`"model":{"type":"BPE","vocab":{"a":0,"Ġ":1},"merges":[]}}`
+	tok, err := Parse([]byte(tj), nil, "tok.json", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := "<x>" + strings.Repeat(" ", 1000)
+	if lo, n := tok.MinTokens(s), len(tok.Encode(s)); lo > n {
+		t.Fatalf("MinTokens %d > %d tokens", lo, n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -271,6 +272,11 @@ func newTokenizer(data, cfgData []byte, file, cfgFile string) (*Tokenizer, error
 	t.buildMatchers()
 	for id, b := range t.idToBytes {
 		t.maxTokenBytes = max(t.maxTokenBytes, len(b), len(t.idToTok[id]))
+	}
+	for _, a := range t.added {
+		if a.LStrip || a.RStrip { // it takes in any run of spaces beside it: no bound
+			t.maxTokenBytes = math.MaxInt / normShrink
+		}
 	}
 
 	if t.pre, err = parsePreTokenizer(raw.PreTokenizer); err != nil {

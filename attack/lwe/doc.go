@@ -91,6 +91,22 @@
 // 2 |S| N), repeated until the h1 split holds (hypergeometric). zeta, h1 and
 // beta are optimised.
 //
+// # MATZOV's FFT dual (dual-fft)
+//
+// The estimator's lwe_dual.matzov [GuoJoh21, MATZOV22 Thm 7.6], the
+// "dual_hybrid" of its default estimate: BKZ-beta on k = n - kEnum - kFFT
+// coordinates with m = n samples, one sieve giving N dual vectors of length
+//
+//	l = sigma_e^(m/(m+k)) (sigma_s q)^(k/(m+k)) sqrt(4/3) sqrt(beta/(2 pi e)) delta^(m+k-beta),
+//
+// N = exp(4 (l pi/q)^2) exp(kFFT/3 (sigma_s pi/p)^2) (kEnum H + kFFT ln p + ln 2),
+// then for each of about 2^(kEnum H) guesses (H = the entropy of a Gaussian
+// of the secret's standard deviation) an FFT over kFFT coordinates mod p
+// (32^2 kFFT p^(kFFT+1)) plus table updates (4 * 160 N). p, kEnum, kFFT (steps
+// of 10) and beta are searched as the estimator does. For a sparse secret
+// H overstates the guessing entropy (the estimator applies the formula
+// unchanged); the sparse-aware dual is dual-hybrid below.
+//
 // # Meet in the middle (mitm)
 //
 // The estimator's analytical MitM on the whole secret [HG07 style, estimator
@@ -117,16 +133,17 @@
 // # Which figures the level uses
 //
 // The level's claim uses the MATZOV model (the estimator's default) and the
-// minimum over all nine estimates; CoreSVP figures are printed beside it
+// minimum over all ten estimates; CoreSVP figures are printed beside it
 // for comparison with papers that quote core-SVP.
 //
 // # Not modelled
 //
-// Quantum costs; the MATZOV/GuoJoh21 dual with the FFT distinguisher and
-// its MitM variant (the estimator's dual_hybrid default, which for dense
-// secrets can be a few bits below the plain dual); BKW and Arora-GB
-// (irrelevant at these sizes: the error is not bounded by a few values
-// with n^2 samples available, and BKW needs far more samples);
+// Quantum costs; the dual hybrid with a MitM solver (the estimator's
+// dual_mitm_hybrid); coded-BKW (the estimator's own rough estimate assumes
+// "BKW is not competitive"); Arora-Ge and its Groebner-basis variants (the
+// CBD(2) error takes 5 values, so linearisation needs about C(n+5, 5)
+// samples, around 10^16 at n = 4096, against m <= 12288; the estimator's
+// few-sample Groebner estimate is not implemented);
 // Meet-LWE step by step (only its S^(1/4) envelope) and its combination
 // with lattice reduction (May leaves open whether it helps the hybrid; the
 // bdd-mitm-hybrid here uses the classic square-root MitM); simulators other than the GSA
@@ -142,7 +159,8 @@
 //
 // References: [ADPS16] Alkim, Ducas, Poeppelmann, Schwabe, USENIX Security
 // 2016; [AGVW17] Albrecht, Goepfert, Virdia, Wunderer, Asiacrypt 2017;
-// [BG14] Bai, Galbraith, ACISP 2014; [Chen13] Chen, PhD thesis 2013; [Duc18]
+// [BG14] Bai, Galbraith, ACISP 2014; [GuoJoh21] Guo, Johansson, Asiacrypt
+// 2021; [Chen13] Chen, PhD thesis 2013; [Duc18]
 // Ducas, Eurocrypt 2018; [AGPS20] Albrecht, Gheorghiu, Postlethwaite,
 // Schanck, Asiacrypt 2020; [MATZOV22] MATZOV, "Report on the security of
 // LWE: improved dual lattice attack", 2022; [BDGL16] Becker, Ducas, Gama,

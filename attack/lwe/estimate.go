@@ -126,7 +126,7 @@ func Estimate(p Params, cm CostModel) (Report, error) {
 	}
 	in := p.normalize()
 	r := Report{Params: p, Model: cm.Name()}
-	r.Attacks = append(r.Attacks, usvp(in, cm), primalHybrid(in, "bdd", false, false, false, cm), dual(in, cm))
+	r.Attacks = append(r.Attacks, usvp(in, cm), primalHybrid(in, "bdd", false, false, false, cm), dual(in, cm), matzovDual(in, cm))
 	if in.xs.sparse() {
 		r.Attacks = append(r.Attacks,
 			dropAndSolve(in, cm),

@@ -21,7 +21,8 @@ var kyber512 = Params{N: 512, Q: 3329, M: 512, Secret: CBD(3), Error: CBD(3)}
 //   - estimator/lwe.py, Estimate.rough: usvp (ADPS16, GSA) on Kyber512 ->
 //     rop 2^118.6, beta 406, d 998;
 //   - estimator/lwe.py, Estimate.__call__: dual on Kyber512 ->
-//     rop 2^149.9, beta 424, d 1024.
+//     rop 2^149.9, beta 424, d 1024;
+//   - and the cases commented in the table.
 func TestEstimatorDoctests(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -37,6 +38,12 @@ func TestEstimatorDoctests(t *testing.T) {
 		// docs/schemes/nist-pqc-round-3.rst: LWE.primal_bdd(Kyber512) ->
 		// rop 2^140.2, beta 389, eta 422, d 1005 (d optimised at that beta).
 		{"bdd MATZOV", MATZOV{}, "bdd", 140.2, 389, 1005},
+		// estimator/lwe.py, Estimate.__call__ and Estimate.rough:
+		// dual_hybrid (the MATZOV FFT dual) on Kyber512 -> 2^139.7,
+		// beta 387, p 5, t 50 (MATZOV) and 2^115.5, beta 395, p 5, t 40
+		// (ADPS16); no d is printed (0 here).
+		{"dual-fft MATZOV", MATZOV{}, "dual-fft", 139.7, 387, 0},
+		{"dual-fft core-SVP", CoreSVP{}, "dual-fft", 115.5, 395, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,8 +25,8 @@ func TestLevelStartingPoint(t *testing.T) {
 			t.Errorf("%s: %.1f bits < 128", a.Name, a.Bits)
 		}
 	}
-	if len(r.Attacks) != 9 {
-		t.Errorf("%d attacks estimated, want 9 (usvp, bdd, dual, usvp+drop, bdd-hybrid, bdd-mitm-hybrid, dual-hybrid, mitm, meet-lwe)", len(r.Attacks))
+	if len(r.Attacks) != 10 {
+		t.Errorf("%d attacks estimated, want 10 (usvp, bdd, dual, dual-fft, usvp+drop, bdd-hybrid, bdd-mitm-hybrid, dual-hybrid, mitm, meet-lwe)", len(r.Attacks))
 	}
 }
 

@@ -103,3 +103,13 @@ func TestLongPromptBoundedByContext(t *testing.T) {
 		"generate", "--model", m, "--chat", strings.Repeat("y", 1<<20), "--max-context", "128", "--max-tokens", "1")
 	must(t, "generate", "--model", m, "--prompt", "hello", "--max-context", "128", "--max-tokens", "1")
 }
+
+// TestBenchMasksCheckedFirst: a bad --masks entry is refused before the
+// model loads and the machine is probed (it was refused after a 2 s
+// bandwidth probe): nothing is printed.
+func TestBenchMasksCheckedFirst(t *testing.T) {
+	out, errs, code := gelo(t, "bench", "--suite", "masks", "--masks", "none,bogus", "--prefill", "4", "--decode", "1")
+	if code != 2 || !strings.Contains(errs, `"bogus"`) || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want a usage error naming bogus and nothing measured", code, out, errs)
+	}
+}

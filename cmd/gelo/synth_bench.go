@@ -157,6 +157,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(families) == 0 {
 		families = []string{mf.mask}
 	}
+	if err := mf.checkEntries(families); err != nil {
+		return err
+	}
 	mf.maxContext = max(mf.maxContext, slices.Max(lengths)+*decodeSteps+2)
 	if _, cfg, err := mf.resolve(); err != nil {
 		return err

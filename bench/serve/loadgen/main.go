@@ -87,7 +87,7 @@ func run(c config) error {
 		if c.model != "" {
 			m = fmt.Sprintf(`"model":%q,`, c.model)
 		}
-		return fmt.Sprintf(`{%s"prompt":[%s],"max_tokens":%d,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`,
+		return fmt.Sprintf(`{%s"prompt":[%s],"max_tokens":%d,"temperature":0,"stream":true,"stream_options":{"include_usage":true},"return_token_ids":true}`,
 			m, strings.Join(ids, ","), maxTokens)
 	}
 	if _, err := stream(c.url, body(c.maxTokens), 0); err != nil { // warm up
@@ -108,6 +108,8 @@ func run(c config) error {
 		}
 		level(c, n, bodies, slowBodies)
 	}
+	client.CloseIdleConnections() // so that the descriptors counted are the server's own
+	time.Sleep(200 * time.Millisecond)
 	st.report(c.pid)
 	return nil
 }
@@ -185,7 +187,8 @@ func level(c config, n int, bodies, slowBodies []string) {
 // stream sends one streaming completion and reads it to [DONE], pausing
 // delay between two reads of 64 bytes (a slow reader) when delay > 0. Its
 // tokens are the usage chunk's completion_tokens, or the chunks with text
-// where the server sends no usage.
+// or token ids where the server sends no usage; its TTFT is the time to
+// the first such chunk.
 func stream(base, body string, delay time.Duration) (result, error) {
 	start := time.Now()
 	req, _ := http.NewRequestWithContext(context.Background(), "POST", base+"/v1/completions", strings.NewReader(body))
@@ -217,7 +220,8 @@ func stream(base, body string, delay time.Duration) (result, error) {
 		}
 		var ch struct {
 			Choices []struct {
-				Text string `json:"text"`
+				Text     string `json:"text"`
+				TokenIDs []int  `json:"token_ids"` // gelo's (and vLLM's) return_token_ids
 			} `json:"choices"`
 			Usage *struct {
 				CompletionTokens int `json:"completion_tokens"`
@@ -236,7 +240,7 @@ func stream(base, body string, delay time.Duration) (result, error) {
 			usage = ch.Usage.CompletionTokens
 		}
 		for _, c := range ch.Choices {
-			if c.Text != "" {
+			if c.Text != "" || len(c.TokenIDs) > 0 {
 				if chunks == 0 {
 					res.ttft = time.Since(start)
 				}

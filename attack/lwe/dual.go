@@ -137,14 +137,13 @@ func dualHybrid(in inst, cm CostModel) Attack {
 		return r
 	}
 	step := max(1, in.n/128)
-	zeta, _ := minimizeInt(0, in.n-1, step, func(z int) float64 {
+	minimizeInt(0, in.n-1, step, func(z int) float64 {
 		r := atZeta(z)
 		if r.bits < bestPt.bits {
 			bestPt = r
 		}
 		return r.bits
 	})
-	_ = zeta
 	if math.IsInf(bestPt.bits, 1) {
 		return best
 	}

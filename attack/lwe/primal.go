@@ -74,7 +74,7 @@ func embeddingSamples(in inst) float64 {
 	return in.m
 }
 
-// USVP estimates the primal attack via unique-SVP (the 2016 estimate,
+// usvp estimates the primal attack via unique-SVP (the 2016 estimate,
 // estimator's primal_usvp with red_shape_model="gsa"): every block size from
 // 40 to min(1754, m) is tried and the cheapest that succeeds is returned.
 func usvp(in inst, cm CostModel) Attack {

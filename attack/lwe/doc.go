@@ -75,11 +75,11 @@
 //
 // # Dual attack (dual) and sparse dual hybrid (dual-hybrid)
 //
-// [MR09, Alb17, EspJouKha20]: a short vector w of the dual lattice
-// {(x, y) : x A = y mod q} over m' samples and n' secret coordinates, of
-// length rho delta^d (q sigma_s/sigma_e)^(n'/d) sigma_e-scaled (rho = the
-// sieve's sqrt(4/3) excess, d = m' + n', m' = sqrt(n' ln c / ln delta) - n'
-// with c = sigma_s q / sigma_e), turns each sample into a scalar whose
+// [MR09, Alb17, EspJouKha20]: a short vector of the dual lattice over m'
+// samples and n' secret coordinates (those scaled by c = sigma_s q /
+// sigma_e, rank d = m' + n', m' = sqrt(n' ln c / ln delta) - n'), of length
+// rho delta^d times the lattice's volume^(1/d) (rho = the sieve's sqrt(4/3)
+// excess), combines the samples into a scalar whose
 // distance from 0 mod q is Gaussian with standard deviation q sigma,
 // sigma = rho sigma_s delta^d / c^(m'/d). Distinguishing needs
 // N = ceil(2 ln(50) / -ln(1 - eps^2)) such scalars, eps = exp(-2 pi^2 sigma^2);
@@ -105,7 +105,7 @@
 // (32^2 kFFT p^(kFFT+1)) plus table updates (4 * 160 N). p, kEnum, kFFT (steps
 // of 10) and beta are searched as the estimator does. For a sparse secret
 // H overstates the guessing entropy (the estimator applies the formula
-// unchanged); the sparse-aware dual is dual-hybrid below.
+// unchanged); the sparse-aware dual is dual-hybrid above.
 //
 // # Meet in the middle (mitm)
 //

@@ -14,16 +14,21 @@ import (
 	"sync"
 )
 
-// TensorInput is one tensor of the model, as it is loaded. Exactly one of Data and Reader
-// carries its bytes: Reader when it is not nil (it is read to EOF, once), Data otherwise.
-// Data is hashed in place, never copied, so a memory-mapped safetensors shard can be passed
-// as sub-slices.
+// TensorInput is one tensor of the model, as it is loaded. Exactly one of Sum, Reader and
+// Data carries its bytes: Sum when it is not nil, else Reader when it is not nil (it is read
+// to EOF, once), Data otherwise. Data is hashed in place, never copied, so a memory-mapped
+// safetensors shard can be passed as sub-slices.
 type TensorInput struct {
 	Name   string
 	DType  string // as the file names it, e.g. "BF16", "F32"
 	Shape  []int
 	Data   []byte
 	Reader io.Reader
+	// Sum, when not nil, is the SHA-256 of the tensor's bytes and Bytes their count, taken
+	// by whoever read them (a loader that hashed each tensor while it checked and sealed
+	// it, so that what any later read gives is these bytes): nothing is read again.
+	Sum   *[sha256.Size]byte
+	Bytes int64
 }
 
 // IdentityInput is everything that makes up a model's identity. Tensors must be in the
@@ -163,7 +168,10 @@ func ComputeIdentity(in IdentityInput) (Identity, error) {
 	hashOne := func(i int, buf []byte) {
 		t := &in.Tensors[i]
 		td := &tensors[i]
-		if t.Reader != nil {
+		if t.Sum != nil {
+			td.Bytes = t.Bytes
+			td.Data = Digest(*t.Sum)
+		} else if t.Reader != nil {
 			h := sha256.New()
 			nr, err := io.CopyBuffer(h, t.Reader, buf)
 			if err != nil {
@@ -188,7 +196,7 @@ func ComputeIdentity(in IdentityInput) (Identity, error) {
 	}
 	var dataIdx []int
 	for i := range in.Tensors {
-		if in.Tensors[i].Reader == nil {
+		if in.Tensors[i].Reader == nil || in.Tensors[i].Sum != nil {
 			dataIdx = append(dataIdx, i)
 		}
 	}
@@ -218,7 +226,7 @@ func ComputeIdentity(in IdentityInput) (Identity, error) {
 	// Readers, in order, on this goroutine.
 	var buf []byte
 	for i := range in.Tensors {
-		if in.Tensors[i].Reader != nil {
+		if in.Tensors[i].Reader != nil && in.Tensors[i].Sum == nil {
 			if buf == nil {
 				buf = make([]byte, 1<<20)
 			}

@@ -3,6 +3,7 @@ package models
 import (
 	"encoding/json"
 	"fmt"
+	"hash"
 	"os"
 	"slices"
 	"strings"
@@ -344,7 +345,7 @@ func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 	if err != nil {
 		return fail(err, conv)
 	}
-	err = forEachTensor(specs, func(i int, scratch []float32) error { return srcs[i].check(specs[i], scratch) }, nil)
+	err = forEachTensor(specs, func(i int, scratch []float32) error { return srcs[i].check(specs[i], scratch, nil) }, nil)
 	if err != nil {
 		return fail(fmt.Errorf("gguf: %w", err), conv)
 	}
@@ -375,12 +376,23 @@ func multipliedAsStored(t gguf.TensorType, sh []int) bool { return t == gguf.Q4_
 // cannot be told apart is a mislabel whose values stay finite and
 // irregular (F16 bytes read as BF16, say): those load as what the label
 // says, and the identity binds them so.
-func (g *ggufTensor) check(s TensorSpec, scratch []float32) error {
+//
+// When h is not nil, the values (as little-endian float32, in gelo's row
+// order) are written to it.
+func (g *ggufTensor) check(s TensorSpec, scratch []float32, h hash.Hash) error {
+	var le []byte
+	sum := func(v []float32) {
+		if h != nil {
+			le = putF32LE(le, v)
+			h.Write(le)
+		}
+	}
 	if g.typ != gguf.F16 && g.typ != gguf.BF16 {
-		return checkFinite(s, g.fill, scratch)
+		return checkFiniteSeen(s, g.fill, scratch, func(_ int, v []float32) { sum(v) })
 	}
 	var n, even, odd int
 	err := checkFiniteSeen(s, g.fill, scratch, func(base int, v []float32) {
+		sum(v)
 		for i, x := range v {
 			if x == 0 {
 				if (base+i)%2 == 0 {

@@ -98,9 +98,10 @@ func sealSet(dir string, cfg *Config, set *safetensors.Set, progress func(done, 
 		return nil, err
 	}
 	fills := make([]fillFunc, len(specs))
+	sums := make([]tensorSum, len(specs))
 	err = forEachTensor(specs, func(i int, scratch []float32) error {
-		fill, err := sealTensor(set, specs[i].Name, scratch)
-		fills[i] = fill
+		fill, sum, err := sealTensor(set, specs[i].Name, scratch)
+		fills[i], sums[i] = fill, sum
 		if i == 0 && err == nil && sealedHook != nil {
 			path, _ := set.FileOf(specs[i].Name)
 			sealedHook(path)
@@ -139,25 +140,37 @@ func sealSet(dir string, cfg *Config, set *safetensors.Set, progress func(done, 
 		w.tensors[s.Name] = t
 	}
 	w.private = true
+	w.setSums(specs, sums)
 	return w, nil
+}
+
+// setSums records the loader's digests of specs' tensors (F32Digest).
+func (w *Weights) setSums(specs []TensorSpec, sums []tensorSum) {
+	w.sums = make(map[string]tensorSum, len(specs))
+	for i, s := range specs {
+		w.sums[s.Name] = sums[i]
+	}
 }
 
 // sealTensor reads a tensor of set from its open file a piece at a time,
 // keeps each piece's digest, and refuses NaN or Inf (scratch holds a
-// piece's values); it returns the checked reader of what it read.
-func sealTensor(set *safetensors.Set, name string, scratch []float32) (fillFunc, error) {
+// piece's values); it returns the checked reader of what it read and the
+// digest of its values as little-endian float32 (F32Digest).
+func sealTensor(set *safetensors.Set, name string, scratch []float32) (fill fillFunc, ts tensorSum, err error) {
 	path, off, size, dtype, err := set.Where(name)
 	if err != nil {
-		return nil, err
+		return nil, ts, err
 	}
 	esize, err := safetensors.DTypeSize(dtype)
 	if err != nil || !safetensors.IsFloat(dtype) {
-		return nil, fmt.Errorf("%s: tensor %q: unsupported dtype %s (want F32, BF16 or F16)", path, name, dtype)
+		return nil, ts, fmt.Errorf("%s: tensor %q: unsupported dtype %s (want F32, BF16 or F16)", path, name, dtype)
 	}
 	f, err := set.Handle(name)
 	if err != nil {
-		return nil, err
+		return nil, ts, err
 	}
+	h := sha256.New()
+	var le []byte
 	s := &sealedRange{f: f, path: path, name: name, off: off, size: size}
 	bp := sealBufs.Get().(*[]byte)
 	defer sealBufs.Put(bp)
@@ -167,18 +180,26 @@ func sealTensor(set *safetensors.Set, name string, scratch []float32) (fillFunc,
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, fmt.Errorf("%s: tensor %q: %w", path, name, err)
+			return nil, ts, fmt.Errorf("%s: tensor %q: %w", path, name, err)
 		}
 		s.sums = append(s.sums, sha256.Sum256(b))
 		v := scratch[:len(b)/esize] // sealPiece is a multiple of every esize
 		if err := safetensors.DecodeFloat32(dtype, b, v); err != nil {
-			return nil, fmt.Errorf("%s: tensor %q: %w", path, name, err)
+			return nil, ts, fmt.Errorf("%s: tensor %q: %w", path, name, err)
 		}
 		if err := finiteAt(name, v, int(lo)/esize); err != nil {
-			return nil, err
+			return nil, ts, err
 		}
+		if dtype == safetensors.F32 {
+			h.Write(b) // the values' bytes already
+		} else {
+			le = putF32LE(le, v)
+			h.Write(le)
+		}
+		ts.n += 4 * int64(len(v))
 	}
-	return s.fill(dtype, esize), nil
+	h.Sum(ts.sum[:0])
+	return s.fill(dtype, esize), ts, nil
 }
 
 // readTensor is an unchecked reader of a tensor of set through its open
@@ -244,7 +265,9 @@ func sealGGUF(path string, m *safetensors.Mapped, want *Config, progress func(do
 		return nil, conv, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	// Each tensor is sealed (read and digested), then checked finite
-	// through checked reads: what the check saw is what was sealed.
+	// through checked reads, its values hashed for the identity: what the
+	// check saw is what was sealed.
+	sums := make([]tensorSum, len(specs))
 	err = forEachTensor(specs, func(i int, scratch []float32) error {
 		g, err := srcs[i].seal(m.File)
 		if err != nil {
@@ -254,7 +277,13 @@ func sealGGUF(path string, m *safetensors.Mapped, want *Config, progress func(do
 		if i == 0 && sealedHook != nil {
 			sealedHook(path)
 		}
-		return g.check(specs[i], scratch)
+		h := sha256.New()
+		if err := g.check(specs[i], scratch, h); err != nil {
+			return err
+		}
+		h.Sum(sums[i].sum[:0])
+		sums[i].n = 4 * int64(specs[i].Elems())
+		return nil
 	}, progress)
 	if err != nil {
 		return nil, conv, nil, fmt.Errorf("gguf: %w", err)
@@ -294,5 +323,6 @@ func sealGGUF(path string, m *safetensors.Mapped, want *Config, progress func(do
 	}
 	w.blocks = blocks
 	w.closeSource, w.ggufPath, w.private = m.File.Close, path, true
+	w.setSums(specs, sums)
 	return w, conv, tok, nil
 }

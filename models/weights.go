@@ -1,6 +1,7 @@
 package models
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -49,6 +50,44 @@ type Weights struct {
 	closeSource func() error
 	ggufPath    string // the GGUF file the tensors read, if any
 	private     bool   // Private ran
+	// sums are, by tensor, the SHA-256 of its values as little-endian
+	// float32 (what Reader streams) and their byte count, taken by
+	// OpenPrivate while it read and sealed the tensor (F32Digest).
+	sums map[string]tensorSum
+}
+
+// tensorSum is a tensor's F32Digest.
+type tensorSum struct {
+	sum [sha256.Size]byte
+	n   int64
+}
+
+// F32Digest returns the SHA-256 of a tensor's values as little-endian
+// float32, the bytes Reader streams, and their count, when the loader
+// took it as it read the tensor (OpenPrivate does, for a checkpoint or a
+// GGUF file: every later read is checked against what it read, so the
+// digest is that of any read's values); ok is false otherwise. It stays
+// known after Release.
+func (w *Weights) F32Digest(name string) (sum [sha256.Size]byte, n int64, ok bool) {
+	if w == nil {
+		return sum, 0, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.sums[name]
+	if !ok || w.closed {
+		return sum, 0, false
+	}
+	return t.sum, t.n, true
+}
+
+// putF32LE appends v as little-endian float32 bytes to dst[:0].
+func putF32LE(dst []byte, v []float32) []byte {
+	dst = dst[:0]
+	for _, x := range v {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(x))
+	}
+	return dst
 }
 
 // StoredBlocks is a tensor's bytes as its file stored them: type t,

@@ -126,15 +126,25 @@ func ModelIdentity(w *models.Weights, config, tokenizer []byte, flags map[string
 	names := w.Names()
 	tensors := make([]attest.TensorInput, 0, len(names))
 	for _, n := range names {
-		// Streamed: a lazy tensor is hashed a chunk at a time, never made
-		// resident for it.
-		r, shape, err := w.Reader(n)
-		if err != nil {
-			return attest.Identity{}, err
+		if sum, size, ok := w.F32Digest(n); ok {
+			// Hashed by the loader as it read and sealed the tensor: every
+			// read gives those values, so they need no reading again.
+			_, shape, err := w.Shape(n)
+			if err != nil {
+				return attest.Identity{}, err
+			}
+			tensors = append(tensors, attest.TensorInput{Name: n, DType: tensorDType, Shape: shape, Sum: &sum, Bytes: size})
+		} else {
+			// Streamed: a lazy tensor is hashed a chunk at a time, never
+			// made resident for it.
+			r, shape, err := w.Reader(n)
+			if err != nil {
+				return attest.Identity{}, err
+			}
+			tensors = append(tensors, attest.TensorInput{Name: n, DType: tensorDType, Shape: shape, Reader: r})
 		}
-		tensors = append(tensors, attest.TensorInput{Name: n, DType: tensorDType, Shape: shape, Reader: r})
 		if sb, ok := w.Blocks(n); ok {
-			tensors = append(tensors, attest.TensorInput{Name: n + "#stored", DType: strings.ToLower(sb.Type.String()), Shape: shape, Data: sb.Data})
+			tensors = append(tensors, attest.TensorInput{Name: n + "#stored", DType: strings.ToLower(sb.Type.String()), Shape: tensors[len(tensors)-1].Shape, Data: sb.Data})
 		}
 	}
 	return attest.ComputeIdentity(attest.IdentityInput{Config: config, Tensors: tensors, Tokenizer: tokenizer, Flags: flags})

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -131,4 +132,47 @@ func onDevice(m *ir.Module) bool {
 		}
 	}
 	return false
+}
+
+// TestGomlxForwardBF16Weights: --backend gomlx on a bf16 plan over an f32
+// checkpoint multiplies the bf16 values the plan names, as the cpu backend
+// does (it multiplied the f32 values before: the logits of the f32 plan).
+func TestGomlxForwardBF16Weights(t *testing.T) {
+	m, _ := engineModule(t, passes.LevelNone, passes.WeightsBF16, ir.F32, false)
+	_, cfg := tiny(t)
+	w, err := models.SynthesizeAs(cfg, 21, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := engineLogits(t, plan.EngineOptions{}, m, w)
+	got := engineLogits(t, plan.EngineOptions{Backend: "gomlx", GomlxBackend: "go"}, m, w)
+	var worst, scale float64
+	for i := range want {
+		worst = max(worst, math.Abs(float64(got[i]-want[i])))
+		scale = max(scale, math.Abs(float64(want[i])))
+	}
+	t.Logf("max logit deviation from the cpu backend %.2g relative", worst/scale)
+	if !(worst <= 1e-4*scale) {
+		t.Errorf("gomlx logits deviate from the cpu backend's by %.3g relative (tolerance 1e-4)", worst/scale)
+	}
+}
+
+// engineLogits returns the logits of a prefill and two decode steps.
+func engineLogits(t *testing.T, eo plan.EngineOptions, m *ir.Module, w *models.Weights) []float32 {
+	t.Helper()
+	s, done, err := plan.NewSession(eo, w, make([]byte, 32), m, runtime.Options{MaxContext: 16})
+	if err != nil {
+		t.Fatalf("%+v: %v", eo, err)
+	}
+	defer done()
+	var all []float32
+	lg, err := s.Prefill([]int32{3, 1, 4, 1, 5})
+	for i := 0; err == nil && i < 3; i++ {
+		all = append(all, lg...)
+		lg, err = s.Decode(int32(2 + i))
+	}
+	if err != nil {
+		t.Fatalf("%+v: %v", eo, err)
+	}
+	return all
 }

@@ -22,7 +22,8 @@ var forwardDeclined = map[string]string{
 
 // Capabilities is the gomlx backend's record. Its own engine is Forward,
 // the whole unprotected forward as one graph: the ops of forwardLowerings,
-// the protection ops declined (forwardDeclined), f32 and bf16 weights (a
+// the protection ops declined (forwardDeclined), f32 and bf16 weights
+// (bf16 rounded at upload as the cpu backend rounds them, planValues; a
 // value in a block format is refused at compile) and an f32 KV cache (its
 // cache inputs are f32). A protected plan keeps its TEE side on the cpu
 // backend and sends its matmuls to Device, which takes every format but

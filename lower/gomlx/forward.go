@@ -56,6 +56,7 @@ import (
 	"gelo/ir"
 	"gelo/models"
 	"gelo/models/rope"
+	"gelo/models/safetensors"
 )
 
 // Forward compiles whole unprotected graphs on one GoMLX backend, over
@@ -605,10 +606,35 @@ func lowerInput(gb *graphBuild, n *ir.Node) (backends.Op, error) {
 	return gb.inputOp[name], nil
 }
 
+// weightKey is the resident key of the named weights held as dt: a bf16
+// copy is another buffer than the f32 one.
+func weightKey(dt ir.DType, names ...string) string {
+	key := "w:" + strings.Join(names, "|")
+	if dt == ir.BF16 {
+		key = "w:bf16:" + strings.Join(names, "|")
+	}
+	return key
+}
+
+// planValues returns data as a weight of dtype dt holds it: a bf16 weight
+// rounded to bf16 (to nearest even, as the cpu backend rounds it) and
+// widened back exactly, so the graph multiplies the values the plan
+// names whatever the checkpoint's dtype; an f32 weight unchanged.
+func planValues(dt ir.DType, data []float32) []float32 {
+	if dt != ir.BF16 {
+		return data
+	}
+	out := make([]float32, len(data))
+	for i, v := range data {
+		out[i] = safetensors.BF16ToF32(safetensors.F32ToBF16(v))
+	}
+	return out
+}
+
 func lowerWeight(gb *graphBuild, n *ir.Node) (backends.Op, error) {
 	name, _ := n.Attrs.Str("name")
-	want, f := gb.dims[n.ID], gb.p.f
-	gb.wdefs[n.ID] = wdef{"w:" + name, want, func() ([]float32, []int, error) {
+	want, f, dt := gb.dims[n.ID], gb.p.f, n.Type.DType
+	gb.wdefs[n.ID] = wdef{weightKey(dt, name), want, func() ([]float32, []int, error) {
 		data, shape, err := f.weights.Get(name)
 		if err != nil {
 			return nil, nil, err
@@ -616,7 +642,7 @@ func lowerWeight(gb *graphBuild, n *ir.Node) (backends.Op, error) {
 		if !slices.Equal(shape, want) {
 			return nil, nil, fmt.Errorf("weight %q has shape %v, graph wants %v", name, shape, want)
 		}
-		return data, shape, nil
+		return planValues(dt, data), shape, nil
 	}}
 	return nil, nil
 }
@@ -631,8 +657,8 @@ func lowerConcatWeights(gb *graphBuild, n *ir.Node) (backends.Op, error) {
 		}
 		names = append(names, name)
 	}
-	want, f := gb.dims[n.ID], gb.p.f
-	gb.wdefs[n.ID] = wdef{"w:" + strings.Join(names, "|"), want, func() ([]float32, []int, error) {
+	want, f, dt := gb.dims[n.ID], gb.p.f, n.Type.DType
+	gb.wdefs[n.ID] = wdef{weightKey(dt, names...), want, func() ([]float32, []int, error) {
 		var data []float32
 		for _, name := range names {
 			part, _, err := f.weights.Get(name)
@@ -641,7 +667,7 @@ func lowerConcatWeights(gb *graphBuild, n *ir.Node) (backends.Op, error) {
 			}
 			data = append(data, part...)
 		}
-		return data, want, nil
+		return planValues(dt, data), want, nil
 	}}
 	return nil, nil
 }

@@ -8,9 +8,11 @@ import (
 	"gelo/lower"
 	"gelo/lower/cpu"
 	"gelo/lower/gomlx"
+	"gelo/lower/vulkan/vulkantest"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
+	"gelo/runtime"
 )
 
 // opTables lists every backend's record whose op table this build
@@ -86,6 +88,72 @@ func TestRecordsNameWhatTheEngineTakes(t *testing.T) {
 	for _, b := range []string{"cpu", "gomlx", "vulkan"} {
 		if !seen[b] {
 			t.Errorf("NewEngine has no record of backend %s", b)
+		}
+	}
+}
+
+// TestRecordsHold: what a record says its engine and its device take,
+// they run. Every weight format and KV dtype of its engine runs a prefill
+// and a decode step of a mask-none plan on it; every weight format of its
+// device runs them under the cpu backend for a gelo-8x4 plan with every
+// linear op offloaded. (TestNewEngineRefusesWhatTheRecordsDecline in plan
+// checks the other side: what a record leaves out is refused.)
+func TestRecordsHold(t *testing.T) {
+	cfg, err := models.Variant("qwen3-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows of whole q4_k blocks (256 values): qwen3-tiny's 64 would make
+	// every q4_k weight its q8_0 fallback.
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.HeadDim, cfg.NumHiddenLayers = 256, 256, 64, 1
+	w, err := models.SynthesizeAs(cfg, 21, "f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, eo plan.EngineOptions, o plan.Options) {
+		m, err := plan.Compile(models.Source{}, cfg, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, done, err := plan.NewSession(eo, w, testKey, m, runtime.Options{MaxContext: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer done()
+		if _, err := s.Prefill(testPrompt(5, cfg.VocabSize)); err != nil {
+			t.Fatalf("prefill: %v", err)
+		}
+		if _, err := s.Decode(1); err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+	}
+	for _, c := range plan.Backends() {
+		gate := func(t *testing.T) {
+			if c.Device.Family == "vulkan" {
+				vulkantest.Open(t) // skips without a driver
+			}
+		}
+		for _, f := range c.Weights {
+			for _, kv := range c.KVDTypes {
+				t.Run(c.Backend+"/engine/"+f+"/kv-"+kv, func(t *testing.T) {
+					gate(t)
+					dt, err := plan.ParseKVDType(kv)
+					if err != nil {
+						t.Fatal(err)
+					}
+					o := plan.Level(passes.LevelNone)
+					o.Weights, o.Trace.KVDType = f, dt
+					run(t, plan.EngineOptions{Backend: c.Backend, GomlxBackend: "go"}, o)
+				})
+			}
+		}
+		for _, f := range c.Device.Weights {
+			t.Run(c.Backend+"/device/"+f, func(t *testing.T) {
+				gate(t)
+				o := plan.Level(passes.Level8x4)
+				o.Weights, o.OffloadAll = f, true
+				run(t, plan.EngineOptions{Device: c.Device.Names[0]}, o)
+			})
 		}
 	}
 }

@@ -66,6 +66,19 @@ func TestIdentityFromLoaderDigests(t *testing.T) {
 		if err := a.Compare(b); err != nil || a.Digest != b.Digest {
 			t.Fatalf("%s: the identity from the loader's digests differs from the streamed one: %v", spec, err)
 		}
+		// Unhashed: no digests, the identity read through the sealed reads.
+		unhashed, err := models.OpenPrivateUnhashed(spec, 0, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := unhashed.F32Digest(private.Names()[0]); ok {
+			t.Fatalf("%s: OpenPrivateUnhashed took a digest", spec)
+		}
+		c, err := plan.ModelIdentity(unhashed.Weights, []byte("{}"), nil, flags)
+		unhashed.Close()
+		if err != nil || c.Digest != a.Digest {
+			t.Fatalf("%s: the identity of the unhashed load differs (%v)", spec, err)
+		}
 		streamed.Close()
 		private.Close()
 	}

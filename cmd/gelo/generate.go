@@ -59,6 +59,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	var mf modelFlags
 	mf.ownWeights = true // one engine: f32 copies of converted weights are dropped at load
+	mf.noIdentity = true // nothing is sealed or attested (--plan's check loads on its own)
 	var sf samplerFlags
 	mf.register(fs)
 	mf.registerProtect(fs)

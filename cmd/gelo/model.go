@@ -38,6 +38,7 @@ type modelFlags struct {
 	verifyPool   int
 	traffic      *cpu.Traffic  // what crossed, for the last line of generate (shared by copies)
 	ownWeights   bool          // one engine owns the loaded weights: f32 copies of converted ones are dropped
+	noIdentity   bool          // the verb computes no model identity: open need not hash the values for one
 	maskKnob     string        // a mask family set by a verb (bench's --masks): an expert knob as if --mask were given
 	protectFS    *flag.FlagSet // to tell the knobs given from their defaults
 	mask         string
@@ -246,7 +247,11 @@ func (mf *modelFlags) registerDump(fs *flag.FlagSet) {
 // afterwards.
 func (mf *modelFlags) open(stderr io.Writer) (*models.Model, error) {
 	bar := newProgress(stderr, "load "+mf.model)
-	m, err := models.OpenPrivate(mf.model, mf.seed, "", bar.update)
+	open := models.OpenPrivate
+	if mf.noIdentity {
+		open = models.OpenPrivateUnhashed
+	}
+	m, err := open(mf.model, mf.seed, "", bar.update)
 	if m != nil && m.IsDir() {
 		bar.done()
 	}

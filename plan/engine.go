@@ -133,7 +133,11 @@ type needs struct {
 	weights, kv string // the --weights and --kv-dtype it was compiled with
 	security    string
 	protected   bool // its mask is not none
-	onDevice    bool // it places a node on the device
+	// formats are the --weights formats its linear ops multiply, each
+	// once, and onDevice those of the ones placed on the device: a format
+	// falls back for rows that are not whole blocks (q4_k's to q8_0), so
+	// they can differ from weights.
+	formats, onDevice []string
 }
 
 func needsOf(m *ir.Module) needs {
@@ -147,10 +151,58 @@ func needsOf(m *ir.Module) needs {
 	}
 	for _, g := range m.Graphs {
 		for _, n := range g.Nodes {
-			nd.onDevice = nd.onDevice || n.Place == ir.Device
+			if !ir.IsLinear(n.Op) || len(n.Inputs) < 2 {
+				continue
+			}
+			f := linearFormat(g, n)
+			if !slices.Contains(nd.formats, f) {
+				nd.formats = append(nd.formats, f)
+			}
+			if n.Place == ir.Device && !slices.Contains(nd.onDevice, f) {
+				nd.onDevice = append(nd.onDevice, f)
+			}
 		}
 	}
+	slices.Sort(nd.formats)
+	slices.Sort(nd.onDevice)
 	return nd
+}
+
+// linearFormat is the --weights name of the format linear op n multiplies
+// in: its weight's dtype (the dtypes are named as the formats), bf16dot
+// for bf16 weights under the bf16 dot product.
+func linearFormat(g *ir.Graph, n *ir.Node) string {
+	if dot, _ := n.Attrs.Bool(ir.AttrBF16Dot); dot {
+		return passes.WeightsBF16Dot
+	}
+	if w := g.Node(n.Inputs[1]); w != nil {
+		return w.Type.DType.String()
+	}
+	return ""
+}
+
+// missing returns the formats of fs that takes refuses.
+func missing(fs []string, takes func(string) bool) []string {
+	var out []string
+	for _, f := range fs {
+		if !takes(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// compiled says how the plan came by the formats fs, multiplied where
+// ("" or " on the device"): its --weights flag, and the formats
+// themselves where they are not that flag alone.
+func (nd needs) compiled(fs []string, where string) string {
+	if len(fs) == 1 && fs[0] == nd.weights {
+		if where != "" {
+			return "this plan was compiled with --weights " + nd.weights + " and multiplies" + where
+		}
+		return "this plan was compiled with --weights " + nd.weights
+	}
+	return fmt.Sprintf("this plan (compiled with --weights %s) multiplies %s weights%s", nd.weights, lower.Or(fs), where)
 }
 
 // checkEngine refuses a module whose weights or KV cache the engine named
@@ -160,9 +212,10 @@ func (nd needs) checkEngine(c lower.Capabilities, label string) error {
 		return fmt.Errorf("%w: %s keeps an %s KV cache; this plan was compiled with --kv-dtype %s (%s)", ErrEngine, label, lower.Or(c.KVDTypes), nd.kv,
 			suggest(otherBackends(c, func(o lower.Capabilities) bool { return o.TakesKV(nd.kv) }), "--kv-dtype "+lower.Or(c.KVDTypes)))
 	}
-	if !c.TakesWeights(nd.weights) {
-		return fmt.Errorf("%w: %s takes --weights %s; this plan was compiled with --weights %s (%s)", ErrEngine, label, lower.Or(c.Weights), nd.weights,
-			suggest(otherBackends(c, func(o lower.Capabilities) bool { return o.TakesWeights(nd.weights) }), "--weights "+lower.Or(c.Weights)))
+	if bad := missing(nd.formats, c.TakesWeights); len(bad) > 0 {
+		takesAll := func(o lower.Capabilities) bool { return len(missing(nd.formats, o.TakesWeights)) == 0 }
+		return fmt.Errorf("%w: %s takes --weights %s; %s (%s)", ErrEngine, label, lower.Or(c.Weights), nd.compiled(bad, ""),
+			suggest(otherBackends(c, takesAll), "--weights "+lower.Or(c.Weights)))
 	}
 	return nil
 }
@@ -170,17 +223,21 @@ func (nd needs) checkEngine(c lower.Capabilities, label string) error {
 // checkDevice refuses a module that multiplies on the device d (named by
 // label) in a weight format d does not take.
 func (nd needs) checkDevice(d lower.Device, label string) error {
-	if !nd.onDevice || slices.Contains(d.Weights, nd.weights) {
+	takes := func(d lower.Device) func(string) bool {
+		return func(f string) bool { return slices.Contains(d.Weights, f) }
+	}
+	bad := missing(nd.onDevice, takes(d))
+	if len(bad) == 0 {
 		return nil
 	}
 	var others []string
 	for _, o := range Backends() {
-		if o.Device.Family != d.Family && slices.Contains(o.Device.Weights, nd.weights) {
+		if o.Device.Family != d.Family && len(missing(nd.onDevice, takes(o.Device))) == 0 {
 			others = append(others, "--backend cpu --device "+o.Device.Names[0])
 		}
 	}
-	return fmt.Errorf("%w: %s takes --weights %s; this plan was compiled with --weights %s and multiplies on the device (%s)",
-		ErrEngine, label, lower.Or(d.Weights), nd.weights, suggest(others, "--weights "+lower.Or(d.Weights)))
+	return fmt.Errorf("%w: %s takes --weights %s; %s (%s)",
+		ErrEngine, label, lower.Or(d.Weights), nd.compiled(bad, " on the device"), suggest(others, "--weights "+lower.Or(d.Weights)))
 }
 
 // suggest is the advice of a refusal: the engines that take the plan

@@ -8,31 +8,38 @@ import (
 	"testing"
 
 	"gelo/ir"
+	"gelo/lower/vulkan"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/runtime"
 )
 
-// engineModule compiles qwen3-tiny at level with the given weights and KV
-// cache dtype; all forces every linear op across, else the offload
+// engineModule compiles qwen3-tiny widened to rows of whole q4_k blocks
+// (256 values: at its own 64 every q4_k weight is its q8_0 fallback), one
+// layer, at level with the given weights and KV cache dtype, over f32
+// synthetic weights; all forces every linear op across, else the offload
 // decision stands.
 func engineModule(t *testing.T, level, weights string, kv ir.DType, all bool) (*ir.Module, *models.Weights) {
 	t.Helper()
-	src, cfg := tiny(t)
+	cfg, err := models.Variant("qwen3-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.HeadDim, cfg.NumHiddenLayers = 256, 256, 64, 1
 	o := plan.Level(level)
 	o.OffloadAll = all
 	o.Weights = weights
 	o.Trace.KVDType = kv
-	m, err := plan.Compile(src, cfg, o, nil)
+	m, err := plan.Compile(models.Source{}, cfg, o, nil)
 	if err != nil {
 		t.Fatalf("%s %s kv %v: %v", level, weights, kv, err)
 	}
-	mod, err := models.Open(models.DefaultVariant, 1, nil)
+	w, err := models.SynthesizeAs(cfg, 21, "f32")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m, mod.Weights
+	return m, w
 }
 
 // TestNewEngineRefusesWhatTheRecordsDecline: a plan the chosen engine's
@@ -89,7 +96,8 @@ func TestNewEngineRefusesWhatTheRecordsDecline(t *testing.T) {
 // backend), so an f16 cache runs there and gives the cpu backend's
 // greedy tokens (before the records it was refused by the backend's
 // name); a bf16dot plan at exact places no matmul on the device, so a
-// device without the bf16 dot product is no obstacle.
+// device without the bf16 dot product is no obstacle; a q4_k plan that
+// multiplies only its q8_0 fallback runs where q8_0 does.
 func TestNewEngineTakesWhatTheRecordsTake(t *testing.T) {
 	m, w := engineModule(t, passes.Level8x4, passes.WeightsF32, ir.F16, true)
 	want := engineTokens(t, plan.EngineOptions{}, m, w)
@@ -105,6 +113,31 @@ func TestNewEngineTakesWhatTheRecordsTake(t *testing.T) {
 		t.Fatalf("--device gomlx:go, bf16dot at exact (nothing on the device): %v", err)
 	}
 	eng.Close()
+
+	// A q4_k plan whose rows are not whole blocks multiplies its q8_0
+	// fallback only; the records are checked against what a plan
+	// multiplies, so the vulkan engine, which takes q8_0, runs it.
+	cfg, err := models.Variant("qwen3-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := plan.Level(passes.LevelNone)
+	o.Weights = passes.WeightsQ4_K
+	if m, err = plan.Compile(models.Source{}, cfg, o, nil); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = models.SynthesizeAs(cfg, 21, "f32"); err != nil {
+		t.Fatal(err)
+	}
+	eng, err = plan.NewEngine(plan.EngineOptions{Backend: "vulkan"}, w, make([]byte, 32), m)
+	switch {
+	case err == nil:
+		eng.Close()
+	case errors.Is(err, vulkan.ErrUnavailable):
+		t.Logf("no Vulkan driver, the records passed the plan: %v", err)
+	default:
+		t.Errorf("--backend vulkan, q4_k on qwen3-tiny (all q8_0): %v", err)
+	}
 }
 
 // engineTokens generates four greedy tokens on the engine eo asks for.
@@ -138,12 +171,7 @@ func onDevice(m *ir.Module) bool {
 // checkpoint multiplies the bf16 values the plan names, as the cpu backend
 // does (it multiplied the f32 values before: the logits of the f32 plan).
 func TestGomlxForwardBF16Weights(t *testing.T) {
-	m, _ := engineModule(t, passes.LevelNone, passes.WeightsBF16, ir.F32, false)
-	_, cfg := tiny(t)
-	w, err := models.SynthesizeAs(cfg, 21, "f32")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, w := engineModule(t, passes.LevelNone, passes.WeightsBF16, ir.F32, false)
 	want := engineLogits(t, plan.EngineOptions{}, m, w)
 	got := engineLogits(t, plan.EngineOptions{Backend: "gomlx", GomlxBackend: "go"}, m, w)
 	var worst, scale float64

@@ -18,9 +18,9 @@ import (
 
 // servePlain serves model over plain HTTP on a free loopback port until
 // the test ends and returns the URL.
-func servePlain(t *testing.T, model string) string {
+func servePlain(t *testing.T, model string, extra ...string) string {
 	t.Helper()
-	return startServe(t, "--model", model, "--listen", "127.0.0.1:0", "--plain-http", "--max-context", "128")
+	return startServe(t, append([]string{"--model", model, "--listen", "127.0.0.1:0", "--plain-http", "--max-context", "128"}, extra...)...)
 }
 
 // completeIDs asks the server at url for a greedy completion of prompt
@@ -118,8 +118,11 @@ func TestServeGGUFOwnTokenizer(t *testing.T) {
 // SIGBUS.
 func TestServeModelFileChanges(t *testing.T) {
 	cfg, _ := models.Variant("qwen3-tiny")
-	for _, kind := range []string{"f32", "gguf"} {
-		t.Run(kind, func(t *testing.T) {
+	// An f32 plan keeps the values of the one reading; a bf16 plan
+	// converts them through reads checked against the load's digests.
+	for _, tc := range []struct{ kind, weights string }{{"f32", "f32"}, {"gguf", "f32"}, {"f32", "bf16"}, {"gguf", "bf16"}} {
+		kind := tc.kind
+		t.Run(kind+"-"+tc.weights+"-plan", func(t *testing.T) {
 			dir := t.TempDir()
 			var files [2][]byte // seed 1's, seed 2's
 			var specs, paths [2]string
@@ -140,8 +143,8 @@ func TestServeModelFileChanges(t *testing.T) {
 				}
 				files[i] = b
 			}
-			other := completeIDs(t, servePlain(t, specs[1]), []int{1, 2, 3}, 8)
-			url := servePlain(t, specs[0])
+			other := completeIDs(t, servePlain(t, specs[1], "--weights", tc.weights), []int{1, 2, 3}, 8)
+			url := servePlain(t, specs[0], "--weights", tc.weights)
 			want := completeIDs(t, url, []int{1, 2, 3}, 8)
 			if slices.Equal(want, other) {
 				t.Fatal("the two models generate the same tokens: the test cannot tell them apart")

@@ -309,6 +309,21 @@ func planNames() []string {
 	return names
 }
 
+// DeviceNames lists the plan formats the device kind takes (the formats
+// whose records name it), in registration order: a backend's
+// capabilities record takes its device's formats from here.
+func DeviceNames(kind string) []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	var names []string
+	for _, f := range registry {
+		if f.Plan && slices.Contains(f.Devices, kind) {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
 // ExportNames lists the formats export --type takes.
 func ExportNames() []string {
 	mu.RLock()

@@ -196,3 +196,17 @@ func TestRegisterRefuses(t *testing.T) {
 		t.Error("Unregister left the record")
 	}
 }
+
+// DeviceNames is each device kind's formats, from the records' Devices.
+func TestDeviceNames(t *testing.T) {
+	for kind, want := range map[string][]string{
+		"local":  {"f32", "bf16", "bf16dot", "q8_0", "q4_0", "q4_k"},
+		"gomlx":  {"f32", "bf16", "q8_0", "q4_0", "q4_k"},
+		"vulkan": {"f32", "bf16", "q8_0", "q4_0"},
+		"tpu":    nil,
+	} {
+		if got := formats.DeviceNames(kind); !slices.Equal(got, want) {
+			t.Errorf("DeviceNames(%s) = %v, want %v", kind, got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"gelo/device"
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/lower"
 	"gelo/lower/cpu"
@@ -144,7 +145,7 @@ func needsOf(m *ir.Module) needs {
 	nd := needs{weights: m.Meta["weights"], kv: m.Meta["kv_dtype"], security: m.Meta["security"],
 		protected: m.Meta["mask"] != passes.MaskNone}
 	if nd.weights == "" {
-		nd.weights = passes.WeightsF32
+		nd.weights = formats.F32
 	}
 	if nd.kv == "" {
 		nd.kv = ir.F32.String()
@@ -169,14 +170,16 @@ func needsOf(m *ir.Module) needs {
 }
 
 // linearFormat is the --weights name of the format linear op n multiplies
-// in: its weight's dtype (the dtypes are named as the formats), bf16dot
-// for bf16 weights under the bf16 dot product.
+// in: the record of its weight's dtype, bf16dot's for bf16 weights under
+// the bf16 dot product ("" when no record has it).
 func linearFormat(g *ir.Graph, n *ir.Node) string {
 	if dot, _ := n.Attrs.Bool(ir.AttrBF16Dot); dot {
-		return passes.WeightsBF16Dot
+		return formats.BF16Dot
 	}
 	if w := g.Node(n.Inputs[1]); w != nil {
-		return w.Type.DType.String()
+		if f, err := formats.ByDType(w.Type.DType); err == nil {
+			return f.Name
+		}
 	}
 	return ""
 }

@@ -1,11 +1,9 @@
 package cpu
 
 import (
-	"slices"
-
+	"gelo/formats"
 	"gelo/lower"
 	"gelo/models"
-	"gelo/passes"
 )
 
 // Capabilities is the cpu backend's record: every op of its tables
@@ -16,11 +14,11 @@ func Capabilities() lower.Capabilities {
 	return lower.Capabilities{
 		Backend:   "cpu",
 		Lowers:    lower.Union(lower.SortedKeys(teeKernels), lower.SortedKeys(deviceKernels), lower.SortedKeys(storageOps)),
-		Weights:   slices.Clone(passes.WeightFormats),
+		Weights:   formats.PlanNames(),
 		KVDTypes:  kvDTypeNames(),
 		Protected: lower.Protected,
 		Device: lower.Device{Family: "local", Names: []string{"local"},
-			Weights: slices.Clone(passes.WeightFormats)},
+			Weights: formats.DeviceNames(formats.DeviceLocal)},
 	}
 }
 

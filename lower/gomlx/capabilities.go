@@ -3,9 +3,9 @@ package gomlx
 import (
 	"maps"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/lower"
-	"gelo/passes"
 )
 
 // declinedProtection is why whole-forward lowering refuses the protection
@@ -34,10 +34,10 @@ func Capabilities() lower.Capabilities {
 		Backend:   "gomlx",
 		Lowers:    lower.SortedKeys(forwardLowerings),
 		Declines:  maps.Clone(forwardDeclined),
-		Weights:   []string{passes.WeightsF32, passes.WeightsBF16},
+		Weights:   []string{formats.F32, formats.BF16},
 		KVDTypes:  []string{ir.F32.String()},
 		Protected: lower.ProtectedViaDevice,
 		Device: lower.Device{Family: "gomlx", Names: []string{"gomlx:go", "gomlx:xla:cpu", "gomlx:xla:cuda"},
-			Weights: []string{passes.WeightsF32, passes.WeightsBF16, passes.WeightsQ8_0, passes.WeightsQ4_0, passes.WeightsQ4_K}},
+			Weights: formats.DeviceNames(formats.DeviceGomlx)},
 	}
 }

@@ -3,9 +3,9 @@ package vulkan
 import (
 	"maps"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/lower"
-	"gelo/passes"
 )
 
 // declinedProtection is why the whole-forward engine refuses the
@@ -29,15 +29,14 @@ var declined = map[string]string{
 // which takes the same formats (UploadQ has no q4_k shader; Device is no
 // device.BF16Dotter).
 func Capabilities() lower.Capabilities {
-	formats := []string{passes.WeightsF32, passes.WeightsBF16, passes.WeightsQ8_0, passes.WeightsQ4_0}
 	return lower.Capabilities{
 		Backend:   "vulkan",
 		Lowers:    loweredOps(),
 		Declines:  maps.Clone(declined),
-		Weights:   formats,
+		Weights:   []string{formats.F32, formats.BF16, formats.Q8_0, formats.Q4_0},
 		KVDTypes:  []string{ir.F32.String()},
 		Protected: lower.Unprotected,
 		Device: lower.Device{Family: "vulkan", Names: []string{"vulkan", "vulkan:N"},
-			Weights: append([]string(nil), formats...)},
+			Weights: formats.DeviceNames(formats.DeviceVulkan)},
 	}
 }

@@ -337,9 +337,9 @@ func (f *Forward) embedTable(g *ir.Graph, n *ir.Node, rows, cols int) (*weight, 
 			vals[i] = safetensors.BF16ToF32(safetensors.F32ToBF16(v))
 		}
 	case ir.Q8_0, ir.Q4_0:
-		wf := wire.Q8_0
-		if n.Type.DType == ir.Q4_0 {
-			wf = wire.Q4_0
+		wf, err := wire.FormatOf(n.Type.DType)
+		if err != nil {
+			return nil, fmt.Errorf("embedding table %q: %w", names[0], err)
 		}
 		qm, err := wire.Quantize(wf, data, rows, cols)
 		if err != nil {

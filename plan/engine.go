@@ -16,7 +16,6 @@ import (
 	"gelo/ir"
 	"gelo/lower"
 	"gelo/lower/cpu"
-	"gelo/lower/cpu/kernels"
 	"gelo/lower/gomlx"
 	"gelo/lower/vulkan"
 	"gelo/models"
@@ -383,10 +382,7 @@ func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *dev
 	var vk *vulkan.Device
 	switch {
 	case eo.Device == "" || eo.Device == "local":
-		if eo.Spy || eo.Wrap != nil {
-			ctx := kernels.NewCtx(eo.Workers)
-			opt.Device, closeDev = cpu.NewLocalDevice(ctx), ctx.Close
-		}
+		// The backend's own local device, on its pool (Wrap below).
 	case strings.HasPrefix(eo.Device, "gomlx:"):
 		d, err := gomlx.New(strings.TrimPrefix(eo.Device, "gomlx:"))
 		if err != nil {
@@ -406,13 +402,18 @@ func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *dev
 	default:
 		return nil, nil, nil, nil, fmt.Errorf("%w: --device %q: want local, gomlx:go, gomlx:xla:cpu, gomlx:xla:cuda or vulkan", ErrEngine, eo.Device)
 	}
-	if eo.Wrap != nil {
-		opt.Device = eo.Wrap(opt.Device)
-	}
 	var spy *device.SpyDevice
-	if eo.Spy {
-		spy = device.NewSpy(opt.Device)
-		opt.Device = spy
+	if eo.Wrap != nil || eo.Spy {
+		opt.Wrap = func(d device.Device) device.Device {
+			if eo.Wrap != nil {
+				d = eo.Wrap(d)
+			}
+			if eo.Spy {
+				spy = device.NewSpy(d)
+				d = spy
+			}
+			return d
+		}
 	}
 	be := cpu.New(w, opt)
 	return be, spy, vk, func() { be.Close(); closeDev() }, nil

@@ -38,6 +38,10 @@ type Options struct {
 	SessionKey []byte
 	// Traffic, when not nil, counts what crosses to and from the device.
 	Traffic *Traffic
+	// Wrap, when not nil, wraps the device (Device, or the LocalDevice
+	// on this backend's own pool) before use: a spy or a lying device
+	// around the local one, without a second set of worker goroutines.
+	Wrap func(device.Device) device.Device
 }
 
 // Traffic counts the payloads a backend's programs send the device and
@@ -167,6 +171,9 @@ func New(w *models.Weights, opt Options) *Backend {
 	b.qctx = quant.NewCtxOn(b.ctx.Pool())
 	if b.dev == nil {
 		b.dev = newLocalDevice(b.ctx, b.qctx)
+	}
+	if opt.Wrap != nil {
+		b.dev = opt.Wrap(b.dev)
 	}
 	return b
 }

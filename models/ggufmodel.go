@@ -345,7 +345,7 @@ func LoadGGUF(f *gguf.File, cfg *Config) (*Weights, GGUFConversion, error) {
 	if err != nil {
 		return fail(err, conv)
 	}
-	err = forEachTensor(specs, func(i int, scratch []float32) error { return srcs[i].check(specs[i], scratch, nil, nil) }, nil)
+	err = forEachTensor(specs, func(i int, scratch []float32) error { return srcs[i].check(specs[i], scratch, nil) }, nil)
 	if err != nil {
 		return fail(fmt.Errorf("gguf: %w", err), conv)
 	}
@@ -378,25 +378,21 @@ func multipliedAsStored(t gguf.TensorType, sh []int) bool { return t == gguf.Q4_
 // says, and the identity binds them so.
 //
 // When h is not nil, the values (as little-endian float32, in gelo's row
-// order) are written to it; when keep is not nil (the tensor's size), they
-// are decoded into it.
-func (g *ggufTensor) check(s TensorSpec, scratch []float32, h hash.Hash, keep []float32) error {
+// order) are written to it.
+func (g *ggufTensor) check(s TensorSpec, scratch []float32, h hash.Hash) error {
 	var le []byte
-	sum := func(base int, v []float32) {
-		if keep != nil {
-			copy(keep[base:], v)
-		}
+	sum := func(v []float32) {
 		if h != nil {
 			le = putF32LE(le, v)
 			h.Write(le)
 		}
 	}
 	if g.typ != gguf.F16 && g.typ != gguf.BF16 {
-		return checkFiniteSeen(s, g.fill, scratch, sum)
+		return checkFiniteSeen(s, g.fill, scratch, func(_ int, v []float32) { sum(v) })
 	}
 	var n, even, odd int
 	err := checkFiniteSeen(s, g.fill, scratch, func(base int, v []float32) {
-		sum(base, v)
+		sum(v)
 		for i, x := range v {
 			if x == 0 {
 				if (base+i)%2 == 0 {

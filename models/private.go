@@ -41,43 +41,31 @@ type EmbeddedTokenizer struct {
 //
 // A GGUF model's tokenizer (Model.Tokenizer) comes from the same reading.
 func OpenPrivate(spec string, seed uint64, synthDType string, progress func(done, total int64)) (*Model, error) {
-	return OpenPrivateWith(spec, seed, synthDType, PrivateOptions{Progress: progress})
+	return openPrivate(spec, seed, synthDType, true, progress)
 }
 
-// PrivateOptions adjust OpenPrivateWith.
-type PrivateOptions struct {
-	// Unhashed leaves out the digests of the values that spare an
-	// identity a second reading (F32Digest): for a caller that computes
-	// no identity (one float32 hash of the model's values fewer, about
-	// 0.6 s of CPU a GB of float32 here).
-	Unhashed bool
-	// Resident keeps every tensor's float32 values in memory from the one
-	// reading, and nothing is read from the file again (no piece digests
-	// either): for a caller that makes every tensor resident anyway (an
-	// engine of an f32 plan), it spares the second reading and its
-	// checks, at no memory beyond what that engine holds. A GGUF tensor's
-	// blocks are read whole, dequantized from memory, then dropped.
-	Resident bool
-	// Progress, when not nil, sees the elements read out of the total.
-	Progress func(done, total int64)
+// OpenPrivateUnhashed is OpenPrivate without the digests of the values
+// that spare an identity a second reading (F32Digest): for a caller that
+// computes no identity (one float32 hash of the model's values fewer,
+// about 0.6 s of CPU a GB of float32 here); the sealing is the same.
+func OpenPrivateUnhashed(spec string, seed uint64, synthDType string, progress func(done, total int64)) (*Model, error) {
+	return openPrivate(spec, seed, synthDType, false, progress)
 }
 
-// OpenPrivateWith is OpenPrivate adjusted by o.
-func OpenPrivateWith(spec string, seed uint64, synthDType string, o PrivateOptions) (*Model, error) {
-	digests, progress := !o.Unhashed, o.Progress
+func openPrivate(spec string, seed uint64, synthDType string, digests bool, progress func(done, total int64)) (*Model, error) {
 	src, cfg, err := Resolve(spec, seed, synthDType)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case src.GGUF != "":
-		w, conv, tok, err := loadGGUFPrivate(src.GGUF, cfg, digests, o.Resident, progress)
+		w, conv, tok, err := loadGGUFPrivate(src.GGUF, cfg, digests, progress)
 		if err != nil {
 			return nil, err
 		}
 		return &Model{Source: src, Weights: w, Notice: conv.String(), Tokenizer: tok}, nil
 	case src.IsDir():
-		w, err := loadDirPrivate(src.Dir, digests, o.Resident, progress)
+		w, err := loadDirPrivate(src.Dir, digests, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -97,7 +85,7 @@ func OpenPrivateWith(spec string, seed uint64, synthDType string, o PrivateOptio
 var sealedHook func(path string)
 
 // loadDirPrivate is LoadWithProgress read as OpenPrivate says.
-func loadDirPrivate(dir string, digests, resident bool, progress func(done, total int64)) (*Weights, error) {
+func loadDirPrivate(dir string, digests bool, progress func(done, total int64)) (*Weights, error) {
 	cfg, err := ReadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, fmt.Errorf("weights %s: %w", dir, err)
@@ -106,7 +94,7 @@ func loadDirPrivate(dir string, digests, resident bool, progress func(done, tota
 	if err != nil {
 		return nil, fmt.Errorf("weights %s: %w", dir, err)
 	}
-	w, err := sealSet(dir, cfg, set, digests, resident, progress)
+	w, err := sealSet(dir, cfg, set, digests, progress)
 	if err != nil {
 		_ = set.Close()
 		return nil, err
@@ -117,20 +105,15 @@ func loadDirPrivate(dir string, digests, resident bool, progress func(done, tota
 // sealSet checks set against cfg (as load does) and seals every tensor
 // while it checks it finite; the mappings are released, the files stay
 // open for the checked reads until the weights' Close.
-func sealSet(dir string, cfg *Config, set *safetensors.Set, digests, resident bool, progress func(done, total int64)) (*Weights, error) {
+func sealSet(dir string, cfg *Config, set *safetensors.Set, digests bool, progress func(done, total int64)) (*Weights, error) {
 	specs, tiedHead, err := checkSet(dir, cfg, set)
 	if err != nil {
 		return nil, err
 	}
 	fills := make([]fillFunc, len(specs))
 	sums := make([]tensorSum, len(specs))
-	vals := make([][]float32, len(specs))
 	err = forEachTensor(specs, func(i int, scratch []float32) error {
-		if resident {
-			vals[i] = make([]float32, specs[i].Elems())
-			scratch = nil
-		}
-		fill, sum, err := sealTensor(set, specs[i].Name, scratch, vals[i], digests)
+		fill, sum, err := sealTensor(set, specs[i].Name, scratch, digests)
 		fills[i], sums[i] = fill, sum
 		if i == 0 && err == nil && sealedHook != nil {
 			path, _ := set.FileOf(specs[i].Name)
@@ -146,9 +129,6 @@ func sealSet(dir string, cfg *Config, set *safetensors.Set, digests, resident bo
 		for i, s := range specs {
 			if s.Name == EmbedName {
 				embed = fills[i]
-				if v := vals[i]; v != nil {
-					embed = func(lo, hi int, dst []float32) error { copy(dst, v[lo:hi]); return nil }
-				}
 			}
 		}
 		head, err := readTensor(set, LMHeadName)
@@ -169,11 +149,7 @@ func sealSet(dir string, cfg *Config, set *safetensors.Set, digests, resident bo
 	w := newWeights(cfg, specs, nil, set) // Close closes the files
 	for i, s := range specs {
 		t := w.tensors[s.Name]
-		if vals[i] != nil {
-			t.data = vals[i]
-		} else {
-			t.fill, t.ownFill = fills[i], true
-		}
+		t.fill, t.ownFill = fills[i], true
 		w.tensors[s.Name] = t
 	}
 	w.private = true
@@ -195,10 +171,8 @@ func (w *Weights) setSums(specs []TensorSpec, sums []tensorSum) {
 // keeps each piece's digest, and refuses NaN or Inf (scratch holds a
 // piece's values); it returns the checked reader of what it read and,
 // when digest, the digest of its values as little-endian float32
-// (F32Digest). With keep (the tensor's size) instead of scratch, the
-// values are decoded into keep and no piece digests are taken: the
-// reader is nil, nothing reads the file again.
-func sealTensor(set *safetensors.Set, name string, scratch, keep []float32, digest bool) (fill fillFunc, ts tensorSum, err error) {
+// (F32Digest).
+func sealTensor(set *safetensors.Set, name string, scratch []float32, digest bool) (fill fillFunc, ts tensorSum, err error) {
 	path, off, size, dtype, err := set.Where(name)
 	if err != nil {
 		return nil, ts, err
@@ -224,13 +198,8 @@ func sealTensor(set *safetensors.Set, name string, scratch, keep []float32, dige
 			}
 			return nil, ts, fmt.Errorf("%s: tensor %q: %w", path, name, err)
 		}
-		var v []float32
-		if keep != nil {
-			v = keep[int(lo)/esize : int(lo)/esize+len(b)/esize]
-		} else {
-			s.sums = append(s.sums, sha256.Sum256(b))
-			v = scratch[:len(b)/esize] // sealPiece is a multiple of every esize
-		}
+		s.sums = append(s.sums, sha256.Sum256(b))
+		v := scratch[:len(b)/esize] // sealPiece is a multiple of every esize
 		if err := safetensors.DecodeFloat32(dtype, b, v); err != nil {
 			return nil, ts, fmt.Errorf("%s: tensor %q: %w", path, name, err)
 		}
@@ -248,9 +217,6 @@ func sealTensor(set *safetensors.Set, name string, scratch, keep []float32, dige
 		ts.n += 4 * int64(len(v))
 	}
 	h.Sum(ts.sum[:0])
-	if keep != nil {
-		return nil, ts, nil
-	}
 	return s.fill(dtype, esize), ts, nil
 }
 
@@ -283,12 +249,12 @@ func readTensor(set *safetensors.Set, name string) (fillFunc, error) {
 
 // loadGGUFPrivate is LoadGGUF read as OpenPrivate says: config, tokenizer
 // and tensors from one opening of path, whose config must be want's.
-func loadGGUFPrivate(path string, want *Config, digests, resident bool, progress func(done, total int64)) (*Weights, GGUFConversion, *EmbeddedTokenizer, error) {
+func loadGGUFPrivate(path string, want *Config, digests bool, progress func(done, total int64)) (*Weights, GGUFConversion, *EmbeddedTokenizer, error) {
 	m, err := safetensors.MapOpen(path)
 	if err != nil {
 		return nil, GGUFConversion{}, nil, fmt.Errorf("gguf %s: %w", path, err)
 	}
-	w, conv, tok, err := sealGGUF(path, m, want, digests, resident, progress)
+	w, conv, tok, err := sealGGUF(path, m, want, digests, progress)
 	if err != nil {
 		_ = m.Close()
 		return nil, conv, nil, err
@@ -296,7 +262,7 @@ func loadGGUFPrivate(path string, want *Config, digests, resident bool, progress
 	return w, conv, tok, nil
 }
 
-func sealGGUF(path string, m *safetensors.Mapped, want *Config, digests, resident bool, progress func(done, total int64)) (*Weights, GGUFConversion, *EmbeddedTokenizer, error) {
+func sealGGUF(path string, m *safetensors.Mapped, want *Config, digests bool, progress func(done, total int64)) (*Weights, GGUFConversion, *EmbeddedTokenizer, error) {
 	f, err := gguf.Parse(m.Buf)
 	if err != nil {
 		return nil, GGUFConversion{}, nil, fmt.Errorf("%s: %w", path, err)
@@ -319,27 +285,11 @@ func sealGGUF(path string, m *safetensors.Mapped, want *Config, digests, residen
 	// Each tensor is sealed (read and digested), then checked finite
 	// through checked reads, its values hashed for the identity: what the
 	// check saw is what was sealed.
-	// Resident, each tensor's blocks are read whole into memory and
-	// dequantized from there into its values, kept.
 	sums := make([]tensorSum, len(specs))
-	vals := make([][]float32, len(specs))
-	raws := make([][]byte, len(specs))
 	err = forEachTensor(specs, func(i int, scratch []float32) error {
-		var g *ggufTensor
-		if resident {
-			raw := make([]byte, len(srcs[i].data))
-			if _, err := m.File.ReadAt(raw, srcs[i].fileOff); err != nil {
-				if errors.Is(err, io.EOF) {
-					err = io.ErrUnexpectedEOF
-				}
-				return fmt.Errorf("%s: tensor %q: %w", path, specs[i].Name, err)
-			}
-			g, raws[i], vals[i] = srcs[i].private(raw), raw, make([]float32, specs[i].Elems())
-		} else {
-			var err error
-			if g, err = srcs[i].seal(m.File); err != nil {
-				return err
-			}
+		g, err := srcs[i].seal(m.File)
+		if err != nil {
+			return err
 		}
 		srcs[i] = g
 		if i == 0 && sealedHook != nil {
@@ -349,7 +299,7 @@ func sealGGUF(path string, m *safetensors.Mapped, want *Config, digests, residen
 		if digests {
 			h = sha256.New()
 		}
-		if err := g.check(specs[i], scratch, h, vals[i]); err != nil {
+		if err := g.check(specs[i], scratch, h); err != nil {
 			return err
 		}
 		if h != nil {
@@ -367,12 +317,9 @@ func sealGGUF(path string, m *safetensors.Mapped, want *Config, digests, residen
 		if !multipliedAsStored(g.typ, s.Shape) {
 			continue
 		}
-		data := raws[i]
-		if data == nil {
-			data = make([]byte, g.sealed.size)
-			if err := g.sealed.read(0, g.sealed.size, data); err != nil {
-				return nil, conv, nil, fmt.Errorf("gguf: %w", err)
-			}
+		data := make([]byte, g.sealed.size)
+		if err := g.sealed.read(0, g.sealed.size, data); err != nil {
+			return nil, conv, nil, fmt.Errorf("gguf: %w", err)
 		}
 		if g.heads > 0 {
 			// In gelo's row order for the plan; the tensor keeps reading
@@ -394,11 +341,7 @@ func sealGGUF(path string, m *safetensors.Mapped, want *Config, digests, residen
 	w := newWeights(cfg, specs, nil, nil)
 	for i, s := range specs {
 		t := w.tensors[s.Name]
-		if vals[i] != nil {
-			t.data = vals[i] // the blocks go, unless stored blocks share them
-		} else {
-			t.fill, t.gguf, t.ownFill = srcs[i].fill, srcs[i], true
-		}
+		t.fill, t.gguf, t.ownFill = srcs[i].fill, srcs[i], true
 		w.tensors[s.Name] = t
 	}
 	w.blocks = blocks

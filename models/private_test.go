@@ -117,65 +117,49 @@ func values(t *testing.T, path string) map[string][]byte {
 // other read fails naming the file and the tensor (before the fix an f32
 // checkpoint's tensors were views of the mapping: they showed the second
 // model, and a truncation was a SIGBUS).
-// privateOpens are the ways to open a model privately: sealed (reads
-// checked), and resident (one reading kept).
-var privateOpens = []struct {
-	name string
-	open func(string) (*models.Model, error)
-}{
-	{"sealed", func(p string) (*models.Model, error) { return models.OpenPrivate(p, 0, "", nil) }},
-	{"resident", func(p string) (*models.Model, error) {
-		return models.OpenPrivateWith(p, 0, "", models.PrivateOptions{Resident: true})
-	}},
-}
-
 func TestOpenPrivateFileChangesAfterLoad(t *testing.T) {
 	for _, src := range privateSources(t) {
-		for _, po := range privateOpens {
-			t.Run(src.name+"-"+po.name, func(t *testing.T) { checkAfterLoad(t, src, po.open) })
-		}
-	}
-}
-
-func checkAfterLoad(t *testing.T, src privateSource, open func(string) (*models.Model, error)) {
-	src.put(t, src.b)
-	other := values(t, src.path)
-	src.put(t, src.a)
-	want := values(t, src.path)
-	m, err := open(src.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	resident := map[string]bool{}
-	for i, n := range m.Names() {
-		if i%2 == 0 {
-			if _, _, err := m.Get(n); err != nil {
+		t.Run(src.name, func(t *testing.T) {
+			src.put(t, src.b)
+			other := values(t, src.path)
+			src.put(t, src.a)
+			want := values(t, src.path)
+			m, err := models.OpenPrivate(src.path, 0, "", nil)
+			if err != nil {
 				t.Fatal(err)
 			}
-			resident[n] = true
-		}
-	}
-	for _, change := range []struct {
-		what string
-		data []byte
-	}{{"overwritten", src.b}, {"truncated", src.a[:len(src.a)/2]}} {
-		src.put(t, change.data)
-		for _, n := range m.Names() {
-			v, _, err := m.Get(n)
-			switch {
-			case err != nil && resident[n]:
-				t.Fatalf("file %s: %s, read before, fails: %v", change.what, n, err)
-			case err != nil:
-				if !strings.Contains(err.Error(), src.file) || !strings.Contains(err.Error(), n) || !strings.Contains(err.Error(), "changed after it was checked") {
-					t.Fatalf("file %s: reading %s fails without naming the file, the tensor and why: %v", change.what, n, err)
+			defer m.Close()
+			resident := map[string]bool{}
+			for i, n := range m.Names() {
+				if i%2 == 0 {
+					if _, _, err := m.Get(n); err != nil {
+						t.Fatal(err)
+					}
+					resident[n] = true
 				}
-			case bytes.Equal(le(v), other[n]) && !bytes.Equal(other[n], want[n]):
-				t.Fatalf("file %s: %s reads the second model's values", change.what, n)
-			case !bytes.Equal(le(v), want[n]):
-				t.Fatalf("file %s: %s reads values the identity never saw", change.what, n)
 			}
-		}
+			for _, change := range []struct {
+				what string
+				data []byte
+			}{{"overwritten", src.b}, {"truncated", src.a[:len(src.a)/2]}} {
+				src.put(t, change.data)
+				for _, n := range m.Names() {
+					v, _, err := m.Get(n)
+					switch {
+					case err != nil && resident[n]:
+						t.Fatalf("file %s: %s, read before, fails: %v", change.what, n, err)
+					case err != nil:
+						if !strings.Contains(err.Error(), src.file) || !strings.Contains(err.Error(), n) || !strings.Contains(err.Error(), "changed after it was checked") {
+							t.Fatalf("file %s: reading %s fails without naming the file, the tensor and why: %v", change.what, n, err)
+						}
+					case bytes.Equal(le(v), other[n]) && !bytes.Equal(other[n], want[n]):
+						t.Fatalf("file %s: %s reads the second model's values", change.what, n)
+					case !bytes.Equal(le(v), want[n]):
+						t.Fatalf("file %s: %s reads values the identity never saw", change.what, n)
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -185,66 +169,62 @@ func checkAfterLoad(t *testing.T, src privateSource, open func(string) (*models.
 // load unaffected (the open file is the one read throughout).
 func TestOpenPrivateFileChangesDuringLoad(t *testing.T) {
 	for _, src := range privateSources(t) {
-		for _, po := range privateOpens {
-			t.Run(src.name+"-"+po.name, func(t *testing.T) { checkDuringLoad(t, src, po.open) })
-		}
-	}
-}
-
-func checkDuringLoad(t *testing.T, src privateSource, open func(string) (*models.Model, error)) {
-	src.put(t, src.a)
-	want := values(t, src.path)
-	for _, tc := range []struct {
-		what   string
-		change func()
-		refuse bool
-	}{
-		{"overwritten", func() { src.put(t, src.b) }, true},
-		{"truncated", func() { src.put(t, src.a[:len(src.a)*2/3]) }, true},
-		{"replaced by rename", func() {
-			tmp := src.file + ".new"
-			if err := os.WriteFile(tmp, src.b, 0o644); err != nil {
-				t.Error(err)
-			}
-			if err := os.Rename(tmp, src.file); err != nil {
-				t.Error(err)
-			}
-		}, false},
-	} {
-		src.put(t, src.a)
-		hooked := 0
-		restore := models.SetSealedHook(func(path string) {
-			hooked++
-			if path == src.file {
-				tc.change()
+		t.Run(src.name, func(t *testing.T) {
+			src.put(t, src.a)
+			want := values(t, src.path)
+			for _, tc := range []struct {
+				what   string
+				change func()
+				refuse bool
+			}{
+				{"overwritten", func() { src.put(t, src.b) }, true},
+				{"truncated", func() { src.put(t, src.a[:len(src.a)*2/3]) }, true},
+				{"replaced by rename", func() {
+					tmp := src.file + ".new"
+					if err := os.WriteFile(tmp, src.b, 0o644); err != nil {
+						t.Error(err)
+					}
+					if err := os.Rename(tmp, src.file); err != nil {
+						t.Error(err)
+					}
+				}, false},
+			} {
+				src.put(t, src.a)
+				hooked := 0
+				restore := models.SetSealedHook(func(path string) {
+					hooked++
+					if path == src.file {
+						tc.change()
+					}
+				})
+				m, err := models.OpenPrivate(src.path, 0, "", nil)
+				restore()
+				if hooked != 1 {
+					t.Fatalf("%s: the hook ran %d times", tc.what, hooked)
+				}
+				if tc.refuse {
+					if err == nil {
+						m.Close()
+						t.Fatalf("a file %s while it loads was accepted", tc.what)
+					}
+					if !strings.Contains(err.Error(), src.file) {
+						t.Fatalf("a file %s while it loads: the error does not name it: %v", tc.what, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("a file %s while it loads: %v", tc.what, err)
+				}
+				for _, n := range m.Names() {
+					v, _, err := m.Get(n)
+					if err != nil || !bytes.Equal(le(v), want[n]) {
+						m.Close()
+						t.Fatalf("a file %s while it loads: %s differs from the file opened (err %v)", tc.what, n, err)
+					}
+				}
+				m.Close()
 			}
 		})
-		m, err := open(src.path)
-		restore()
-		if hooked != 1 {
-			t.Fatalf("%s: the hook ran %d times", tc.what, hooked)
-		}
-		if tc.refuse {
-			if err == nil {
-				m.Close()
-				t.Fatalf("a file %s while it loads was accepted", tc.what)
-			}
-			if !strings.Contains(err.Error(), src.file) {
-				t.Fatalf("a file %s while it loads: the error does not name it: %v", tc.what, err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("a file %s while it loads: %v", tc.what, err)
-		}
-		for _, n := range m.Names() {
-			v, _, err := m.Get(n)
-			if err != nil || !bytes.Equal(le(v), want[n]) {
-				m.Close()
-				t.Fatalf("a file %s while it loads: %s differs from the file opened (err %v)", tc.what, n, err)
-			}
-		}
-		m.Close()
 	}
 }
 

@@ -247,10 +247,11 @@ func (mf *modelFlags) registerDump(fs *flag.FlagSet) {
 // afterwards.
 func (mf *modelFlags) open(stderr io.Writer) (*models.Model, error) {
 	bar := newProgress(stderr, "load "+mf.model)
-	// One engine of an f32 plan holds every tensor as f32: then the one
-	// reading keeps them, and nothing reads the file again.
-	resident := mf.ownWeights && mf.weights == passes.WeightsF32
-	m, err := models.OpenPrivateWith(mf.model, mf.seed, "", models.PrivateOptions{Unhashed: mf.noIdentity, Resident: resident, Progress: bar.update})
+	open := models.OpenPrivate
+	if mf.noIdentity {
+		open = models.OpenPrivateUnhashed
+	}
+	m, err := open(mf.model, mf.seed, "", bar.update)
 	if m != nil && m.IsDir() {
 		bar.done()
 	}

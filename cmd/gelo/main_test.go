@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"gelo/ir"
 	"gelo/models"
@@ -274,24 +273,5 @@ func TestBackendGomlx(t *testing.T) {
 	}
 	if _, errs, code := gelo(t, "generate", "--backend", "tpu"); code != 2 || !strings.Contains(errs, `--backend "tpu"`) {
 		t.Errorf("bad backend: exit %d, %q", code, errs)
-	}
-}
-
-func TestShortDuration(t *testing.T) {
-	for _, tc := range []struct {
-		d    time.Duration
-		want string
-	}{
-		{1234567 * time.Nanosecond, "1.23ms"},
-		{12345678 * time.Nanosecond, "12.3ms"},
-		{123456789 * time.Nanosecond, "123ms"},
-		{1234567890 * time.Nanosecond, "1.23s"},
-		{4567 * time.Nanosecond, "4.57µs"},
-		{999 * time.Nanosecond, "999ns"},
-		{2 * time.Hour, "2h0m0s"},
-	} {
-		if got := short(tc.d); got != tc.want {
-			t.Errorf("short(%v) = %s, want %s", tc.d, got, tc.want)
-		}
 	}
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
-	"gelo/models"
 )
 
 // TestSecurityFlagErrors: every bad use of the level flags is a usage
@@ -43,37 +41,11 @@ func TestSecurityFlagErrors(t *testing.T) {
 	}
 }
 
-// TestWhitenFloor: on the Qwen3-0.6B shapes at prefill n = 2040, the o
-// and down projections' Gram alone (n^2 d / 2 with n < d) costs as much as
-// their matmul (n d d_out, d_out = 1024 = n / 2), so they stay in the TEE
-// under any whitened level and the floor is at least their share of the
-// linear work, a third; the other ops add their Grams. At B = 1 the Gram
-// of one row is nothing next to a matmul. And the cost-only frontier
-// prints it without building an engine (no memory preflight).
-func TestWhitenFloor(t *testing.T) {
-	cfg, err := models.Variant("qwen3-0.6b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var od, all float64
-	for _, sh := range linearShapes(cfg) {
-		rows := 2040.0
-		if sh.lmHead {
-			rows = 1
-		}
-		w := rows * float64(sh.d*sh.dOut*sh.perPass)
-		all += w
-		if sh.op == "o" || sh.op == "down" {
-			od += w
-		}
-	}
-	f := whitenFloor(cfg, 2040, true)
-	if f < od/all || f > 0.5 {
-		t.Errorf("floor at n = 2040: %.3f, want at least o+down's share %.3f (and below one half)", f, od/all)
-	}
-	if f := whitenFloor(cfg, 1, false); f > 0.01 {
-		t.Errorf("floor at B = 1: %.4f, want about d / (2 d_out) of each op (< 1 %%)", f)
-	}
+// TestBenchSecurityCostOnly: the cost-only frontier (bench --suite
+// security --measure=false) prints the whitened floor without building
+// an engine (no memory preflight). The frontier itself is package bench's
+// (TestWhitenFloor, TestSecurityFrontierListsEveryLevel).
+func TestBenchSecurityCostOnly(t *testing.T) {
 	stdout, stderr, code := gelo(t, "bench", "--suite", "security", "--measure=false", "--prefill", "64", "--batch", "4")
 	if code != 0 || !strings.Contains(stdout, "floor of any whitened level") {
 		t.Errorf("bench --suite security --measure=false: exit %d\n%s\n%s", code, stdout, stderr)

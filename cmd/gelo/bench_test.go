@@ -1,0 +1,65 @@
+package main
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"gelo/passes"
+)
+
+// TestBenchEntries: each --masks entry compiles as its own plan: a level
+// name at that level, a mask family under the expert knobs with that
+// mask (before the masks suite took this list, every entry compiled the
+// --security level, so none and exact were one plan measured twice). The
+// flags are left as they were.
+func TestBenchEntries(t *testing.T) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	mf.registerProtect(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	before := mf
+	entries, err := benchEntries(mf, []string{passes.LevelNone, passes.LevelExact, passes.MaskHD3, passes.MaskHaar})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct{ name, security, mask string }{
+		{passes.LevelNone, passes.LevelNone, passes.MaskNone},
+		{passes.LevelExact, passes.LevelExact, passes.MaskHaar},
+		{passes.MaskHD3, "", passes.MaskHD3},
+		{passes.MaskHaar, "", passes.MaskHaar},
+	} {
+		e := entries[i]
+		if e.Name != want.name || e.Options.Security != want.security || e.Options.Mask != want.mask {
+			t.Errorf("entry %d: %s security %q mask %q, want %s security %q mask %q", i, e.Name, e.Options.Security, e.Options.Mask,
+				want.name, want.security, want.mask)
+		}
+	}
+	if mf != before {
+		t.Errorf("benchEntries changed the flags: %+v, was %+v", mf, before)
+	}
+}
+
+// TestBenchUsageErrors: what bench's flags get wrong is a usage error
+// naming the flag, given before the model loads and the machine is
+// probed (nothing on stdout): a --kv-dtype the cache does not take, a
+// device suite with no device to compare, an unknown suite.
+func TestBenchUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		want string
+		args []string
+	}{
+		{`--kv-dtype "f8"`, []string{"--kv-dtype", "f8"}},
+		{"--suite device compares the local device with --device", []string{"--suite", "device"}},
+		{`--suite "speed"`, []string{"--suite", "speed"}},
+		{`"bogus"`, []string{"--masks", "none,bogus"}},
+	} {
+		out, errs, code := gelo(t, append([]string{"bench", "--prefill", "4", "--decode", "1"}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) || out != "" {
+			t.Errorf("bench %v: exit %d, stdout %q, stderr %q: want a usage error saying %s and nothing measured", c.args, code, out, errs, c.want)
+		}
+	}
+}

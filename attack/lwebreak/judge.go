@@ -1,0 +1,126 @@
+package lwebreak
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"gelo/attack"
+)
+
+// controls are the figures that must show a break: the toy instances and
+// the two controls. If one fails, the attack is broken and its reading on
+// the level means nothing.
+var controls = []struct {
+	cond, attack, metric string
+	min                  float64 // for recovery figures: the least value
+	nonUniform           bool    // for a chi-square figure: must be below FalseAlarm
+}{
+	{CondPrimal, "primal (fplll)", "rows with s recovered", 1, false},
+	{CondMitM, "mitm", "rows with s recovered", 1, false},
+	{CondReused, "pad-difference", "rows recovered from a known partner", 0.99, false},
+	{CondReused, "chi-square", "uniformity of c1 - c2 (min p x 6)", 0, true},
+	{CondZero, "chi-square", "uniformity gaussian rows (min p x 6)", 0, true},
+	{CondZero, "nn", "token recall", 0.95, false},
+	{CondZero, "span", "bag recall", 0.95, false},
+}
+
+// Judge returns the control gates (every attack breaks what it must) and a
+// verdict per condition by the harness's rules: a recovery figure more
+// than attack.Margin above chance, significantly (binomial tail below
+// 0.1 %), or a chi-square figure below its false-alarm level, breaks the
+// condition. The level's condition (CondLevel) is the one that must stay
+// at chance.
+func Judge(reports []*attack.Report) ([]attack.Gate, []attack.Verdict) {
+	byCond := map[string]*attack.Report{}
+	for _, r := range reports {
+		byCond[r.Condition] = r
+	}
+	var gates []attack.Gate
+	for _, c := range controls {
+		g := attack.Gate{Name: fmt.Sprintf("%s %s %s", c.cond, c.attack, c.metric), Measured: math.NaN()}
+		if c.nonUniform {
+			g.Required = fmt.Sprintf("< %g", FalseAlarm)
+		} else {
+			g.Required = fmt.Sprintf(">= %.0f %%", 100*c.min)
+		}
+		if r := byCond[c.cond]; r != nil {
+			if f, ok := r.Get(c.attack, c.metric); ok && f.NA == "" {
+				g.Measured = f.Value
+				if c.nonUniform {
+					g.Pass = f.Value < FalseAlarm
+				} else {
+					g.Pass = f.Value >= c.min
+				}
+			}
+		}
+		gates = append(gates, g)
+	}
+	var verdicts []attack.Verdict
+	for _, r := range reports {
+		v := attack.Verdict{Condition: r.Condition, Label: r.Label}
+		for _, f := range r.Figures {
+			if f.NA != "" || math.IsNaN(f.Value) {
+				continue
+			}
+			if f.Attack == "chi-square" {
+				if f.Value < f.Chance {
+					v.Broken = append(v.Broken, attack.Gate{Name: f.Attack + " " + f.Metric,
+						Required: fmt.Sprintf(">= %g", f.Chance), Measured: f.Value})
+				}
+				continue
+			}
+			if f.Value > f.Chance+attack.Margin && significant(f) {
+				v.Broken = append(v.Broken, attack.Gate{Name: f.Attack + " " + f.Metric,
+					Required: fmt.Sprintf("<= chance %.3g + 2 points", f.Chance), Measured: f.Value})
+			}
+		}
+		v.Secure = len(v.Broken) == 0
+		verdicts = append(verdicts, v)
+	}
+	return gates, verdicts
+}
+
+// significant reports whether a recovery figure's hit count over N trials
+// is above its chance rate beyond luck: the binomial tail P(X >= hits) at
+// the chance rate is below 0.1 % (the rule attack.Judge applies).
+func significant(f attack.Figure) bool {
+	if f.N <= 0 || f.Chance <= 0 || f.Chance >= 1 {
+		return true
+	}
+	k := int(math.Round(f.Value * float64(f.N)))
+	return binomTail(k, f.N, f.Chance) < 1e-3
+}
+
+// binomTail is P(X >= k) for X ~ Binomial(n, p), summed in log space.
+func binomTail(k, n int, p float64) float64 {
+	if k <= 0 {
+		return 1
+	}
+	var sum float64
+	lp, lq := math.Log(p), math.Log1p(-p)
+	ln := lnChoose(n, k) + float64(k)*lp + float64(n-k)*lq
+	for i := k; i <= n; i++ {
+		if i > k {
+			// C(n, i) / C(n, i-1) = (n - i + 1) / i
+			ln += math.Log(float64(n-i+1)/float64(i)) + lp - lq
+		}
+		sum += math.Exp(ln)
+		if ln < -745 && float64(i) > float64(n)*p {
+			break // past the mode the terms only shrink: the rest underflows
+		}
+	}
+	return math.Min(1, sum)
+}
+
+// Summary is one line per verdict and gate, for logs.
+func Summary(gates []attack.Gate, verdicts []attack.Verdict) string {
+	var b strings.Builder
+	for _, g := range gates {
+		fmt.Fprintf(&b, "gate %s: %v (measured %.4g, required %s)\n", g.Name, g.Pass, g.Measured, g.Required)
+	}
+	for _, v := range verdicts {
+		fmt.Fprintf(&b, "%s (%s): secure %v, %d figures beat chance\n", v.Condition, v.Label, v.Secure, len(v.Broken))
+	}
+	return b.String()
+}

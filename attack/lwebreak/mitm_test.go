@@ -61,3 +61,31 @@ func TestMitMCanFail(t *testing.T) {
 		t.Errorf("lambda 4096 h 80: error %v, want the table limit", err)
 	}
 }
+
+// TestMitMBucketEdges checks the two-bucket lookup: with buckets 4 wide
+// (KeyBits 30) the error moves a word across a bucket edge often, and h 2
+// leaves only 2 ways to split s, so a search that looked up one bucket
+// would miss some of these rows.
+func TestMitMBucketEdges(t *testing.T) {
+	st := newTestSetup(t, lwe.Params{Lambda: 64, H: 2, Delta: 16}, 64)
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := range 24 {
+		x := Activation(RowGauss, st.In, rng)
+		ct, err := st.Encrypt(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := KnownPlaintext(st.Enc, ct.C, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := MitM(st.A, b, 2, MitMOptions{KeyBits: 30})
+		truth, _, serr := st.Secret(ct.Counter)
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		if err != nil || !slices.Equal(r.S, truth) {
+			t.Errorf("row %d: not recovered (%v)", i, err)
+		}
+	}
+}

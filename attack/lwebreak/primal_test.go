@@ -29,11 +29,12 @@ func requireFplll(t *testing.T) {
 // toyPrimal are the instances the primal attack must break: toy lambda,
 // q = 2^32, CBD(2), one row of d_in samples each.
 var toyPrimal = []struct {
-	lambda, h, in int
+	lambda, h, in, block int // block 0: LLL
 }{
-	{40, 8, 64},
-	{64, 8, 64},
-	{64, 16, 128},
+	{40, 8, 64, 0},
+	{40, 8, 64, 10},
+	{64, 8, 64, 0},
+	{64, 16, 128, 0},
 }
 
 // TestPrimalBreaksToy is the gate of the primal attack: at toy parameters
@@ -57,7 +58,7 @@ func TestPrimalBreaksToy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := Primal(context.Background(), st.A, b, c.h, PrimalOptions{})
+			r, err := Primal(context.Background(), st.A, b, c.h, PrimalOptions{Block: c.block})
 			if err != nil {
 				t.Fatalf("lambda %d h %d d_in %d, %s row: %v", c.lambda, c.h, c.in, kind, err)
 			}
@@ -69,9 +70,9 @@ func TestPrimalBreaksToy(t *testing.T) {
 				t.Errorf("lambda %d h %d, %s row: recovered s differs from the pad's", c.lambda, c.h, kind)
 			}
 			total += r.Elapsed
-			t.Logf("lambda %d h %d d_in %d %-9s rank %d scale %d: recovered in %v", c.lambda, c.h, c.in, kind, r.Dim, r.Scale, r.Elapsed.Round(time.Millisecond))
+			t.Logf("lambda %d h %d d_in %d block %d %-9s rank %d scale %d: recovered in %v", c.lambda, c.h, c.in, c.block, kind, r.Dim, r.Scale, r.Elapsed.Round(time.Millisecond))
 		}
-		t.Logf("lambda %d: %d/%d rows recovered, %v in fplll", c.lambda, len(allRows), len(allRows), total.Round(time.Millisecond))
+		t.Logf("lambda %d block %d: %d/%d rows recovered, %v in fplll", c.lambda, c.block, len(allRows), len(allRows), total.Round(time.Millisecond))
 	}
 }
 

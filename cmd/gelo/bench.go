@@ -71,15 +71,24 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(families) == 0 {
 		families = []string{mf.mask}
 	}
-	entries, err := benchEntries(mf, families)
-	if err != nil {
-		return err
+	// The masks suite compiles each entry with the flags; the others take
+	// the names alone (protectWith), so only its entries are checked here.
+	var entries []bench.Entry
+	var err error
+	if slices.Contains(suites, "masks") {
+		if entries, err = benchEntries(mf, families); err != nil {
+			return err
+		}
 	}
 	var deviceOpts plan.Options
 	if slices.Contains(suites, "device") {
 		if deviceOpts, err = mf.options(); err != nil {
 			return err
 		}
+	}
+	var kv plan.Options // the suites' KV cache dtype, parsed before the load
+	if err := mf.setKVDType(&kv); err != nil {
+		return err
 	}
 	mf.maxContext = max(mf.maxContext, slices.Max(lengths)+*decodeSteps+2)
 	if _, cfg, err := mf.resolve(); err != nil {
@@ -106,11 +115,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var o plan.Options
-	if err := mf.setKVDType(&o); err != nil {
-		return err
-	}
-	env := &bench.Env{Model: l, Engine: mf.engineOptions(), Key: key, Weights: mf.weights, KVDType: o.Trace.KVDType,
+	env := &bench.Env{Model: l, Engine: mf.engineOptions(), Key: key, Weights: mf.weights, KVDType: kv.Trace.KVDType,
 		Steps: *decodeSteps, MaxContext: mf.maxContext, Machine: bench.Probe(mf.workers), Out: stdout}
 	if err := bench.Header(env); err != nil {
 		return err

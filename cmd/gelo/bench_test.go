@@ -53,7 +53,13 @@ func TestBenchUsageErrors(t *testing.T) {
 		args []string
 	}{
 		{`--kv-dtype "f8"`, []string{"--kv-dtype", "f8"}},
+		{`--kv-dtype "f8"`, []string{"--kv-dtype", "f8", "--suite", "serve"}},
 		{"--suite device compares the local device with --device", []string{"--suite", "device"}},
+		// The default --masks entry (--mask's family) is the masks suite's
+		// alone: it made every other suite under a named level a usage
+		// error ("--masks hd3 set protection knobs that --security none
+		// fixes"), bench --suite device --security none included.
+		{"--suite device compares the local device with --device", []string{"--suite", "device", "--security", "none"}},
 		{`--suite "speed"`, []string{"--suite", "speed"}},
 		{`"bogus"`, []string{"--masks", "none,bogus"}},
 	} {

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"gelo/attack"
+	"gelo/attack/bss"
 	"gelo/attack/invert"
 	attacklwe "gelo/attack/lwe"
 	"gelo/attack/rowspace"
@@ -383,10 +384,51 @@ func dictionaryAttacks(cfg Config, cond string) ([]attack.Figure, error) {
 	if err != nil {
 		return nil, err
 	}
+	spike, err := rowspace.GramSpike(U, D, rowspace.SpikeOptions{TieSeed: cfg.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("lwebreak: gram spike: %w", err)
+	}
+	H := rowspace.Rows(D, tokens)
+	ge, err := rowspace.GramError(U, H)
+	if err != nil {
+		return nil, fmt.Errorf("lwebreak: gram error: %w", err)
+	}
+	null, err := bss.NullPayload(cfg.Bag, cfg.DictIn, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	ge0, err := rowspace.GramError(null, H)
+	if err != nil {
+		return nil, fmt.Errorf("lwebreak: gram error: %w", err)
+	}
+	ica := func(u mat.Matrix) (*mat.Dense, error) {
+		res, err := bss.FastICA(u, bss.FastICAOptions{MaxComponents: cfg.Bag, Seed: cfg.Seed})
+		if err != nil {
+			return nil, err
+		}
+		return res.Sources, nil
+	}
+	est, err := ica(U)
+	if err != nil {
+		return nil, fmt.Errorf("lwebreak: fastica: %w", err)
+	}
+	cos, err := bss.MatchedCosines(est, H)
+	if err != nil {
+		return nil, fmt.Errorf("lwebreak: fastica: %w", err)
+	}
+	icaNull, err := bss.NullP95(ica, cfg.Bag, H, 3, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("lwebreak: fastica null: %w", err)
+	}
+	note := fmt.Sprintf("%d rows of a public %d x %d dictionary, ciphertext words read as centred int32", cfg.Bag, cfg.Vocab, cfg.DictIn)
 	return []attack.Figure{
-		{Attack: "span", Metric: "bag recall", Value: bag, Chance: float64(cfg.Bag) / float64(cfg.Vocab), N: cfg.Bag,
-			Note: fmt.Sprintf("%d dictionary rows of a %d x %d dictionary, ciphertext words as centred int32", cfg.Bag, cfg.Vocab, cfg.DictIn)},
-		{Attack: "nn", Metric: "token recall", Value: top1, Chance: 1 / float64(cfg.Vocab), N: cfg.Bag},
+		{Attack: "span", Metric: "bag recall", Value: bag, Chance: float64(cfg.Bag) / float64(cfg.Vocab), N: cfg.Bag, Note: note},
+		{Attack: "gram-spike", Metric: "bag recall", Value: rowspace.SetRecall(spike.Ranking, tokens), Chance: float64(cfg.Bag) / float64(cfg.Vocab), N: cfg.Bag, Note: note},
+		{Attack: "nn", Metric: "token recall", Value: top1, Chance: 1 / float64(cfg.Vocab), N: cfg.Bag, Note: note},
+		{Attack: "gram-error", Metric: "distance", Value: ge, Chance: ge0, N: 1,
+			Note: "0 = the row Gram is readable; chance: rows that carry nothing (bss.NullPayload); broken below 0.5 and below chance - 0.05"},
+		{Attack: "fastica", Metric: "p95 |cos|", Value: bss.P95(cos), Chance: icaNull, N: 1,
+			Note: "chance: the same attack on payloads that carry nothing (bss.NullP95); broken above chance + 0.05"},
 	}, nil
 }
 

@@ -28,8 +28,9 @@ var controls = []struct {
 // Judge returns the control gates (every attack breaks what it must) and a
 // verdict per condition by the harness's rules: a recovery figure more
 // than attack.Margin above chance, significantly (binomial tail below
-// 0.1 %), or a chi-square figure below its false-alarm level, breaks the
-// condition. The level's condition (CondLevel) is the one that must stay
+// 0.1 %), a chi-square figure below its false-alarm level, a gram-error
+// distance below 0.5 and below its chance less 0.05, or an ICA p95 |cos|
+// above its null payloads' plus 0.05, breaks the condition. The level's condition (CondLevel) is the one that must stay
 // at chance.
 func Judge(reports []*attack.Report) ([]attack.Gate, []attack.Verdict) {
 	byCond := map[string]*attack.Report{}
@@ -61,6 +62,21 @@ func Judge(reports []*attack.Report) ([]attack.Gate, []attack.Verdict) {
 		v := attack.Verdict{Condition: r.Condition, Label: r.Label}
 		for _, f := range r.Figures {
 			if f.NA != "" || math.IsNaN(f.Value) {
+				continue
+			}
+			switch {
+			case f.Attack == "gram-error":
+				// the harness's gate: >= 0.5, or no lower than rows that carry nothing
+				if f.Value < 0.5 && !(f.Value >= f.Chance-0.05) {
+					v.Broken = append(v.Broken, attack.Gate{Name: f.Attack + " " + f.Metric,
+						Required: fmt.Sprintf(">= 0.5, or >= rows that carry nothing %.3f - 0.05", f.Chance), Measured: f.Value})
+				}
+				continue
+			case f.Metric == "p95 |cos|":
+				if f.Value > f.Chance+0.05 {
+					v.Broken = append(v.Broken, attack.Gate{Name: f.Attack + " " + f.Metric,
+						Required: fmt.Sprintf("<= null payloads %.3f + 0.05", f.Chance), Measured: f.Value})
+				}
 				continue
 			}
 			if f.Attack == "chi-square" {

@@ -225,6 +225,27 @@ func TestServeRunsEachClientCount(t *testing.T) {
 	}
 }
 
+// TestBatchTopologies: the batch suite runs each entry under the
+// topologies its plan takes: none per-sequence, a mask family both, a
+// full-span level (exact) the shared one alone; before, it compiled exact
+// per-sequence too, and the plan's refusal ended the suite.
+func TestBatchTopologies(t *testing.T) {
+	e, buf := tinyEnv(t)
+	if err := Batch(e, []string{passes.MaskNone, passes.MaskHD3, passes.LevelExact}, 2); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(buf.String(), "\n")[3:] {
+		if f := strings.Fields(line); len(f) > 0 {
+			got = append(got, strings.Join(f[:len(f)-5], " "))
+		}
+	}
+	want := "none|hd3 per-sequence|hd3 shared|exact shared"
+	if strings.Join(got, "|") != want {
+		t.Errorf("rows %q, want %s:\n%s", got, want, buf.String())
+	}
+}
+
 // TestDeviceNeedsADevice: the device suite compares two devices; an Env
 // on the local one alone is refused before anything is compiled.
 func TestDeviceNeedsADevice(t *testing.T) {

@@ -120,13 +120,19 @@ func Replay(e *Env, masks []string) error {
 
 // Batch prints b sequences decoded together against the same b decoded
 // one stream after another (aggregate tok/s), per mask and, for a
-// protected one, per topology.
+// protected one, per topology it takes (a full-span level the shared one
+// alone).
 func Batch(e *Env, masks []string, b int) error {
 	fmt.Fprintf(e.Out, "\nbatch: B=%d batched vs %d serial streams (aggregate decode tok/s)\n%-22s %12s %12s %12s %8s\n",
 		b, b, "protection", "serial TPOT", "batch step", "batched", "ratio")
 	for _, mk := range masks {
 		topologies := []string{passes.PerSequence}
-		if mk != passes.MaskNone {
+		if l, ok := passes.LookupLevel(mk); ok && l.FullSpan {
+			// A full-span level batches under the shared topology only
+			// (one full-span crossing for the batch): its plan refuses
+			// per-sequence.
+			topologies = []string{passes.Shared}
+		} else if mk != passes.MaskNone {
 			topologies = append(topologies, passes.Shared)
 		}
 		for _, topo := range topologies {

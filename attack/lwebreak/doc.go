@@ -43,9 +43,11 @@
 //     of the words against uniform, per row kind (Gaussian, outliers at
 //     1000x, all-zero, one row repeated, sparse, constant), flagged when
 //     the smallest p-value is below 0.1 % / 6 (a 0.1 % family false alarm).
-//   - The existing dictionary attacks (span membership, nearest neighbour)
-//     on ciphertexts of dictionary rows read as centred int32 values, what
-//     a device would try first.
+//   - The harness's existing attacks on ciphertexts of rows from a public
+//     dictionary, read as centred int32 values (what a device would try
+//     first): span membership, the Gram spike, nearest neighbour,
+//     gram_error, FastICA, JADE, joint SOBI across four payloads, and IMA
+//     (a ridge inverter trained on known rows' ciphertexts).
 //
 // Evaluate runs them all in the harness's report form (attack.Report: each
 // figure beside its chance level) over five conditions: the toy instances

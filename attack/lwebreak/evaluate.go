@@ -341,11 +341,11 @@ func uniformFigure(metric string, words []uint32) (attack.Figure, error) {
 		N: len(words), Note: note + "; broken below chance"}, nil
 }
 
-// dictionaryAttacks runs span membership and nearest neighbour (attack/
-// rowspace, attack/invert) on ciphertexts of rows from a public dictionary,
-// read as centred int32 values: the bag recall of span membership over the
-// payload of Bag rows (chance Bag / Vocab) and NN's top-1 (chance
-// 1 / Vocab).
+// dictionaryAttacks runs the harness's existing attacks (attack/rowspace,
+// attack/invert, attack/bss) on ciphertexts of rows from a public
+// dictionary, read as centred int32 values, what a device would try
+// first: a bag of Bag rows for the span, Gram and separation attacks, and
+// every dictionary row once for IMA's known-plaintext training.
 func dictionaryAttacks(cfg Config, cond string) ([]attack.Figure, error) {
 	p := cfg.Level
 	st, err := NewSetup(p, cfg.DictIn, cfg.Seed+1, []byte(fmt.Sprintf("lwebreak-dict-%d", cfg.Seed)))
@@ -355,27 +355,63 @@ func dictionaryAttacks(cfg Config, cond string) ([]attack.Figure, error) {
 	enc := padMode(st, cond)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0xd1c7))
 	D := rowspace.Gaussian(cfg.Vocab, cfg.DictIn, rng)
-	tokens := rng.Perm(cfg.Vocab)[:cfg.Bag]
-	U := mat.NewDense(cfg.Bag, cfg.DictIn, nil)
-	for i, tok := range tokens {
+	encrypt := func(tokens []int) (*mat.Dense, error) {
+		U := mat.NewDense(len(tokens), cfg.DictIn, nil)
 		x := make([]float32, cfg.DictIn)
-		for j, v := range D.RawRowView(tok) {
-			x[j] = float32(v)
+		for i, tok := range tokens {
+			for j, v := range D.RawRowView(tok) {
+				x[j] = float32(v)
+			}
+			c, _, err := enc(x, nil)
+			if err != nil {
+				return nil, err
+			}
+			row := U.RawRowView(i)
+			for j, w := range c {
+				row[j] = float64(int32(w))
+			}
 		}
-		c, _, err := enc(x, nil)
-		if err != nil {
-			return nil, err
-		}
-		row := U.RawRowView(i)
-		for j, w := range c {
-			row[j] = float64(int32(w))
-		}
+		return U, nil
 	}
+	tokens := rng.Perm(cfg.Vocab)[:cfg.Bag]
+	U, err := encrypt(tokens)
+	if err != nil {
+		return nil, err
+	}
+	figs, err := bagFigures(cfg, U, D, tokens)
+	if err != nil {
+		return nil, err
+	}
+	sep, err := separationFigures(cfg, U, D, tokens)
+	if err != nil {
+		return nil, err
+	}
+	all := rng.Perm(cfg.Vocab)
+	X, err := encrypt(all)
+	if err != nil {
+		return nil, err
+	}
+	res, err := invert.Ridge(X, all, D, invert.RidgeOptions{Seed: cfg.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("lwebreak: ima: %w", err)
+	}
+	ima := attack.Figure{Attack: "ima", Metric: "top-1", Value: res.Top1, Chance: res.Chance, N: res.TestRows,
+		Note: fmt.Sprintf("ridge from ciphertext to dictionary row, trained on %d known rows, tested on %d rows of unseen tokens", res.TrainRows+res.ValRows, res.TestRows)}
+	return append(append(figs, sep...), ima), nil
+}
+
+// bagFigures are the row-space and Gram attacks on the bag U of the
+// dictionary rows tokens: span membership, the Gram spike, nearest
+// neighbour and gram_error.
+func bagFigures(cfg Config, U, D *mat.Dense, tokens []int) ([]attack.Figure, error) {
 	span, err := rowspace.SpanMembership(U, D, rowspace.Options{TieSeed: cfg.Seed})
 	if err != nil {
 		return nil, fmt.Errorf("lwebreak: span membership: %w", err)
 	}
-	bag := rowspace.SetRecall(span.Ranking, tokens)
+	spike, err := rowspace.GramSpike(U, D, rowspace.SpikeOptions{TieSeed: cfg.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("lwebreak: gram spike: %w", err)
+	}
 	top, err := invert.NN(U, D, 1)
 	if err != nil {
 		return nil, fmt.Errorf("lwebreak: nn: %w", err)
@@ -384,16 +420,12 @@ func dictionaryAttacks(cfg Config, cond string) ([]attack.Figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	spike, err := rowspace.GramSpike(U, D, rowspace.SpikeOptions{TieSeed: cfg.Seed})
-	if err != nil {
-		return nil, fmt.Errorf("lwebreak: gram spike: %w", err)
-	}
 	H := rowspace.Rows(D, tokens)
 	ge, err := rowspace.GramError(U, H)
 	if err != nil {
 		return nil, fmt.Errorf("lwebreak: gram error: %w", err)
 	}
-	null, err := bss.NullPayload(cfg.Bag, cfg.DictIn, cfg.Seed)
+	null, err := bss.NullPayload(len(tokens), cfg.DictIn, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -401,35 +433,108 @@ func dictionaryAttacks(cfg Config, cond string) ([]attack.Figure, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lwebreak: gram error: %w", err)
 	}
-	ica := func(u mat.Matrix) (*mat.Dense, error) {
-		res, err := bss.FastICA(u, bss.FastICAOptions{MaxComponents: cfg.Bag, Seed: cfg.Seed})
-		if err != nil {
-			return nil, err
-		}
-		return res.Sources, nil
-	}
-	est, err := ica(U)
-	if err != nil {
-		return nil, fmt.Errorf("lwebreak: fastica: %w", err)
-	}
-	cos, err := bss.MatchedCosines(est, H)
-	if err != nil {
-		return nil, fmt.Errorf("lwebreak: fastica: %w", err)
-	}
-	icaNull, err := bss.NullP95(ica, cfg.Bag, H, 3, cfg.Seed)
-	if err != nil {
-		return nil, fmt.Errorf("lwebreak: fastica null: %w", err)
-	}
-	note := fmt.Sprintf("%d rows of a public %d x %d dictionary, ciphertext words read as centred int32", cfg.Bag, cfg.Vocab, cfg.DictIn)
+	bagChance := float64(len(tokens)) / float64(cfg.Vocab)
+	note := fmt.Sprintf("%d rows of a public %d x %d dictionary, ciphertext words read as centred int32", len(tokens), cfg.Vocab, cfg.DictIn)
 	return []attack.Figure{
-		{Attack: "span", Metric: "bag recall", Value: bag, Chance: float64(cfg.Bag) / float64(cfg.Vocab), N: cfg.Bag, Note: note},
-		{Attack: "gram-spike", Metric: "bag recall", Value: rowspace.SetRecall(spike.Ranking, tokens), Chance: float64(cfg.Bag) / float64(cfg.Vocab), N: cfg.Bag, Note: note},
-		{Attack: "nn", Metric: "token recall", Value: top1, Chance: 1 / float64(cfg.Vocab), N: cfg.Bag, Note: note},
+		{Attack: "span", Metric: "bag recall", Value: rowspace.SetRecall(span.Ranking, tokens), Chance: bagChance, N: len(tokens), Note: note},
+		{Attack: "gram-spike", Metric: "bag recall", Value: rowspace.SetRecall(spike.Ranking, tokens), Chance: bagChance, N: len(tokens), Note: note},
+		{Attack: "nn", Metric: "token recall", Value: top1, Chance: 1 / float64(cfg.Vocab), N: len(tokens), Note: note},
 		{Attack: "gram-error", Metric: "distance", Value: ge, Chance: ge0, N: 1,
 			Note: "0 = the row Gram is readable; chance: rows that carry nothing (bss.NullPayload); broken below 0.5 and below chance - 0.05"},
-		{Attack: "fastica", Metric: "p95 |cos|", Value: bss.P95(cos), Chance: icaNull, N: 1,
-			Note: "chance: the same attack on payloads that carry nothing (bss.NullP95); broken above chance + 0.05"},
 	}, nil
+}
+
+// sobiParts is how many payloads the bag is cut into for joint SOBI (the
+// decode passes of one prompt, in the harness).
+const sobiParts = 4
+
+// separationFigures are the blind source separation attacks on the bag:
+// FastICA and JADE on U, joint SOBI across sobiParts slices of it, each
+// scored by the p95 matched |cos| against the true rows, its chance the
+// same attack on payloads that carry nothing.
+func separationFigures(cfg Config, U, D *mat.Dense, tokens []int) ([]attack.Figure, error) {
+	H := rowspace.Rows(D, tokens)
+	m := len(tokens)
+	run := map[string]bss.Attack{
+		"fastica": func(u mat.Matrix) (*mat.Dense, error) {
+			res, err := bss.FastICA(u, bss.FastICAOptions{MaxComponents: m, Seed: cfg.Seed})
+			if err != nil {
+				return nil, err
+			}
+			return res.Sources, nil
+		},
+		"jade": func(u mat.Matrix) (*mat.Dense, error) {
+			res, err := bss.JADE(u, bss.JADEOptions{MaxComponents: min(m, 16)})
+			if err != nil {
+				return nil, err
+			}
+			return res.Sources, nil
+		},
+	}
+	var out []attack.Figure
+	for _, name := range []string{"fastica", "jade"} {
+		est, err := run[name](U)
+		if err != nil {
+			return nil, fmt.Errorf("lwebreak: %s: %w", name, err)
+		}
+		cos, err := bss.MatchedCosines(est, H)
+		if err != nil {
+			return nil, fmt.Errorf("lwebreak: %s: %w", name, err)
+		}
+		null, err := bss.NullP95(run[name], m, H, 3, cfg.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("lwebreak: %s null: %w", name, err)
+		}
+		out = append(out, attack.Figure{Attack: name, Metric: "p95 |cos|", Value: bss.P95(cos), Chance: null, N: 1,
+			Note: "chance: the same attack on payloads that carry nothing (bss.NullP95); broken above chance + 0.05"})
+	}
+	f, err := jointSOBIFigure(cfg, U, H)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, f), nil
+}
+
+// jointSOBIFigure cuts the bag into sobiParts payloads that an attacker
+// hopes share one unmixing and runs joint SOBI across them.
+func jointSOBIFigure(cfg Config, U, H *mat.Dense) (attack.Figure, error) {
+	m, d := U.Dims()
+	per := m / sobiParts
+	var us, nulls, hs []*mat.Dense
+	for t := range sobiParts {
+		us = append(us, mat.DenseCopyOf(U.Slice(t*per, (t+1)*per, 0, d)))
+		hs = append(hs, mat.DenseCopyOf(H.Slice(t*per, (t+1)*per, 0, d)))
+		nu, err := bss.NullPayload(per, d, cfg.Seed+uint64(t)*0x9e37)
+		if err != nil {
+			return attack.Figure{}, err
+		}
+		nulls = append(nulls, nu)
+	}
+	score := func(us []*mat.Dense) (float64, error) {
+		jr, err := bss.JointSOBI(us, bss.SOBIOptions{MaxComponents: per})
+		if err != nil {
+			return 0, err
+		}
+		var pool []float64
+		for t := range us {
+			mc, err := bss.MatchedCosines(jr.Sources[t], hs[t])
+			if err != nil {
+				return 0, err
+			}
+			pool = append(pool, mc...)
+		}
+		return bss.P95(pool), nil
+	}
+	a, err := score(us)
+	if err != nil {
+		return attack.Figure{}, fmt.Errorf("lwebreak: joint sobi: %w", err)
+	}
+	b, err := score(nulls)
+	if err != nil {
+		return attack.Figure{}, fmt.Errorf("lwebreak: joint sobi null: %w", err)
+	}
+	return attack.Figure{Attack: "joint-sobi", Metric: "p95 |cos|", Value: a, Chance: b, N: sobiParts,
+		Note: fmt.Sprintf("%d payloads of %d rows under one unmixing; chance: the same on null payloads", sobiParts, per)}, nil
 }
 
 // levelEstimates are the primal and MitM attacks at the level's parameters:

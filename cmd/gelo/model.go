@@ -194,27 +194,6 @@ func (mf *modelFlags) options() (plan.Options, error) {
 	return o, nil
 }
 
-// checkEntries checks every entry of bench's --masks (a level, or a mask
-// family run with the expert knobs) as the compile of that entry will,
-// before anything is loaded or measured: a bad entry is a usage error at
-// once, not after the model load and the machine probes. The flags are
-// left as they were.
-func (mf *modelFlags) checkEntries(entries []string) error {
-	security, knob := mf.security, mf.maskKnob
-	defer func() { mf.security, mf.maskKnob = security, knob }()
-	for _, e := range entries {
-		if _, ok := passes.LookupLevel(e); ok {
-			mf.security, mf.maskKnob = e, ""
-		} else {
-			mf.security, mf.maskKnob = security, e
-		}
-		if _, err := mf.options(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // topologySet reports whether --topology was given.
 func (mf *modelFlags) topologySet() bool {
 	set := false

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,23 +173,15 @@ func evalKnown(ctx context.Context, cfg Config, cond string, p lwe.Params, name 
 		if err != nil {
 			return nil, err
 		}
-		if s != nil && string(int8Bytes(s)) == string(int8Bytes(truth)) {
+		if s != nil && slices.Equal(s, truth) {
 			hits++
 		}
 	}
-	min := est.Min()
+	cheapest := est.Min()
 	r.Figures = append(r.Figures, attack.Figure{Attack: name, Metric: "rows with s recovered",
 		Value: float64(hits) / float64(cfg.Known), Chance: secretChance(p), N: cfg.Known,
-		Note: fmt.Sprintf("%v a row on average; estimate for this instance: %.1f bits (%s)", (spent / time.Duration(cfg.Known)).Round(time.Millisecond), min.Bits, min.Name)})
+		Note: fmt.Sprintf("%v a row on average; estimate for this instance: %.1f bits (%s)", (spent / time.Duration(cfg.Known)).Round(time.Millisecond), cheapest.Bits, cheapest.Name)})
 	return r, nil
-}
-
-func int8Bytes(s []int8) []byte {
-	b := make([]byte, len(s))
-	for i, v := range s {
-		b[i] = byte(v)
-	}
-	return b
 }
 
 // evalLevel runs the statistical attacks at the level's parameters under
@@ -258,7 +251,7 @@ func evalLevel(cfg Config, cond string) (*attack.Report, error) {
 		if ok {
 			recovered++
 		}
-		if string(int64Bytes(x1q)) == string(int64Bytes(x2q)) {
+		if slices.Equal(x1q, x2q) {
 			same++
 		}
 	}
@@ -288,16 +281,6 @@ func evalLevel(cfg Config, cond string) (*attack.Report, error) {
 		r.Figures = append(r.Figures, figs...)
 	}
 	return r, nil
-}
-
-func int64Bytes(s []int64) []byte {
-	b := make([]byte, 0, 8*len(s))
-	for _, v := range s {
-		for k := range 8 {
-			b = append(b, byte(v>>(8*k)))
-		}
-	}
-	return b
 }
 
 // encodeFunc encodes a row; with ctr nil under a pad of its own (whose

@@ -118,8 +118,8 @@ func TestServeGGUFOwnTokenizer(t *testing.T) {
 // SIGBUS.
 func TestServeModelFileChanges(t *testing.T) {
 	cfg, _ := models.Variant("qwen3-tiny")
-	// An f32 plan keeps the values of the one reading; a bf16 plan
-	// converts them through reads checked against the load's digests.
+	// The engine of an f32 plan copies each tensor, that of a bf16 plan
+	// converts it, both through reads checked against the load's digests.
 	for _, tc := range []struct{ kind, weights string }{{"f32", "f32"}, {"gguf", "f32"}, {"f32", "bf16"}, {"gguf", "bf16"}} {
 		kind := tc.kind
 		t.Run(kind+"-"+tc.weights+"-plan", func(t *testing.T) {

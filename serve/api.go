@@ -188,7 +188,7 @@ func decodeStrict(body []byte, v any) *apiError {
 // parseChat parses a /v1/chat/completions body and encodes its messages
 // with the chat template (message text encoded as text: control tokens
 // written inside a message open no turn, as gelo generate --chat does).
-func parseChat(body []byte, tok *tokenizer.Tokenizer) (*request, *apiError) {
+func parseChat(body []byte, tok *tokenizer.Tokenizer, maxContext int) (*request, *apiError) {
 	var raw struct {
 		params
 		Messages []chatMessage `json:"messages"`
@@ -222,6 +222,13 @@ func parseChat(body []byte, tok *tokenizer.Tokenizer) (*request, *apiError) {
 	}
 	if tok == nil {
 		return nil, badRequest("messages", "this model has no tokenizer, so it cannot take chat messages: use /v1/completions with a prompt of token ids")
+	}
+	var all strings.Builder
+	for _, m := range msgs {
+		all.WriteString(m.Content)
+	}
+	if e := overContext(tok, all.String(), maxContext, "messages"); e != nil {
+		return nil, e
 	}
 	think := raw.ChatTemplateKwargs != nil && raw.ChatTemplateKwargs.EnableThinking
 	r.prompt = toI32(tok.EncodeChatSafe(msgs, true, think))
@@ -258,7 +265,7 @@ func contentText(c json.RawMessage) (string, error) {
 // parseCompletion parses a /v1/completions body: prompt is a string, an
 // array of one string, an array of token ids, or an array of one such
 // array (one prompt per request).
-func parseCompletion(body []byte, tok *tokenizer.Tokenizer, vocab int) (*request, *apiError) {
+func parseCompletion(body []byte, tok *tokenizer.Tokenizer, vocab, maxContext int) (*request, *apiError) {
 	var raw struct {
 		params
 		Prompt json.RawMessage `json:"prompt"`
@@ -283,6 +290,9 @@ func parseCompletion(body []byte, tok *tokenizer.Tokenizer, vocab int) (*request
 	case json.Unmarshal(p, &s) == nil:
 		if tok == nil {
 			return nil, badRequest("prompt", "this model has no tokenizer: give the prompt as an array of token ids")
+		}
+		if e := overContext(tok, s, maxContext, "prompt"); e != nil {
+			return nil, e
 		}
 		r.prompt = toI32(tok.Encode(s))
 	case json.Unmarshal(p, &ids) == nil:
@@ -422,4 +432,22 @@ func toI32(ids []int) []int32 {
 		out[i] = int32(v)
 	}
 	return out
+}
+
+// overContext refuses a text whose token count is bound, from its length
+// alone (Tokenizer.MinTokens), to leave no room in a context of
+// maxContext tokens: such a prompt is refused before it is tokenized, so
+// a body of megabytes costs its length, not its tokenization (0: no
+// bound).
+func overContext(tok *tokenizer.Tokenizer, text string, maxContext int, param string) *apiError {
+	if maxContext <= 0 {
+		return nil
+	}
+	n := tok.MinTokens(text)
+	if n < maxContext {
+		return nil
+	}
+	e := badRequest(param, "the prompt is at least %d tokens, the context %d: it leaves no room for a new token", n, maxContext)
+	e.Code, e.NPromptTokens, e.NCtx = "context_length_exceeded", n, maxContext
+	return e
 }

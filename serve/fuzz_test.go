@@ -24,7 +24,7 @@ func FuzzParseRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, r := range []*request{mustNil(parseChat(body, tok)), mustNil(parseCompletion(body, tok, 512))} {
+		for _, r := range []*request{mustNil(parseChat(body, tok, 4096)), mustNil(parseCompletion(body, tok, 512, 4096))} {
 			if r == nil {
 				continue
 			}

@@ -361,9 +361,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	var req *request
 	if chat {
-		req, e = parseChat(body, l.m.Tokenizer)
+		req, e = parseChat(body, l.m.Tokenizer, l.m.MaxContext)
 	} else {
-		req, e = parseCompletion(body, l.m.Tokenizer, l.vocab)
+		req, e = parseCompletion(body, l.m.Tokenizer, l.vocab, l.m.MaxContext)
 	}
 	clear(body)
 	if e != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	dto "github.com/prometheus/client_model/go"
+
+	"gelo/serve/internal/testtok"
 )
 
 func chatParams(msg string, maxTokens int64) openai.ChatCompletionNewParams {
@@ -526,4 +528,30 @@ func TestUTF8Holdback(t *testing.T) {
 		t.Skip("no multi-byte character in the greedy outputs")
 	}
 	t.Logf("%d multi-byte characters streamed whole", multi)
+}
+
+// TestLongPromptRefusedByLength: a text prompt whose length alone bounds
+// its tokens past the context is refused as context_length_exceeded
+// before it is tokenized ("at least": the bound, not a count), on both
+// endpoints.
+func TestLongPromptRefusedByLength(t *testing.T) {
+	_, ts := newTestServer(t, testConfig{maxT: 64, opt: Options{MaxBodyBytes: 1 << 22}})
+	tok, err := testtok.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "ab "
+	for tok.MinTokens(text) < 64 {
+		text += text
+	}
+	for path, body := range map[string]string{
+		"/v1/completions":      `{"prompt":"` + text + `"}`,
+		"/v1/chat/completions": `{"messages":[{"role":"system","content":"` + text[:len(text)/2] + `"},{"role":"user","content":"` + text[len(text)/2:] + `"}]}`,
+	} {
+		code, b := post(t, ts.URL+path, body)
+		e := errBody(t, b)
+		if code != 400 || e.Code != "context_length_exceeded" || !strings.Contains(e.Message, "at least") || e.NCtx != 64 {
+			t.Errorf("%s: %d %+v, want 400 context_length_exceeded by the length bound", path, code, e)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
@@ -42,24 +43,24 @@ func TestModuleTakesEnvWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Env{Weights: passes.WeightsQ8_0, KVDType: ir.F16, Model: &models.Model{Weights: &models.Weights{Config: cfg}}}
+	e := &Env{Weights: formats.Q8_0, KVDType: ir.F16, Model: &models.Model{Weights: &models.Weights{Config: cfg}}}
 	m, err := e.module(protectWith(passes.MaskNone), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.Meta["weights"]; got != passes.WeightsQ8_0 {
-		t.Errorf("weights %q, want the Env's %q", got, passes.WeightsQ8_0)
+	if got := m.Meta["weights"]; got != formats.Q8_0 {
+		t.Errorf("weights %q, want the Env's %q", got, formats.Q8_0)
 	}
 	if got := m.Meta["kv_dtype"]; got != "f16" {
 		t.Errorf("kv_dtype %q, want the Env's f16", got)
 	}
 	po := protectWith(passes.MaskNone)
-	po.Weights = passes.WeightsQ4_0
+	po.Weights = formats.Q4_0
 	if m, err = e.module(po, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := m.Meta["weights"]; got != passes.WeightsQ4_0 {
-		t.Errorf("a suite's own format: weights %q, want %q", got, passes.WeightsQ4_0)
+	if got := m.Meta["weights"]; got != formats.Q4_0 {
+		t.Errorf("a suite's own format: weights %q, want %q", got, formats.Q4_0)
 	}
 }
 

@@ -348,25 +348,25 @@ func init() {
 	mustRegister(Format{Name: F32, Doc: "float32 weights, as the checkpoint holds them",
 		DType: ir.F32, Input: ir.F32, Plan: true, Export: true, GGUF: gguf.F32, GGUFFileType: 0,
 		Devices: all, Encode: encodeF32, Decode: decodeF32})
-	mustRegister(Format{Name: F16, Doc: "float16 weights (export only)",
+	mustRegister(Format{Name: F16, Doc: "float16 weights, export only",
 		DType: ir.F16, Input: ir.F32, Export: true, GGUF: gguf.F16, GGUFFileType: 1,
 		Encode: encodeF16, Decode: decodeF16})
-	mustRegister(Format{Name: BF16, Doc: "bf16 weights multiplying f32 rows (exact for a bf16 checkpoint)",
+	mustRegister(Format{Name: BF16, Doc: "bf16 weights multiplying f32 rows, exact for a bf16 checkpoint",
 		DType: ir.BF16, Input: ir.F32, Plan: true, Export: true, GGUF: gguf.BF16, GGUFFileType: 32,
 		Devices: all, Encode: encodeBF16, Decode: decodeBF16})
-	mustRegister(Format{Name: BF16Dot, Doc: "bf16 weights by the bf16 dot product (input rows rounded to bf16)",
+	mustRegister(Format{Name: BF16Dot, Doc: "bf16 weights by the bf16 dot product, input rows rounded to bf16: a speed mode",
 		DType: ir.BF16, Input: ir.BF16, BF16Dot: true, Plan: true, GGUF: gguf.BF16, GGUFFileType: 32,
 		Devices: []string{DeviceLocal}, Encode: encodeBF16, Decode: decodeBF16})
 	// The GGUF block formats multiply q8_0 rows of the input. The Vulkan
 	// device has no q4_k shader.
-	mustRegister(Format{Name: Q8_0, Doc: "GGUF q8_0 blocks (32 int8 and an f16 scale)",
+	mustRegister(Format{Name: Q8_0, Doc: "GGUF q8_0 blocks of 32 int8 and an f16 scale",
 		DType: ir.Q8_0, Input: ir.Q8_0, Plan: true, Export: true, GGUF: gguf.Q8_0, GGUFFileType: 7,
 		Wire: wire.Q8_0, Devices: all, Encode: wire.QuantizeQ8_0, Decode: wire.DequantizeQ8_0})
-	mustRegister(Format{Name: Q4_0, Doc: "GGUF q4_0 blocks (32 nibbles and an f16 scale)",
+	mustRegister(Format{Name: Q4_0, Doc: "GGUF q4_0 blocks of 32 nibbles and an f16 scale",
 		DType: ir.Q4_0, Input: ir.Q8_0, Plan: true, Export: true, GGUF: gguf.Q4_0, GGUFFileType: 2,
 		Wire: wire.Q4_0, Devices: all, Encode: wire.QuantizeQ4_0, Decode: wire.DequantizeQ4_0})
 	// Q4_K's file type is LLAMA_FTYPE_MOSTLY_Q4_K_S: every matrix Q4_K.
-	mustRegister(Format{Name: Q4_K, Doc: "GGUF q4_K super-blocks (256 values; rows that are not whole super-blocks in q8_0)",
+	mustRegister(Format{Name: Q4_K, Doc: "GGUF q4_K super-blocks of 256 values, rows that are not whole super-blocks in q8_0",
 		DType: ir.Q4_K, Input: ir.Q8_0, Fallback: Q8_0, Plan: true, Export: true, GGUF: gguf.Q4_K, GGUFFileType: 14,
 		Wire: wire.Q4_K, Devices: []string{DeviceLocal, DeviceGomlx}, Encode: wire.QuantizeQ4_K, Decode: wire.DequantizeQ4_K})
 }

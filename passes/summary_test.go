@@ -3,6 +3,7 @@ package passes
 import (
 	"testing"
 
+	"gelo/formats"
 	"gelo/ir"
 )
 
@@ -15,10 +16,10 @@ func TestSummaryWeightBytes(t *testing.T) {
 		weights string
 		bytes   int64
 	}{
-		{WeightsF32, 525824},
-		{WeightsBF16, 263680},
-		{WeightsQ8_0, 140800},
-		{WeightsQ4_0, 75264},
+		{formats.F32, 525824},
+		{formats.BF16, 263680},
+		{formats.Q8_0, 140800},
+		{formats.Q4_0, 75264},
 	} {
 		m := traced(t)
 		o := DefaultProtect()

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"gelo/formats"
 	"gelo/ir"
 )
 
@@ -12,7 +13,7 @@ import (
 func TestVerifyAcceptsCompiled(t *testing.T) {
 	for _, mask := range []string{MaskNone, MaskHaar, MaskHD3} {
 		for _, cad := range []string{PerForward, PerOffload} {
-			for _, w := range []string{WeightsF32, WeightsQ8_0} {
+			for _, w := range []string{formats.F32, formats.Q8_0} {
 				for _, off := range [][]string{nil, Unfused()} {
 					po := DefaultProtect()
 					po.Mask, po.Cadence, po.Weights = mask, cad, w

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/lower/vulkan"
 	"gelo/models"
@@ -54,27 +55,27 @@ func TestNewEngineRefusesWhatTheRecordsDecline(t *testing.T) {
 		kv             ir.DType
 		want           string
 	}{
-		{"gomlx forward, bf16 cache", plan.EngineOptions{Backend: "gomlx"}, passes.LevelNone, passes.WeightsF32, ir.BF16,
+		{"gomlx forward, bf16 cache", plan.EngineOptions{Backend: "gomlx"}, passes.LevelNone, formats.F32, ir.BF16,
 			"--backend gomlx keeps an f32 KV cache; this plan was compiled with --kv-dtype bf16 (use --backend cpu, or compile with --kv-dtype f32)"},
-		{"vulkan forward, f16 cache", plan.EngineOptions{Backend: "vulkan"}, passes.LevelNone, passes.WeightsF32, ir.F16,
+		{"vulkan forward, f16 cache", plan.EngineOptions{Backend: "vulkan"}, passes.LevelNone, formats.F32, ir.F16,
 			"--backend vulkan keeps an f32 KV cache; this plan was compiled with --kv-dtype f16"},
-		{"gomlx forward, bf16dot", plan.EngineOptions{Backend: "gomlx"}, passes.LevelNone, passes.WeightsBF16Dot, ir.F32,
+		{"gomlx forward, bf16dot", plan.EngineOptions{Backend: "gomlx"}, passes.LevelNone, formats.BF16Dot, ir.F32,
 			"--backend gomlx takes --weights f32 or bf16; this plan was compiled with --weights bf16dot (use --backend cpu, or compile with --weights f32 or bf16)"},
-		{"gomlx forward, q8_0", plan.EngineOptions{Backend: "gomlx"}, passes.LevelNone, passes.WeightsQ8_0, ir.F32,
+		{"gomlx forward, q8_0", plan.EngineOptions{Backend: "gomlx"}, passes.LevelNone, formats.Q8_0, ir.F32,
 			"--backend gomlx takes --weights f32 or bf16; this plan was compiled with --weights q8_0 (use --backend cpu or --backend vulkan"},
-		{"vulkan forward, q4_k", plan.EngineOptions{Backend: "vulkan"}, passes.LevelNone, passes.WeightsQ4_K, ir.F32,
+		{"vulkan forward, q4_k", plan.EngineOptions{Backend: "vulkan"}, passes.LevelNone, formats.Q4_K, ir.F32,
 			"--backend vulkan takes --weights f32, bf16, q8_0 or q4_0; this plan was compiled with --weights q4_k (use --backend cpu,"},
-		{"vulkan forward, protected", plan.EngineOptions{Backend: "vulkan"}, passes.Level8x4, passes.WeightsF32, ir.F32,
+		{"vulkan forward, protected", plan.EngineOptions{Backend: "vulkan"}, passes.Level8x4, formats.F32, ir.F32,
 			"--backend vulkan runs unprotected plans only (--security none), not --security gelo-8x4; a protected plan runs its device side on it with --backend cpu --device vulkan"},
-		{"gomlx device under a protected plan, bf16dot", plan.EngineOptions{Backend: "gomlx", GomlxBackend: "go"}, passes.Level8x4, passes.WeightsBF16Dot, ir.F32,
+		{"gomlx device under a protected plan, bf16dot", plan.EngineOptions{Backend: "gomlx", GomlxBackend: "go"}, passes.Level8x4, formats.BF16Dot, ir.F32,
 			"the device of --backend gomlx (gomlx:go) takes --weights f32, bf16, q8_0, q4_0 or q4_k; this plan was compiled with --weights bf16dot and multiplies on the device (use --backend cpu --device local,"},
-		{"cpu with the gomlx device, bf16dot", plan.EngineOptions{Device: "gomlx:go"}, passes.LevelNone, passes.WeightsBF16Dot, ir.F32,
+		{"cpu with the gomlx device, bf16dot", plan.EngineOptions{Device: "gomlx:go"}, passes.LevelNone, formats.BF16Dot, ir.F32,
 			"--device gomlx:go takes --weights f32, bf16, q8_0, q4_0 or q4_k; this plan was compiled with --weights bf16dot"},
-		{"cpu with the vulkan device, q4_k", plan.EngineOptions{Device: "vulkan:0"}, passes.Level8x4, passes.WeightsQ4_K, ir.F32,
+		{"cpu with the vulkan device, q4_k", plan.EngineOptions{Device: "vulkan:0"}, passes.Level8x4, formats.Q4_K, ir.F32,
 			"--device vulkan:0 takes --weights f32, bf16, q8_0 or q4_0; this plan was compiled with --weights q4_k and multiplies on the device"},
-		{"recorded vulkan, bf16dot", plan.EngineOptions{Backend: "vulkan", Spy: true}, passes.LevelNone, passes.WeightsBF16Dot, ir.F32,
+		{"recorded vulkan, bf16dot", plan.EngineOptions{Backend: "vulkan", Spy: true}, passes.LevelNone, formats.BF16Dot, ir.F32,
 			"the device of --backend vulkan (vulkan) takes --weights f32, bf16, q8_0 or q4_0"},
-		{"unknown backend", plan.EngineOptions{Backend: "tpu"}, passes.LevelNone, passes.WeightsF32, ir.F32,
+		{"unknown backend", plan.EngineOptions{Backend: "tpu"}, passes.LevelNone, formats.F32, ir.F32,
 			`--backend "tpu": want cpu, gomlx or vulkan`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,12 +100,12 @@ func TestNewEngineRefusesWhatTheRecordsDecline(t *testing.T) {
 // device without the bf16 dot product is no obstacle; a q4_k plan that
 // multiplies only its q8_0 fallback runs where q8_0 does.
 func TestNewEngineTakesWhatTheRecordsTake(t *testing.T) {
-	m, w := engineModule(t, passes.Level8x4, passes.WeightsF32, ir.F16, true)
+	m, w := engineModule(t, passes.Level8x4, formats.F32, ir.F16, true)
 	want := engineTokens(t, plan.EngineOptions{}, m, w)
 	if got := engineTokens(t, plan.EngineOptions{Backend: "gomlx", GomlxBackend: "go"}, m, w); !slices.Equal(got, want) {
 		t.Errorf("--backend gomlx, f16 cache, gelo-8x4: tokens %v, the cpu backend's %v", got, want)
 	}
-	m, w = engineModule(t, passes.LevelExact, passes.WeightsBF16Dot, ir.F32, false)
+	m, w = engineModule(t, passes.LevelExact, formats.BF16Dot, ir.F32, false)
 	if onDevice(m) {
 		t.Fatal("an exact plan placed a node on the device")
 	}
@@ -122,7 +123,7 @@ func TestNewEngineTakesWhatTheRecordsTake(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := plan.Level(passes.LevelNone)
-	o.Weights = passes.WeightsQ4_K
+	o.Weights = formats.Q4_K
 	if m, err = plan.Compile(models.Source{}, cfg, o, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func onDevice(m *ir.Module) bool {
 // checkpoint multiplies the bf16 values the plan names, as the cpu backend
 // does (it multiplied the f32 values before: the logits of the f32 plan).
 func TestGomlxForwardBF16Weights(t *testing.T) {
-	m, w := engineModule(t, passes.LevelNone, passes.WeightsBF16, ir.F32, false)
+	m, w := engineModule(t, passes.LevelNone, formats.BF16, ir.F32, false)
 	want := engineLogits(t, plan.EngineOptions{}, m, w)
 	got := engineLogits(t, plan.EngineOptions{Backend: "gomlx", GomlxBackend: "go"}, m, w)
 	var worst, scale float64

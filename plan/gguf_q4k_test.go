@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gelo/device/wire"
+	"gelo/formats"
 	"gelo/models"
 	"gelo/models/gguf"
 	"gelo/passes"
@@ -105,12 +106,12 @@ func TestGGUFQ4K(t *testing.T) {
 		}
 
 		o := plan.Level(passes.LevelNone)
-		o.Weights = passes.WeightsQ4_K
+		o.Weights = formats.Q4_K
 		got := greedy(t, g.Weights, o, 32)
 		// The default level keeps every B = 1 matmul in the TEE, with
 		// the kernel the local device runs at none.
 		oe := plan.Level(passes.LevelExact)
-		oe.Weights = passes.WeightsQ4_K
+		oe.Weights = formats.Q4_K
 		if exact := greedy(t, g.Weights, oe, 32); !slices.Equal(exact, got) {
 			t.Errorf("%s: q4_k plan decodes %v at exact, %v at none", arch, exact, got)
 		}

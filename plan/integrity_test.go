@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gelo/device"
+	"gelo/formats"
 	"gelo/lower/cpu"
 	"gelo/passes"
 	"gelo/plan"
@@ -66,7 +67,7 @@ func integrityOn(t *testing.T, dev, level, weights string, k int, key byte, step
 // and no false alarm; the honest statistic's margin is logged.
 func TestProbesHonestNoFalseAlarm(t *testing.T) {
 	for _, level := range []string{passes.LevelNone, passes.Level8x4, passes.LevelExact} {
-		for _, w := range []string{passes.WeightsF32, passes.WeightsBF16, passes.WeightsQ8_0, passes.WeightsQ4_0} {
+		for _, w := range []string{formats.F32, formats.BF16, formats.Q8_0, formats.Q4_0} {
 			ref, err, _ := integrityRun(t, level, w, 0, 1, 32, nil)
 			if err != nil {
 				t.Fatalf("%s %s, no probes: %v", level, w, err)
@@ -90,7 +91,7 @@ func TestProbesHonestNoFalseAlarm(t *testing.T) {
 // K = 2, so the prediction is: caught every time.
 func TestLiarsAreCaught(t *testing.T) {
 	const trials = 6
-	for _, w := range []string{passes.WeightsF32, passes.WeightsQ8_0} {
+	for _, w := range []string{formats.F32, formats.Q8_0} {
 		for _, lie := range device.Lies() {
 			caught := 0
 			for tr := range trials {
@@ -117,11 +118,11 @@ func TestLiarsAreCaught(t *testing.T) {
 // Without probes the same lie goes unseen and changes what is decoded:
 // the probes are what catches it.
 func TestWithoutProbesLiesGoUnseen(t *testing.T) {
-	ref, err, _ := integrityRun(t, passes.Level8x4, passes.WeightsF32, 0, 3, 24, nil)
+	ref, err, _ := integrityRun(t, passes.Level8x4, formats.F32, 0, 3, 24, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err, _ := integrityRun(t, passes.Level8x4, passes.WeightsF32, 0, 3, 24, func(l *device.LiarDevice) {
+	got, err, _ := integrityRun(t, passes.Level8x4, formats.F32, 0, 3, 24, func(l *device.LiarDevice) {
 		l.Lie = device.OtherWeight
 	})
 	if err != nil {
@@ -137,7 +138,7 @@ func TestWithoutProbesLiesGoUnseen(t *testing.T) {
 func TestAbortIsUniform(t *testing.T) {
 	var msgs []string
 	for _, call := range []int{12, 20, 47} {
-		_, err, _ := integrityRun(t, passes.Level8x4, passes.WeightsF32, 1, 4, 8, func(l *device.LiarDevice) {
+		_, err, _ := integrityRun(t, passes.Level8x4, formats.F32, 1, 4, 8, func(l *device.LiarDevice) {
 			l.Lie = device.ZeroRows
 			l.At = func(c int, _ string) bool { return c == call }
 		})
@@ -154,7 +155,7 @@ func TestAbortIsUniform(t *testing.T) {
 // No false alarm over 10,000 honest crossings per weight format (gelo-8x4,
 // every product checked with K = 2 over fresh sessions).
 func TestNoFalseAlarmTenThousand(t *testing.T) {
-	for _, w := range []string{passes.WeightsF32, passes.WeightsBF16, passes.WeightsQ8_0, passes.WeightsQ4_0} {
+	for _, w := range []string{formats.F32, formats.BF16, formats.Q8_0, formats.Q4_0} {
 		var checks int64
 		worst := 0.0
 		for key := byte(50); checks < 10000; key++ {
@@ -173,11 +174,11 @@ func TestNoFalseAlarmTenThousand(t *testing.T) {
 // engine) honest products pass with the same tokens as the local device,
 // and a lie is caught.
 func TestProbesOnGomlxDevice(t *testing.T) {
-	ref, err, _ := integrityRun(t, passes.Level8x4, passes.WeightsF32, 2, 7, 12, nil)
+	ref, err, _ := integrityRun(t, passes.Level8x4, formats.F32, 2, 7, 12, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err, st := integrityOn(t, "gomlx:go", passes.Level8x4, passes.WeightsF32, 2, 7, 12, nil)
+	got, err, st := integrityOn(t, "gomlx:go", passes.Level8x4, formats.F32, 2, 7, 12, nil)
 	if err != nil {
 		t.Fatalf("gomlx device, honest: %v", err)
 	}
@@ -185,7 +186,7 @@ func TestProbesOnGomlxDevice(t *testing.T) {
 		t.Errorf("gomlx device decodes %v, local %v", got, ref)
 	}
 	t.Logf("gomlx device: %d honest checks, largest statistic %.2e of its tolerance", st.Checks, st.Worst)
-	_, err, _ = integrityOn(t, "gomlx:go", passes.Level8x4, passes.WeightsF32, 2, 7, 12, func(l *device.LiarDevice) {
+	_, err, _ = integrityOn(t, "gomlx:go", passes.Level8x4, formats.F32, 2, 7, 12, func(l *device.LiarDevice) {
 		l.Lie, l.Amount = device.ScaleRow, 0.01
 		l.At = func(c int, _ string) bool { return c == 30 }
 	})
@@ -202,7 +203,7 @@ func TestProbesAddNothingTheDeviceSees(t *testing.T) {
 	for _, level := range []string{passes.LevelNone, passes.Level8x4, passes.LevelSpan, passes.LevelWhiten, passes.LevelExact} {
 		var recs [2][]device.Crossing
 		for i, k := range []int{0, 4} {
-			m, w := offloaded(t, level, passes.WeightsF32, k)
+			m, w := offloaded(t, level, formats.F32, k)
 			eng, err := plan.NewEngine(plan.EngineOptions{Spy: true}, w, make([]byte, 32), m)
 			if err != nil {
 				t.Fatal(err)

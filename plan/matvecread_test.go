@@ -3,6 +3,7 @@ package plan_test
 import (
 	"testing"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
@@ -18,7 +19,7 @@ import (
 // worker.
 func TestReadMatVecWeights(t *testing.T) {
 	const workers = 2
-	for _, w := range passes.WeightFormats {
+	for _, w := range formats.PlanNames() {
 		m, wts := compiledTiny(t, passes.LevelExact, w, passes.DefaultVerify, false)
 		eng, err := plan.NewEngine(plan.EngineOptions{Workers: workers}, wts, make([]byte, 32), m)
 		if err != nil {
@@ -72,7 +73,7 @@ func TestReadMatVecWeights(t *testing.T) {
 // step never streams: the decode's bare read leaves them out, and a plan
 // that offloads every decode matmul reads nothing.
 func TestReadMatVecWeightsDecodeOnly(t *testing.T) {
-	m, wts := compiledTiny(t, passes.Level8x4, passes.WeightsF32, passes.DefaultVerify, true)
+	m, wts := compiledTiny(t, passes.Level8x4, formats.F32, passes.DefaultVerify, true)
 	eng, err := plan.NewEngine(plan.EngineOptions{Workers: 2}, wts, make([]byte, 32), m)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
@@ -142,7 +143,7 @@ func weightFormatOf(meta map[string]string) string {
 	if w := meta["weights"]; w != "" {
 		return w
 	}
-	return passes.WeightsF32
+	return formats.F32
 }
 
 // fusionsOf lists the fusions the fuse pass applied (IR meta "fusions").

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"gelo/attest"
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
@@ -212,7 +213,7 @@ func TestIdentityBindsOptions(t *testing.T) {
 		"energy":   func(o *plan.Options) { o.ShieldEnergy = 2 },
 		"center":   func(o *plan.Options) { o.Center = false },
 		"topology": func(o *plan.Options) { o.Topology = passes.Shared },
-		"weights":  func(o *plan.Options) { o.Weights = passes.WeightsQ8_0 },
+		"weights":  func(o *plan.Options) { o.Weights = formats.Q8_0 },
 		"no-fuse":  func(o *plan.Options) { o.NoFuse = []string{"swiglu"} },
 	} {
 		o := plan.Knobs()

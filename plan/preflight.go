@@ -70,6 +70,9 @@ func Preflight(r Run) (Need, error) {
 	if c == nil {
 		return fail("no model config")
 	}
+	if _, err := formats.LookupPlan("--weights", r.Weights); err != nil {
+		return fail("%v", err)
+	}
 	if r.Workers < 0 || r.Workers > MaxWorkers {
 		return fail("--workers %d is outside [0, %d]", r.Workers, MaxWorkers)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gelo/device"
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
@@ -113,14 +114,14 @@ func forcedLogits(t *testing.T, m *ir.Module, w *models.Weights, level string, p
 func TestLevelLogits(t *testing.T) {
 	prompt := []int32{1, 2, 3, 4, 5}
 	const steps, tol, qTol = 64, 1e-3, 0.3
-	for _, w := range []string{passes.WeightsF32, passes.WeightsBF16, passes.WeightsQ8_0} {
+	for _, w := range []string{formats.F32, formats.BF16, formats.Q8_0} {
 		ref, refToks := levelLogits(t, passes.LevelNone, w, prompt, steps)
 		for _, lv := range []string{passes.Level8x4, passes.LevelSpan, passes.LevelWhiten, passes.LevelExact} {
-			if lv != passes.LevelExact && lv != passes.LevelWhiten && w == passes.WeightsQ8_0 {
+			if lv != passes.LevelExact && lv != passes.LevelWhiten && w == formats.Q8_0 {
 				continue
 			}
 			var got [][]float32
-			if w == passes.WeightsQ8_0 {
+			if w == formats.Q8_0 {
 				m, wts := offloaded(t, lv, w, passes.DefaultVerify)
 				got, _ = forcedLogits(t, m, wts, lv, prompt, steps, refToks)
 				for p := range ref {
@@ -143,7 +144,7 @@ func TestLevelLogits(t *testing.T) {
 			}
 			t.Logf("%s, %s weights: max |dlogit| %.3g over %d passes", lv, w, worst, len(ref))
 			bound := tol
-			if w == passes.WeightsQ8_0 {
+			if w == formats.Q8_0 {
 				bound = qTol
 			}
 			if worst > bound {
@@ -177,7 +178,7 @@ func margin(l []float32) float64 {
 func TestTEELocalBitIdentical(t *testing.T) {
 	prompt := []int32{3, 1, 4, 1, 5, 9, 2, 6}
 	const steps = 32
-	for _, w := range passes.WeightFormats {
+	for _, w := range formats.PlanNames() {
 		mn, wts := compiledTiny(t, passes.LevelNone, w, 0, false)
 		ref, refToks := runLogits(t, mn, wts, passes.LevelNone, prompt, steps)
 		me, wts := compiledTiny(t, passes.LevelExact, w, passes.DefaultVerify, false)
@@ -191,7 +192,7 @@ func TestTEELocalBitIdentical(t *testing.T) {
 					t.Fatalf("%s weights: %s %v is on the device; this test wants every op TEE-local", w, g.Name, n.ID)
 				}
 				local++
-				if wt := g.Node(n.Inputs[1]).Type.DType; w != passes.WeightsF32 && wt == ir.F32 {
+				if wt := g.Node(n.Inputs[1]).Type.DType; w != formats.F32 && wt == ir.F32 {
 					t.Errorf("%s weights: TEE-local %s %v multiplies f32 weights", w, g.Name, n.ID)
 				}
 			}
@@ -290,7 +291,7 @@ func TestExactPayloadsOrthonormal(t *testing.T) {
 // embedding table, the norms) stay.
 func TestReleaseSource(t *testing.T) {
 	prompt := []int32{2, 7, 1, 8}
-	for _, w := range []string{passes.WeightsQ8_0, passes.WeightsBF16} {
+	for _, w := range []string{formats.Q8_0, formats.BF16} {
 		m, wts := compiledTiny(t, passes.LevelExact, w, passes.DefaultVerify, false)
 		want, _ := runLogits(t, m, wts, passes.LevelExact, prompt, 8)
 		m, own := compiledTiny(t, passes.LevelExact, w, passes.DefaultVerify, false)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gelo/device"
+	"gelo/formats"
 	"gelo/lower/cpu"
 	"gelo/lower/cpu/kernels"
 	"gelo/models"
@@ -56,12 +57,12 @@ func TestBF16Dot(t *testing.T) {
 	var noneLogits [][]float32
 	for _, level := range []string{passes.LevelNone, passes.LevelExact, passes.Level8x4} {
 		po := levelOptions(level)
-		po.Weights = passes.WeightsBF16
+		po.Weights = formats.BF16
 		ref := newSessionOpts(t, compileModule(t, cfg, models.TraceOptions{}, po), ckpt, testKey, runtime.Options{MaxContext: 12 + steps})
 		wantToks, want := greedyRun(t, ref, prompt, steps)
-		po.Weights = passes.WeightsBF16Dot
+		po.Weights = formats.BF16Dot
 		m := compileModule(t, cfg, models.TraceOptions{}, po)
-		if m.Meta["weights"] != passes.WeightsBF16Dot {
+		if m.Meta["weights"] != formats.BF16Dot {
 			t.Fatalf("%s: weights meta %q", level, m.Meta["weights"])
 		}
 		s, spy := spySession(t, m, ckpt, testKey, 12+steps)
@@ -127,7 +128,7 @@ func TestBF16DotRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	po := plain
-	po.Weights = passes.WeightsBF16Dot
+	po.Weights = formats.BF16Dot
 	m := compileModule(t, cfg, models.TraceOptions{}, po)
 	for _, be := range []string{"gomlx", "vulkan"} {
 		_, err := plan.NewEngine(plan.EngineOptions{Backend: be}, ckpt, testKey, m)

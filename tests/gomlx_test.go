@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gelo/device"
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/lower/cpu"
 	"gelo/lower/gomlx"
@@ -101,9 +102,9 @@ func gomlxParity(t *testing.T, backend string) {
 			prompt := testPrompt(16, cfg.VocabSize)
 			hd3 := passes.ProtectOptions{Mask: passes.MaskHD3, Cadence: passes.PerForward, ShieldK: 8, ShieldEnergy: 4, Center: true}
 			q8 := hd3
-			q8.Weights = passes.WeightsQ8_0
+			q8.Weights = formats.Q8_0
 			bf16 := hd3
-			bf16.Weights = passes.WeightsBF16
+			bf16.Weights = formats.BF16
 			pos := []passes.ProtectOptions{plain, hd3}
 			if tc.name == "qwen3-tiny" {
 				pos = append(pos, q8, bf16) // UploadQ/MatMulQ: q8_0 rows and weights; UploadBF16
@@ -127,7 +128,7 @@ func gomlxParity(t *testing.T, backend string) {
 					}
 					slices.Sort(errs)
 					tol := gomlxTolerance
-					if po.Weights == passes.WeightsQ8_0 {
+					if po.Weights == formats.Q8_0 {
 						tol = gomlxQ8Tolerance
 						if q := errs[len(errs)/4]; q > gomlxTolerance {
 							t.Errorf("a quarter of the steps deviate by %.3g relative or more (tolerance %g): more than q8_0 rounding flips", q, gomlxTolerance)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/lower"
 	"gelo/lower/cpu"
@@ -69,9 +70,9 @@ func TestRecordsNameWhatTheEngineTakes(t *testing.T) {
 			what      string
 			got, want []string
 		}{
-			{"weight format", c.Weights, passes.WeightFormats},
+			{"weight format", c.Weights, formats.PlanNames()},
 			{"KV dtype", c.KVDTypes, kv},
-			{"device weight format", c.Device.Weights, passes.WeightFormats},
+			{"device weight format", c.Device.Weights, formats.PlanNames()},
 		} {
 			for _, x := range tc.got {
 				if !slices.Contains(tc.want, x) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gelo/device/wire"
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/lower/cpu"
 	"gelo/models"
@@ -160,7 +161,7 @@ func TestQuantizedLogits(t *testing.T) {
 	for _, f := range []struct {
 		name   string
 		format wire.Format
-	}{{passes.WeightsQ8_0, wire.Q8_0}, {passes.WeightsQ4_0, wire.Q4_0}} {
+	}{{formats.Q8_0, wire.Q8_0}, {formats.Q4_0, wire.Q4_0}} {
 		weightOnly[f.name] = run(plain, dequantized(t, w, f.format), refToks)
 		var worst float64
 		for i := range ref {
@@ -173,9 +174,9 @@ func TestQuantizedLogits(t *testing.T) {
 		mask        string
 		tol, tolOwn float64
 	}{
-		{passes.WeightsQ8_0, passes.MaskNone, 0.05, 0.04},
-		{passes.WeightsQ8_0, passes.MaskHD3, 0.10, 0.10},
-		{passes.WeightsQ4_0, passes.MaskNone, 0.50, 0.30},
+		{formats.Q8_0, passes.MaskNone, 0.05, 0.04},
+		{formats.Q8_0, passes.MaskHD3, 0.10, 0.10},
+		{formats.Q4_0, passes.MaskNone, 0.50, 0.30},
 	} {
 		po := passes.DefaultProtect()
 		po.Mask, po.Weights = tc.mask, tc.weights
@@ -212,7 +213,7 @@ func TestQuantizedLogits(t *testing.T) {
 func TestQuantizedPlanShape(t *testing.T) {
 	cfg, _ := models.Variant("qwen3-tiny")
 	po := passes.DefaultProtect()
-	po.Weights = passes.WeightsQ8_0
+	po.Weights = formats.Q8_0
 	m := compileModule(t, cfg, models.TraceOptions{}, po)
 	for _, g := range m.Graphs {
 		for _, n := range g.Nodes {
@@ -259,7 +260,7 @@ func TestBF16Weights(t *testing.T) {
 		}
 		ref := newSessionOpts(t, compileModule(t, cfg, models.TraceOptions{}, po), bf16ckpt, testKey, runtime.Options{MaxContext: 12 + steps})
 		wantToks, want := greedyRun(t, ref, prompt, steps)
-		po.Weights = passes.WeightsBF16
+		po.Weights = formats.BF16
 		m := compileModule(t, cfg, models.TraceOptions{}, po)
 		s, spy := spySession(t, m, bf16ckpt, testKey, 12+steps)
 		toks, got := greedyRun(t, s, prompt, steps)
@@ -282,7 +283,7 @@ func TestBF16Weights(t *testing.T) {
 				t.Errorf("mask %s: device weight %q was not uploaded as bf16", mask, u)
 			}
 		}
-		if m.Meta["weights"] != passes.WeightsBF16 {
+		if m.Meta["weights"] != formats.BF16 {
 			t.Errorf("weights meta %q", m.Meta["weights"])
 		}
 	}
@@ -295,7 +296,7 @@ func TestBF16Weights(t *testing.T) {
 	ref := newSessionOpts(t, compileModule(t, cfg, models.TraceOptions{}, plain), f32ckpt, testKey, runtime.Options{MaxContext: 12 + steps})
 	refToks, want := greedyRun(t, ref, prompt, steps)
 	po := plain
-	po.Weights = passes.WeightsBF16
+	po.Weights = formats.BF16
 	s := newSessionOpts(t, compileModule(t, cfg, models.TraceOptions{}, po), f32ckpt, testKey, runtime.Options{MaxContext: 12 + steps})
 	logits, err := s.Prefill(prompt)
 	if err != nil {
@@ -334,7 +335,7 @@ func TestBF16Refusals(t *testing.T) {
 	}
 
 	po := plain
-	po.Weights = passes.WeightsBF16
+	po.Weights = formats.BF16
 	m := compileModule(t, cfg, models.TraceOptions{}, po)
 	g := m.Graphs[0]
 	moved := false
@@ -377,7 +378,7 @@ func TestTiedGatherRefusesBadIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range []string{passes.WeightsBF16, passes.WeightsQ8_0, passes.WeightsQ4_0} {
+	for _, format := range []string{formats.BF16, formats.Q8_0, formats.Q4_0} {
 		po := plain
 		po.Weights = format
 		m := compileModule(t, cfg, models.TraceOptions{}, po)

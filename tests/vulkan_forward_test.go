@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"gelo/formats"
 	"gelo/lower/vulkan"
 	"gelo/lower/vulkan/vulkantest"
 	"gelo/models"
@@ -66,7 +67,7 @@ func TestVulkanForwardWide(t *testing.T) {
 		t.Fatal(err)
 	}
 	fw := openVulkanForward(t, w)
-	for _, format := range []string{passes.WeightsF32, passes.WeightsBF16} {
+	for _, format := range []string{formats.F32, formats.BF16} {
 		t.Run(format, func(t *testing.T) {
 			po := plain
 			po.Weights = format
@@ -114,11 +115,11 @@ func TestVulkanForwardParity(t *testing.T) {
 		weights string
 		noFuse  []string
 	}{
-		{"f32/fused", passes.WeightsF32, nil},
-		{"bf16/fused", passes.WeightsBF16, nil},
-		{"f32/unfused", passes.WeightsF32, passes.Unfused()},
-		{"q8_0/fused", passes.WeightsQ8_0, nil},
-		{"q4_0/fused", passes.WeightsQ4_0, nil},
+		{"f32/fused", formats.F32, nil},
+		{"bf16/fused", formats.BF16, nil},
+		{"f32/unfused", formats.F32, passes.Unfused()},
+		{"q8_0/fused", formats.Q8_0, nil},
+		{"q4_0/fused", formats.Q4_0, nil},
 	}
 	cfg := tinyConfig(t)
 	w, err := models.SynthesizeAs(cfg, 21, "bf16")
@@ -139,7 +140,7 @@ func TestVulkanForwardParity(t *testing.T) {
 			ref := newSessionOpts(t, m, w, testKey, runtime.Options{MaxContext: maxCtx})
 			wantToks, wantLogits := greedyRun(t, ref, prompt, steps)
 
-			quantized := tc.weights == passes.WeightsQ8_0 || tc.weights == passes.WeightsQ4_0
+			quantized := tc.weights == formats.Q8_0 || tc.weights == formats.Q4_0
 			run := func() ([]int, [][]float32, *runtime.Session) {
 				s, err := runtime.NewSession(m, runtime.Adapt(fw.Name(), fw.Compile), runtime.Options{MaxContext: maxCtx})
 				if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gelo/device"
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/lower/cpu"
 	"gelo/lower/vulkan/vulkantest"
@@ -66,7 +67,7 @@ func TestVulkanParity(t *testing.T) {
 			}
 			prompt := testPrompt(16, cfg.VocabSize)
 			for _, level := range tc.levels {
-				for _, format := range []string{passes.WeightsF32, passes.WeightsBF16, passes.WeightsQ8_0, passes.WeightsQ4_0} {
+				for _, format := range []string{formats.F32, formats.BF16, formats.Q8_0, formats.Q4_0} {
 					t.Run(level+"/"+format, func(t *testing.T) {
 						po := plain
 						if level == passes.LevelExact {
@@ -96,7 +97,7 @@ func TestVulkanParity(t *testing.T) {
 						if calls == 0 {
 							t.Fatal("nothing crossed to the Vulkan device")
 						}
-						if format == passes.WeightsQ8_0 || format == passes.WeightsQ4_0 {
+						if format == formats.Q8_0 || format == formats.Q4_0 {
 							if !identical {
 								t.Errorf("%s logits differ from the local device's (max %.3g): the quantized shaders lost the canonical order", format, worst)
 							}

@@ -16,6 +16,7 @@ import (
 	"gelo/attack/corpus"
 	"gelo/attack/dict"
 	"gelo/device"
+	"gelo/formats"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/tokenizer"
@@ -106,7 +107,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	knownPrompts := fs.Int("known-prompts", 16, "random-token prompts the attacker records as known plaintext (training rows for the ridge inverters)")
 	knownLen := fs.Int("known-len", 64, "tokens per known-plaintext prompt")
 	out := fs.String("out", "", "directory for report.md and report.json")
-	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every condition's plan: "+strings.Join(passes.WeightFormats, ", ")+" (the payloads the attacks read are those of that format)")
+	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every condition's plan: "+strings.Join(formats.PlanNames(), ", ")+" (the payloads the attacks read are those of that format)")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}

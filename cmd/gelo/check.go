@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/models/safetensors"
@@ -99,7 +100,7 @@ func finishText(c runtime.Completion, maxTokens, maxContext int) string {
 // the flags); sequences 0 checks the weights alone.
 func (mf *modelFlags) preflight(cfg *models.Config, m *ir.Module, sequences, promptLen, maxTokens int) error {
 	r := plan.Run{Config: cfg, Sequences: sequences, MaxContext: mf.maxContext, MaxTokens: maxTokens,
-		PromptLen: promptLen, Workers: mf.workers, Weights: passes.WeightsF32}
+		PromptLen: promptLen, Workers: mf.workers, Weights: formats.F32}
 	if mf.maxMemory != "" {
 		var err error
 		if r.Limit, err = plan.ParseBytes(mf.maxMemory); err != nil {

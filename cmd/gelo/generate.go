@@ -5,12 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	"gelo/ir"
-	"gelo/lower/cpu"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
@@ -216,12 +214,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	warnInsecure(stderr, m)
-	eosIDs := []int(l.Config.EOSTokenIDs)
-	if tk != nil {
-		if id, ok := tk.EOSTokenID(); ok && !slices.Contains(eosIDs, id) {
-			eosIDs = append(eosIDs, id)
-		}
-	}
+	eosIDs := plan.EOS(l.Config, tk)
 	if eosFlag != nil {
 		eosIDs = nil
 		for _, v := range eosFlag {
@@ -323,7 +316,7 @@ func generateBatch(mf *modelFlags, m *ir.Module, l *models.Model, prompts [][]in
 
 // securityLine is generate's last line: the plan's level and what crossed
 // the boundary during the run.
-func securityLine(m *ir.Module, t *cpu.Traffic) string {
+func securityLine(m *ir.Module, t *plan.Traffic) string {
 	level := m.Meta["security"]
 	if level == "" {
 		level = passes.LevelCustom
@@ -342,7 +335,7 @@ func securityLine(m *ir.Module, t *cpu.Traffic) string {
 		kept = "kept TEE-local: " + strings.Join(local, ", ")
 	}
 	if t == nil {
-		t = new(cpu.Traffic)
+		t = new(plan.Traffic)
 	}
 	p, rows := t.Payloads.Load(), t.Rows.Load()
 	per := 0.0

@@ -8,9 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"gelo/formats"
 	"gelo/ir"
-	"gelo/lower/cpu"
-	"gelo/lower/cpu/kernels"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
@@ -36,7 +35,7 @@ type modelFlags struct {
 	planBatch    int
 	verify       int
 	verifyPool   int
-	traffic      *cpu.Traffic  // what crossed, for the last line of generate (shared by copies)
+	traffic      *plan.Traffic // what crossed, for the last line of generate (shared by copies)
 	ownWeights   bool          // one engine owns the loaded weights: f32 copies of converted ones are dropped
 	noIdentity   bool          // the verb computes no model identity: open need not hash the values for one
 	maskKnob     string        // a mask family set by a verb (bench's --masks): an expert knob as if --mask were given
@@ -56,7 +55,7 @@ type modelFlags struct {
 }
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
-	mf.traffic = new(cpu.Traffic)
+	mf.traffic = new(plan.Traffic)
 	fs.StringVar(&mf.model, "model", models.DefaultVariant,
 		"model: a directory with config.json + safetensors, or a built-in variant generated in memory ("+fmt.Sprint(models.VariantNames())+")")
 	fs.Uint64Var(&mf.seed, "seed", 1, "seed of the synthetic weights of a built-in variant")
@@ -98,7 +97,7 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	fs.StringVar(&mf.cadence, "cadence", d.Cadence, "mask cadence: per-forward or per-offload")
 	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
 	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")
-	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every matmul, offloaded or TEE-local: f32, bf16, bf16dot (bf16 weights, inputs rounded to bf16: the CPU's bf16 dot product, a speed mode), q8_0, q4_0 or q4_k (GGUF blocks)")
+	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every matmul, offloaded or TEE-local: "+formatsHelp())
 	fs.StringVar(&mf.kvDType, "kv-dtype", "f32", "KV cache element type of the TEE's engine: f32, f16 or bf16 (K and V rounded to nearest even on append, read widened to f32; --backend gomlx and vulkan take f32 only)")
 	fs.StringVar(&mf.topology, "topology", d.Topology, "batched decode: per-sequence masks, or shared (one mask over the batch)")
 	fs.BoolVar(&mf.center, "center", d.Center, "send multi-row crossings centred (mean row apart)")
@@ -237,7 +236,7 @@ func (mf *modelFlags) open(stderr io.Writer) (*models.Model, error) {
 	if m != nil && m.Notice != "" {
 		fmt.Fprintln(stderr, m.Notice)
 	}
-	if mf.weights == passes.WeightsBF16Dot && !kernels.HasBF16Dot() && (mf.backendName == "" || mf.backendName == "cpu") {
+	if mf.weights == formats.BF16Dot && !plan.HasBF16Dot() && (mf.backendName == "" || mf.backendName == "cpu") {
 		fmt.Fprintln(stderr, "warning: this CPU has no AVX512_BF16: --weights bf16dot runs the portable bf16 dot product (the same bits), tens of times slower than --weights bf16; it is a speed mode only where the instruction is")
 	}
 	return m, err
@@ -292,4 +291,16 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// formatsHelp lists the plan formats with what each is, from their
+// records.
+func formatsHelp() string {
+	var parts []string
+	for _, f := range formats.All() {
+		if f.Plan {
+			parts = append(parts, f.Name+" ("+f.Doc+")")
+		}
+	}
+	return strings.Join(parts, ", ")
 }

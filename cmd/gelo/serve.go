@@ -217,13 +217,7 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 		if tk != nil && tk.IgnoredChatTemplate() {
 			log.Warn(tokenizer.IgnoredChatTemplateNote)
 		}
-		eos := slices.Clone([]int(l.Config.EOSTokenIDs))
-		if tk != nil {
-			if id, ok := tk.EOSTokenID(); ok && !slices.Contains(eos, id) {
-				eos = append(eos, id)
-			}
-		}
-		if err := s.Start(serve.Model{Module: m, Backend: eng.Runtime, Tokenizer: tk, MaxContext: mf.maxContext, EOS: eos}); err != nil {
+		if err := s.Start(serve.Model{Module: m, Backend: eng.Runtime, Tokenizer: tk, MaxContext: mf.maxContext, EOS: plan.EOS(l.Config, tk)}); err != nil {
 			return err
 		}
 		level := m.Meta["security"]

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"gelo/ir"
-	"gelo/lower/cpu"
 	"gelo/models"
 	"gelo/models/safetensors"
 	"gelo/passes"
@@ -136,7 +135,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 				bind[p] = v
 			}
 		}
-		full, err := cpu.BindShieldDims(g, bind)
+		full, err := plan.BindShieldDims(g, bind)
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/passes"
@@ -106,7 +107,7 @@ func TestRoundTrip(t *testing.T) {
 		passes.DefaultProtect(),
 		{Mask: passes.MaskNone, Cadence: passes.PerForward},
 		{Mask: passes.MaskHaar, Cadence: passes.PerOffload, ShieldK: 9, ShieldEnergy: 2.5, Topology: passes.Shared},
-		{Mask: passes.MaskHD3, Cadence: passes.PerForward, ShieldK: 8, ShieldEnergy: 4, Weights: passes.WeightsQ8_0},
+		{Mask: passes.MaskHD3, Cadence: passes.PerForward, ShieldK: 8, ShieldEnergy: 4, Weights: formats.Q8_0},
 	} {
 		roundTrip(t, newTestPlan(t, po))
 	}

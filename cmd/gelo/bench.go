@@ -25,7 +25,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	var mf modelFlags
 	mf.register(fs)
 	mf.registerProtect(fs)
-	masks := fs.String("masks", "", "comma-separated mask families (none, haar, hd3) or security levels (exact, whiten, ...) to compare in one run (default: --mask)")
+	masks := fs.String("masks", "", "comma-separated mask families (none, haar, hd3) or security levels (exact, whiten, ...) to compare in one run (default: the --security level, the default level when none is named; --mask's family under the expert knobs)")
 	prefillList := fs.String("prefill", "128", "comma-separated prompt lengths for TTFT")
 	decodeSteps := fs.Int("decode", 16, "decode steps measured for TPOT (B = 1)")
 	reps := fs.Int("reps", 1, "prefill repetitions per length (the median is reported)")
@@ -69,7 +69,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	families := splitList(*masks)
 	if len(families) == 0 {
-		families = []string{mf.mask}
+		families = []string{defaultEntry(mf)}
 	}
 	// The masks suite compiles each entry with the flags; the others take
 	// the names alone (protectWith), so only its entries are checked here.
@@ -188,4 +188,19 @@ func benchEntries(mf modelFlags, families []string) ([]bench.Entry, error) {
 		entries = append(entries, bench.Entry{Name: fam, Options: o})
 	}
 	return entries, nil
+}
+
+// defaultEntry is the masks suite's one column when --masks is not given:
+// the plan the other flags name, the --security level (the default level
+// when none is named), or --mask's family where the expert knobs are in
+// use (--mask given, or --security custom).
+func defaultEntry(mf modelFlags) string {
+	maskGiven := false
+	if mf.protectFS != nil {
+		mf.protectFS.Visit(func(f *flag.Flag) { maskGiven = maskGiven || f.Name == "mask" })
+	}
+	if maskGiven || mf.security == passes.LevelCustom {
+		return mf.mask
+	}
+	return mf.security
 }

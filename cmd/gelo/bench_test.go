@@ -69,3 +69,30 @@ func TestBenchUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchDefaultEntry: without --masks the masks suite measures the
+// plan the other flags name: the default level with no flags (it measured
+// a custom hd3 plan labelled hd3), a named level (a usage error before),
+// and --mask's family under the expert knobs.
+func TestBenchDefaultEntry(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, passes.DefaultLevel},
+		{[]string{"--security", "none"}, "none"},
+		{[]string{"--security", "exact"}, "exact"},
+		{[]string{"--mask", "haar"}, "haar"},
+		{[]string{"--security", "custom", "--mask", "hd3"}, "hd3"},
+	} {
+		out, errs, code := gelo(t, append([]string{"bench", "--prefill", "4", "--decode", "1"}, tc.args...)...)
+		if code != 0 {
+			t.Errorf("bench %v: exit %d: %s", tc.args, code, errs)
+			continue
+		}
+		_, rows, _ := strings.Cut(out, "TPOT (B=1)")
+		if f := strings.Fields(rows); len(f) < 5 || f[3] != tc.want {
+			t.Errorf("bench %v: measured %q, want %s", tc.args, f[:min(len(f), 4)], tc.want)
+		}
+	}
+}

@@ -198,7 +198,7 @@ func evalLevel(cfg Config, cond string) (*attack.Report, error) {
 	case CondLevel:
 		r.Label = fmt.Sprintf("lambda %d, h %d, Delta %d, d_in %d: fresh pads", p.Lambda, p.H, p.Delta, cfg.LevelIn)
 	case CondReused:
-		r.Label = "the level with one pad reused for each pair of rows (test only)"
+		r.Label = "the level, the difference attack's pairs of rows each under one reused pad (test only; other rows fresh)"
 		r.Insecure = "pad reuse"
 	case CondZero:
 		r.Label = "control: a zero pad, c = Delta x_q"

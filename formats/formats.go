@@ -37,6 +37,9 @@ const (
 	Q8_0    = "q8_0"
 	Q4_0    = "q4_0"
 	Q4_K    = "q4_k"
+	// Int8 stores each matrix as int8 values with one float32 scale per
+	// output row (ir.I8, wire.Int8), the integer matrix of the lwe level.
+	Int8 = "int8"
 )
 
 // Device kinds a format can be multiplied on (the --device families).
@@ -127,7 +130,7 @@ func (f *Format) MatrixBytes(rows, cols int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	rb := int64(cols / g.Block() * g.DType.Info().BlockBytes)
+	rb := int64(cols/g.Block()*g.DType.Info().BlockBytes + g.DType.Info().RowBytes)
 	if rows < 0 || (rows > 0 && rb > math.MaxInt64/int64(rows)) {
 		return 0, fmt.Errorf("format %s: a %d x %d matrix's size overflows", f.Name, rows, cols)
 	}
@@ -160,7 +163,8 @@ var (
 
 // Register adds a format. It fails on a duplicate name, a dtype with no
 // storage record, an input dtype other than f32, bf16 or q8_0, a missing
-// encoder or decoder, a block format with no wire layout (or a wire layout
+// encoder or decoder, a block format or one with per-row bytes (int8's
+// scale) with no wire layout (or a wire layout
 // whose dtype differs), a fallback that is not registered, or a device
 // kind it does not know.
 func Register(f Format) error {
@@ -199,7 +203,7 @@ func check(f *Format) error {
 	case f.Plan && len(f.Devices) == 0:
 		return fmt.Errorf("a plan format no device takes")
 	}
-	if f.Quantized() {
+	if f.Quantized() || f.DType.Info().RowBytes > 0 {
 		if !f.Wire.Valid() {
 			return fmt.Errorf("block format with no wire layout")
 		}
@@ -369,6 +373,14 @@ func init() {
 	mustRegister(Format{Name: Q4_K, Doc: "GGUF q4_K super-blocks of 256 values, rows that are not whole super-blocks in q8_0",
 		DType: ir.Q4_K, Input: ir.Q8_0, Fallback: Q8_0, Plan: true, Export: true, GGUF: gguf.Q4_K, GGUFFileType: 14,
 		Wire: wire.Q4_K, Devices: []string{DeviceLocal, DeviceGomlx}, Encode: wire.QuantizeQ4_K, Decode: wire.DequantizeQ4_K})
+	// int8 rows multiply f32 activation rows as they are (Input f32): the
+	// activations are not rounded here; the lwe level adds its own
+	// activation encoding on top. The quantizer is lwe.Quantize's
+	// (per row s_w = max|W_j|/127, ties to even). Not a GGUF type, so not
+	// an export format. The Vulkan device has no int8 upload.
+	mustRegister(Format{Name: Int8, Doc: "int8 weights with a float32 scale per output row (W8A8 per-channel), f32 input rows: the lwe level's integers",
+		DType: ir.I8, Input: ir.F32, Plan: true,
+		Wire: wire.Int8, Devices: []string{DeviceLocal, DeviceGomlx}, Encode: wire.QuantizeInt8, Decode: wire.DequantizeInt8})
 }
 
 // checkLen validates an element encoding's lengths.

@@ -35,6 +35,7 @@ func TestBuiltinRecords(t *testing.T) {
 		{"q8_0", ir.Q8_0, ir.Q8_0, false, "", true, true, gguf.Q8_0, 7, wire.Q8_0, "local gomlx vulkan"},
 		{"q4_0", ir.Q4_0, ir.Q8_0, false, "", true, true, gguf.Q4_0, 2, wire.Q4_0, "local gomlx vulkan"},
 		{"q4_k", ir.Q4_K, ir.Q8_0, false, "q8_0", true, true, gguf.Q4_K, 14, wire.Q4_K, "local gomlx"},
+		{"int8", ir.I8, ir.F32, false, "", true, false, 0, 0, wire.Int8, "local gomlx"},
 	}
 	var got []row
 	for _, f := range formats.All() {
@@ -43,7 +44,7 @@ func TestBuiltinRecords(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("records:\n got %v\nwant %v", got, want)
 	}
-	if got, want := formats.PlanNames(), []string{"f32", "bf16", "bf16dot", "q8_0", "q4_0", "q4_k"}; !slices.Equal(got, want) {
+	if got, want := formats.PlanNames(), []string{"f32", "bf16", "bf16dot", "q8_0", "q4_0", "q4_k", "int8"}; !slices.Equal(got, want) {
 		t.Errorf("PlanNames %v, want %v", got, want)
 	}
 	if got, want := formats.ExportNames(), []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k"}; !slices.Equal(got, want) {
@@ -60,14 +61,17 @@ func TestEncodeDecode(t *testing.T) {
 		src[i] = float32(r.NormFloat64())
 	}
 	// Worst error a value may take, relative to the largest |x| of the
-	// row (block scales are per 32 or 256 values, within the row).
-	tol := map[string]float64{"f32": 0, "f16": 1e-3, "bf16": 4e-3, "bf16dot": 4e-3, "q8_0": 1.0 / 127, "q4_0": 1.0 / 8, "q4_k": 0.2}
+	// row (block scales are per 32 or 256 values, within the row; int8's
+	// is the row's own, so half a step of amax/127 plus the scale's
+	// float32 rounding).
+	tol := map[string]float64{"f32": 0, "f16": 1e-3, "bf16": 4e-3, "bf16dot": 4e-3, "q8_0": 1.0 / 127, "q4_0": 1.0 / 8, "q4_k": 0.2,
+		"int8": 0.5/127 + 1e-6}
 	var amax float64
 	for _, v := range src {
 		amax = max(amax, math.Abs(float64(v)))
 	}
 	for _, f := range formats.All() {
-		b := make([]byte, f.DType.Bytes(len(src)))
+		b := make([]byte, f.DType.MatrixBytes(2, 256))
 		if err := f.Encode(b, src); err != nil {
 			t.Fatalf("%s: encode: %v", f.Name, err)
 		}
@@ -80,7 +84,7 @@ func TestEncodeDecode(t *testing.T) {
 				t.Fatalf("%s: value %d: %v -> %v (error %g > %g)", f.Name, i, src[i], back[i], d, tol[f.Name]*amax)
 			}
 		}
-		if f.Quantized() {
+		if f.Wire != 0 {
 			m, err := wire.Quantize(f.Wire, src, 2, 256)
 			if err != nil {
 				t.Fatal(err)
@@ -123,6 +127,14 @@ func TestForRow(t *testing.T) {
 	if _, err := q4k.MatrixBytes(math.MaxInt, 256); err == nil {
 		t.Error("an overflowing size accepted")
 	}
+	// int8's rows are their values and a float32 scale, whatever the
+	// width (no blocks: no fallback).
+	i8, _ := formats.Lookup("int8")
+	for _, cols := range []int{1, 48, 1024} {
+		if b, err := i8.MatrixBytes(3, cols); err != nil || b != int64(3*(cols+4)) {
+			t.Errorf("int8.MatrixBytes(3, %d) = %d, %v; want %d", cols, b, err, 3*(cols+4))
+		}
+	}
 	f32, _ := formats.Lookup("")
 	if b, err := f32.MatrixBytes(3, 5); err != nil || b != 60 || f32.Name != "f32" {
 		t.Errorf("f32 (as \"\"): %d bytes, %v", b, err)
@@ -138,7 +150,7 @@ func TestLookupErrors(t *testing.T) {
 		want string
 	}{
 		{second(formats.Lookup("q5_k")), `"q5_k"`},
-		{second(formats.LookupPlan("--weights", "f16")), `--weights "f16": want f32, bf16, bf16dot, q8_0, q4_0 or q4_k`},
+		{second(formats.LookupPlan("--weights", "f16")), `--weights "f16": want f32, bf16, bf16dot, q8_0, q4_0, q4_k or int8`},
 		{second(formats.LookupExport("bf16dot")), `--type "bf16dot": want f32, f16, bf16, q8_0, q4_0, q4_k`},
 		{second(formats.ByGGUF(gguf.Q6_K)), "Q6_K"},
 	} {
@@ -179,6 +191,7 @@ func TestRegisterRefuses(t *testing.T) {
 		"blocks without wire": func(f *formats.Format) { f.Wire = 0 },
 		"wire of another":     func(f *formats.Format) { f.Wire = wire.Q8_0 },
 		"element with wire":   func(f *formats.Format) { f.DType, f.Input = ir.F32, ir.F32 },
+		"row scale, no wire":  func(f *formats.Format) { f.DType, f.Input, f.Wire = ir.I8, ir.F32, 0 },
 		"unknown fallback":    func(f *formats.Format) { f.Fallback = "q2_k" },
 	} {
 		f := ok
@@ -200,8 +213,8 @@ func TestRegisterRefuses(t *testing.T) {
 // DeviceNames is each device kind's formats, from the records' Devices.
 func TestDeviceNames(t *testing.T) {
 	for kind, want := range map[string][]string{
-		"local":  {"f32", "bf16", "bf16dot", "q8_0", "q4_0", "q4_k"},
-		"gomlx":  {"f32", "bf16", "q8_0", "q4_0", "q4_k"},
+		"local":  {"f32", "bf16", "bf16dot", "q8_0", "q4_0", "q4_k", "int8"},
+		"gomlx":  {"f32", "bf16", "q8_0", "q4_0", "q4_k", "int8"},
 		"vulkan": {"f32", "bf16", "q8_0", "q4_0"},
 		"tpu":    nil,
 	} {

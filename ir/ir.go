@@ -32,6 +32,11 @@ const (
 	// Q4_K is GGUF's block_q4_K: 256 values a super-block (144 bytes),
 	// multiplying the same q8_0 activation rows.
 	Q4_K
+	// I8 is a matrix of int8 values in [-127, 127] with one float32 scale
+	// per row (W ~ diag(s_w) W_q, the W8A8 per-output-channel
+	// convention): the integer matrix the lwe level multiplies modulo
+	// 2^32. Its rows multiply f32 activation rows as they are.
+	I8
 )
 
 // DTypeInfo is the one record of a dtype's storage facts; summaries,
@@ -41,9 +46,17 @@ type DTypeInfo struct {
 	// Block is the number of elements a block holds (1 for element
 	// types); BlockBytes the bytes one block takes.
 	Block, BlockBytes int
+	// RowBytes is what each row of a matrix of this dtype holds beyond
+	// its blocks: I8's float32 per-row scale (RowScaleBytes); 0 for every
+	// other dtype. A row of cols values takes cols/Block*BlockBytes +
+	// RowBytes bytes (DType.MatrixBytes).
+	RowBytes int
 	// Quantized: a block format with a scale per block.
 	Quantized bool
 	// Float: elements are floating point values (not indices, not blocks).
+	// I8 counts as one: a row's values are the floats s_w[j] * q, read
+	// through the row's scale, so it is a weight operand as f32 and bf16
+	// are (its integers alone are never a value).
 	Float bool
 }
 
@@ -59,6 +72,9 @@ const (
 	// nibbles).
 	QuantBlockK    = 256
 	BlockBytesQ4_K = 4 + 12 + QuantBlockK/2
+	// RowScaleBytes is I8's per-row scale: one little-endian float32
+	// after the row's int8 values.
+	RowScaleBytes = 4
 )
 
 var dtypeInfo = [...]DTypeInfo{
@@ -70,6 +86,7 @@ var dtypeInfo = [...]DTypeInfo{
 	Q8_0:         {Name: "q8_0", Block: QuantBlock, BlockBytes: BlockBytesQ8_0, Quantized: true},
 	Q4_0:         {Name: "q4_0", Block: QuantBlock, BlockBytes: BlockBytesQ4_0, Quantized: true},
 	Q4_K:         {Name: "q4_k", Block: QuantBlockK, BlockBytes: BlockBytesQ4_K, Quantized: true},
+	I8:           {Name: "int8", Block: 1, BlockBytes: 1, RowBytes: RowScaleBytes, Float: true},
 }
 
 // Info returns d's record (the zero record for an unknown dtype).
@@ -96,13 +113,20 @@ func (d DType) IsQuantized() bool { return d.Info().Quantized }
 
 // Bytes returns the storage size of n elements of d (n a multiple of the
 // block size for the block formats; 4 bytes an element for an unknown
-// dtype).
+// dtype). It counts elements only: a dtype with per-row bytes (I8's
+// scale) needs the row count, so a matrix's size is MatrixBytes.
 func (d DType) Bytes(n int) int {
 	info := d.Info()
 	if info.Block == 0 {
 		return 4 * n
 	}
 	return n / info.Block * info.BlockBytes
+}
+
+// MatrixBytes returns the storage size of a rows x cols matrix of d: each
+// row's elements (Bytes(cols)) plus its per-row bytes (RowBytes).
+func (d DType) MatrixBytes(rows, cols int) int {
+	return rows * (d.Bytes(cols) + d.Info().RowBytes)
 }
 
 func (d DType) String() string {

@@ -83,7 +83,7 @@ func TestDTypeRecord(t *testing.T) {
 		n     int
 		bytes int
 	}{
-		{F32, 64, 256}, {BF16, 64, 128}, {F16, 64, 128}, {I32, 64, 256}, {Q8_0, 64, 68}, {Q4_0, 64, 36}, {Q4_K, 512, 288},
+		{F32, 64, 256}, {BF16, 64, 128}, {F16, 64, 128}, {I32, 64, 256}, {Q8_0, 64, 68}, {Q4_0, 64, 36}, {Q4_K, 512, 288}, {I8, 64, 64},
 	} {
 		if got := tc.d.Bytes(tc.n); got != tc.bytes {
 			t.Errorf("%v.Bytes(%d) = %d, want %d", tc.d, tc.n, got, tc.bytes)
@@ -92,8 +92,19 @@ func TestDTypeRecord(t *testing.T) {
 			t.Errorf("ParseDType(%q) = %v, %v", tc.d.String(), got, err)
 		}
 	}
-	if len(DTypes()) != 7 {
+	if len(DTypes()) != 8 {
 		t.Errorf("DTypes() = %v", DTypes())
+	}
+	// A matrix counts each row's per-row bytes (I8's float32 scale) on
+	// top of its elements; no other dtype has any.
+	for _, tc := range []struct {
+		d          DType
+		rows, cols int
+		bytes      int
+	}{{I8, 3, 64, 3 * 68}, {Q8_0, 3, 64, 3 * 68}, {BF16, 3, 64, 3 * 128}, {Q4_K, 2, 256, 2 * 144}} {
+		if got := tc.d.MatrixBytes(tc.rows, tc.cols); got != tc.bytes {
+			t.Errorf("%v.MatrixBytes(%d, %d) = %d, want %d", tc.d, tc.rows, tc.cols, got, tc.bytes)
+		}
 	}
 }
 

@@ -33,7 +33,7 @@ const (
 // dtype, whose record (ir.DType.Info) holds its name, block values and
 // block bytes. The weight-format records (package formats) key their wire
 // layout from these values.
-var blockDTypes = map[Format]ir.DType{Q4_0: ir.Q4_0, Q8_0: ir.Q8_0, Q4_K: ir.Q4_K}
+var blockDTypes = map[Format]ir.DType{Q4_0: ir.Q4_0, Q8_0: ir.Q8_0, Q4_K: ir.Q4_K, Int8: ir.I8}
 
 // DType returns f's IR dtype, false for an unknown format.
 func (f Format) DType() (ir.DType, bool) {
@@ -76,6 +76,13 @@ func (f Format) BlockBytes() int {
 func (f Format) BlockValues() int {
 	dt, _ := f.DType()
 	return dt.Info().Block
+}
+
+// RowScaleBytes returns the bytes each row of f holds beyond its blocks
+// (Int8's float32 scale; 0 for the GGUF block formats).
+func (f Format) RowScaleBytes() int {
+	dt, _ := f.DType()
+	return dt.Info().RowBytes
 }
 
 // ErrCols is returned (wrapped) when a length is not a multiple of QK.

@@ -78,6 +78,9 @@ func (m *Matrix) InterleaveTo(l Layout) error {
 	if l == RowMajor || l > Interleaved16 {
 		return fmt.Errorf("wire: interleave to %s: not an interleaved layout", l)
 	}
+	if m.Format.RowScaleBytes() > 0 {
+		return fmt.Errorf("wire: interleave a %s matrix: its rows are kept row-major", m.Format)
+	}
 	gr := l.GroupRows()
 	gb := gr * m.RowBytes()
 	tmp := make([]byte, gb)

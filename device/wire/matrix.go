@@ -54,7 +54,7 @@ func checkShape(format Format, rows, cols int) error {
 	if rows <= 0 || cols <= 0 {
 		return fmt.Errorf("wire: bad shape %d x %d", rows, cols)
 	}
-	if cols%QK != 0 {
+	if format.RowScaleBytes() == 0 && cols%QK != 0 {
 		return fmt.Errorf("%w: cols = %d", ErrCols, cols)
 	}
 	if cols%format.BlockValues() != 0 {
@@ -98,8 +98,14 @@ func (m *Matrix) BlocksPerRow() int {
 	return m.Cols / m.Format.BlockValues()
 }
 
-// RowBytes returns the size of one row of blocks (0 for an invalid format).
-func (m *Matrix) RowBytes() int { return m.BlocksPerRow() * m.Format.BlockBytes() }
+// RowBytes returns the size of one row of blocks and its per-row bytes
+// (Int8's scale), 0 for an invalid format.
+func (m *Matrix) RowBytes() int {
+	if !m.Format.Valid() {
+		return 0
+	}
+	return m.BlocksPerRow()*m.Format.BlockBytes() + m.Format.RowScaleBytes()
+}
 
 // Row returns the row-major blocks of row r (a view of Data; a copy for an
 // interleaved matrix), or nil when r is out of range or the matrix is
@@ -129,11 +135,14 @@ func (m *Matrix) Block(r, b int) []byte {
 }
 
 // Scale returns the float32 value of the fp16 scale of block b of row r
-// (0 when out of range).
+// (0 when out of range); for Int8, the row's scale.
 func (m *Matrix) Scale(r, b int) float32 {
 	blk := m.Block(r, b)
 	if blk == nil {
 		return 0
+	}
+	if m.Format.RowScaleBytes() > 0 {
+		return RowScaleInt8(m.Row(r))
 	}
 	return f16ToF32(binary.LittleEndian.Uint16(blk))
 }
@@ -144,7 +153,10 @@ func (m *Matrix) DequantizeRow(dst []float32, r int) error {
 	if row == nil {
 		return fmt.Errorf("wire: DequantizeRow: row %d out of range (or invalid matrix)", r)
 	}
-	return dequantize(m.Format, dst, row)
+	if len(dst) < m.Cols {
+		return fmt.Errorf("wire: DequantizeRow: len(dst) = %d < %d", len(dst), m.Cols)
+	}
+	return dequantize(m.Format, dst[:m.Cols], row)
 }
 
 // DequantizeRowBuf is DequantizeRow that never allocates: an interleaved
@@ -181,7 +193,7 @@ func (m *Matrix) Dequantize(dst []float32) error {
 	if err != nil {
 		return err
 	}
-	return dequantize(m.Format, dst, data)
+	return dequantize(m.Format, dst[:m.Rows*m.Cols], data[:m.Rows*m.RowBytes()])
 }
 
 func dequantize(f Format, dst []float32, src []byte) error {
@@ -203,6 +215,7 @@ var codecs = map[Format]codec{
 	Q8_0: {QuantizeQ8_0, DequantizeQ8_0},
 	Q4_0: {QuantizeQ4_0, DequantizeQ4_0},
 	Q4_K: {QuantizeQ4_K, DequantizeQ4_K},
+	Int8: {QuantizeInt8, DequantizeInt8},
 }
 
 // QuantizeRows quantizes src (whole rows, each whole blocks of f) into

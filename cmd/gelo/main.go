@@ -22,6 +22,7 @@ func verbs() []verb {
 		{"inspect", "print a compiled artifact (or the default model's IR) with a summary", runInspect},
 		{"diff", "structural diff of two compiled artifacts", runDiff},
 		{"generate", "prefill + greedy decode, tokens streamed as they are sampled", runGenerate},
+		{"perplexity", "perplexity of a text in windows (llama-perplexity's rule); --kl-base: KL and top-1 against a saved base run", runPerplexity},
 		{"replay", "capture a decode step once, replay it N times, prove it bit-identical to eager", runReplay},
 		{"synth", "write a deterministic synthetic model in the Hugging Face layout", runSynth},
 		{"export", "write a model (directory, variant or GGUF) as a GGUF file for llama.cpp", runExport},

@@ -46,6 +46,7 @@ type Ctx struct {
 	bd       bf16DotJob
 	rb       roundJob
 	sl       sliceJob
+	i8       int8Job
 
 	// warm reads the next one-row product's first bytes (WarmMatVec).
 	warm pool.Warmer

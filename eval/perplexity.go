@@ -234,7 +234,7 @@ type KLStats struct {
 	Count int64
 
 	kld, nll, nllBase moments
-	nllCross          float64 // sum of nll x nll_base, for the covariance
+	nllCross          comoment // of nll and nll_base, for the error of their difference
 	same              int64
 	dp2               float64
 	hist              *histogram
@@ -281,7 +281,7 @@ func (k *KLStats) add(base, run []float32, dt DType, target int32, pos int) {
 	k.kld.add(kl)
 	k.nll.add(nll)
 	k.nllBase.add(nllBase)
-	k.nllCross += nll * nllBase
+	k.nllCross.add(nll, nllBase)
 	if top == baseTop {
 		k.same++
 	}
@@ -307,10 +307,7 @@ func (k *KLStats) finish() {
 	}
 	lq, lb := k.nll.mean(), k.nllBase.mean()
 	k.PPL, k.BasePPL = expOf(lq), expOf(lb)
-	var cov float64 // covariance of the two means
-	if n > 1 {
-		cov = (k.nllCross/float64(n) - lq.Value*lb.Value) / float64(n-1)
-	}
+	cov := k.nllCross.meanCov()
 	k.LogRatio = Estimate{Value: lq.Value - lb.Value, Err: math.Sqrt(math.Max(0, lq.Err*lq.Err+lb.Err*lb.Err-2*cov))}
 	k.RMSDeltaP = math.Sqrt(k.dp2 / float64(n))
 	for _, q := range []float64{0.999, 0.99, 0.95, 0.9, 0.5, 0.1, 0.05, 0.01} {

@@ -9,35 +9,59 @@ type Estimate struct {
 	Value, Err float64
 }
 
-// moments accumulates a sum and a sum of squares in float64, the way
-// llama.cpp's perplexity tool does. The standard error of the mean is
-// then sqrt((sum2/n - mean^2) / (n - 1)): the population variance over
-// n - 1, which is the sample variance over n, i.e. the usual standard
-// error of a mean of n independent draws (tokens are not independent, so
-// like llama.cpp's it understates the true uncertainty somewhat).
+// moments accumulates a mean and the sum of squared deviations by
+// Welford's update. The standard error of the mean is the one llama.cpp's
+// perplexity tool reports: sqrt(var / (n - 1)), var the population
+// variance (it computes var as sum2/n - mean^2 from running sums; Welford's
+// update is the same estimator without that formula's cancellation, which
+// makes a constant sequence's error 0 instead of rounding noise). It is
+// the usual standard error of a mean of n independent draws; tokens are
+// not independent, so like llama.cpp's it understates the uncertainty
+// somewhat.
 type moments struct {
-	n         int64
-	sum, sum2 float64
+	n       int64
+	avg, ss float64
 }
 
 func (m *moments) add(x float64) {
 	m.n++
-	m.sum += x
-	m.sum2 += x * x
+	d := x - m.avg
+	m.avg += d / float64(m.n)
+	m.ss += d * (x - m.avg)
 }
 
 // mean returns the mean and its standard error (0 with fewer than two
-// values, or a variance that rounding made non-positive).
+// values).
 func (m moments) mean() Estimate {
-	if m.n < 1 {
-		return Estimate{}
+	if m.n < 2 {
+		return Estimate{Value: m.avg}
 	}
-	f := m.sum / float64(m.n)
-	v := m.sum2/float64(m.n) - f*f
-	if m.n < 2 || v <= 0 {
-		return Estimate{Value: f}
+	return Estimate{Value: m.avg, Err: math.Sqrt(m.ss / float64(m.n) / float64(m.n-1))}
+}
+
+// comoment accumulates the co-moment of two sequences (Welford's update
+// for a covariance), for the error of a difference of their means.
+type comoment struct {
+	n      int64
+	ma, mb float64
+	c      float64
+}
+
+func (m *comoment) add(a, b float64) {
+	m.n++
+	da := a - m.ma
+	m.ma += da / float64(m.n)
+	m.mb += (b - m.mb) / float64(m.n)
+	m.c += da * (b - m.mb)
+}
+
+// meanCov is the covariance of the two means: the population covariance
+// over n - 1, as llama.cpp computes it.
+func (m comoment) meanCov() float64 {
+	if m.n < 2 {
+		return 0
 	}
-	return Estimate{Value: f, Err: math.Sqrt(v / float64(m.n-1))}
+	return m.c / float64(m.n) / float64(m.n-1)
 }
 
 // expOf turns a mean log into its exponential with the error propagated

@@ -59,6 +59,17 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --ctx %d is larger than the model's context of %d tokens (max_position_embeddings)", errUsage, *ctx, cfg.MaxPositionEmbeddings)
 	}
 	mf.maxContext = *ctx
+	var base *eval.LogitsReader
+	if *klBase != "" { // refused before the model loads if it cannot match
+		f, err := os.Open(*klBase)
+		if err != nil {
+			return fmt.Errorf("--kl-base: %w", err)
+		}
+		defer f.Close()
+		if base, err = openBase(f, *ctx, cfg.VocabSize); err != nil {
+			return fmt.Errorf("--kl-base %s: %w", *klBase, err)
+		}
+	}
 	data, err := readText(*text)
 	if err != nil {
 		return err
@@ -101,12 +112,13 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
-	return scoreText(s, tokens, scoreOptions{ctx: *ctx, batch: *batch, save: *save, dtype: dt, base: *klBase, label: l.Spec}, stdout, stderr)
+	return scoreText(s, tokens, scoreOptions{ctx: *ctx, batch: *batch, save: *save, dtype: dt, base: base, label: l.Spec}, stdout, stderr)
 }
 
 type scoreOptions struct {
 	ctx, batch int
-	save, base string
+	save       string
+	base       *eval.LogitsReader // --kl-base, its header checked
 	dtype      eval.DType
 	label      string
 }
@@ -117,20 +129,7 @@ type scoreOptions struct {
 func scoreText(m eval.Model, tokens []int32, so scoreOptions, stdout, stderr io.Writer) (err error) {
 	nw, per := eval.Windows(len(tokens), so.ctx)
 	o := eval.Options{Ctx: so.ctx, Batch: so.batch}
-	if so.base != "" {
-		f, err := os.Open(so.base)
-		if err != nil {
-			return fmt.Errorf("--kl-base: %w", err)
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("--kl-base: %w", err)
-		}
-		if o.Base, err = eval.NewLogitsReader(f, st.Size()); err != nil {
-			return fmt.Errorf("--kl-base %s: %w", so.base, err)
-		}
-	}
+	o.Base = so.base
 	var saved *os.File
 	if so.save != "" {
 		tmp := so.save + ".tmp"
@@ -185,6 +184,23 @@ func scoreText(m eval.Model, tokens []int32, so scoreOptions, stdout, stderr io.
 	fmt.Fprintf(stderr, "%d windows, %d tokens evaluated (%d scored) in %v: %.2f ms per token evaluated\n", r.Windows, r.Windows*so.ctx, r.Scored,
 		elapsed.Round(time.Millisecond), float64(elapsed.Microseconds())/1000/float64(r.Windows*so.ctx))
 	return nil
+}
+
+// openBase reads a --kl-base file's header and checks it against the
+// run's window and vocabulary.
+func openBase(f *os.File, ctx, vocab int) (*eval.LogitsReader, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	lr, err := eval.NewLogitsReader(f, st.Size())
+	if err != nil {
+		return nil, err
+	}
+	if h := lr.Header(); h.Vocab != vocab || h.Ctx != ctx {
+		return nil, fmt.Errorf("%w: saved with vocab %d and --ctx %d; this run has vocab %d and --ctx %d", errUsage, h.Vocab, h.Ctx, vocab, ctx)
+	}
+	return lr, nil
 }
 
 // printKL prints the comparison with the base run in llama.cpp's

@@ -338,10 +338,10 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		}
 		result := ir.ResultOf(n.Op)
 		switch slot, inArena := plan.Slots[n.ID]; {
-		case partOnly[i] && (n.Type.DType.IsQuantized() || n.Type.DType == ir.BF16):
+		case partOnly[i] && (wireStored(n.Type.DType) || n.Type.DType == ir.BF16):
 			// Read only through the stack it is part of: the stack holds
 			// its converted rows, no copy of its own.
-		case n.Type.DType.IsQuantized() && result == ir.Resident:
+		case wireStored(n.Type.DType) && result == ir.Resident:
 			qm, err := b.quantized(p, n)
 			if err != nil {
 				return nil, fmt.Errorf("compile %s: %v = %s: %w", g.Name, n.ID, n.Op, err)
@@ -434,6 +434,9 @@ func (b *Backend) matvecWarm(p *Program, n *ir.Node) func() {
 	wv := n.Inputs[1]
 	k, nOut := p.dims[n.Inputs[0]][1], p.dims[wv][0]
 	if qm := p.q[wv]; qm != nil {
+		if qm.Format == wire.Int8 {
+			return nil // kernels.MatMulTInt8 splits its rows its own way
+		}
 		qc := b.qctx
 		return func() { qc.Warm(qm) }
 	}
@@ -680,6 +683,14 @@ func (p *Program) storage(v ir.ValueID) ir.ValueID { return p.store[v] }
 
 // WeightName names a weight operand (ir.WeightName).
 func WeightName(g *ir.Graph, v ir.ValueID) (string, bool) { return ir.WeightName(g, v) }
+
+// wireStored reports a weight dtype the backend holds as a wire.Matrix:
+// the block formats and the int8 rows with a scale (any dtype the wire
+// table has a layout for).
+func wireStored(dt ir.DType) bool {
+	_, err := wire.FormatOf(dt)
+	return err == nil
+}
 
 // quantized returns (building once per backend) the block-quantized
 // form of a weight or of stacked weights.
@@ -1202,7 +1213,7 @@ func (b *Backend) Preload(m *ir.Module, release bool) error {
 				return fmt.Errorf("preload %s: %v: %w", g.Name, n.ID, err)
 			}
 			p.dims[i] = dims
-			conv := n.Type.DType.IsQuantized() || n.Type.DType == ir.BF16
+			conv := wireStored(n.Type.DType) || n.Type.DType == ir.BF16
 			if n.Op == ir.OpWeight {
 				name, _ := n.Attrs.Str("name")
 				if conv {
@@ -1230,7 +1241,7 @@ func (b *Backend) Preload(m *ir.Module, release bool) error {
 			if n.Op != ir.OpWeight && n.Op != ir.OpConcatWeights {
 				continue
 			}
-			quantized, half := n.Type.DType.IsQuantized(), n.Type.DType == ir.BF16
+			quantized, half := wireStored(n.Type.DType), n.Type.DType == ir.BF16
 			var err error
 			switch {
 			case partOnly[i]:

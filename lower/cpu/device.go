@@ -28,6 +28,7 @@ type LocalDevice struct {
 type localWeight struct {
 	data       []float32
 	bf16       []uint16 // a bf16 weight, in place of data
+	i8         []byte   // int8 rows and their scales (wire.Int8), in place of data
 	dot        bool     // bf16 multiplied by the bf16 dot product
 	rows, cols int
 }
@@ -40,13 +41,18 @@ func newLocalDevice(ctx *kernels.Ctx, qctx *quant.Ctx) *LocalDevice {
 	return &LocalDevice{ctx: ctx, qctx: qctx, w: map[string]localWeight{}, q: map[string]*wire.Matrix{}}
 }
 
-// UploadQ keeps a block-quantized weight.
+// UploadQ keeps a block-quantized weight; an int8 one (rows with a
+// scale, multiplying f32 rows) is kept for MatMul.
 func (d *LocalDevice) UploadQ(name string, w *wire.Matrix) error {
 	if err := w.Validate(); err != nil {
 		return fmt.Errorf("device upload %q: %w", name, err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if w.Format == wire.Int8 {
+		d.w[name] = localWeight{i8: w.Data[:w.Rows*w.RowBytes()], rows: w.Rows, cols: w.Cols}
+		return nil
+	}
 	d.q[name] = w
 	return nil
 }
@@ -119,6 +125,10 @@ func (d *LocalDevice) MatMul(op, weight string, x []float32, m int, y []float32)
 	}
 	if w.bf16 != nil {
 		d.ctx.MatMulTBF16(y, x, w.bf16, m, w.cols, w.rows, nil)
+		return nil
+	}
+	if w.i8 != nil {
+		d.ctx.MatMulTInt8(y, x, w.i8, m, w.cols, w.rows, nil)
 		return nil
 	}
 	d.ctx.MatMulT(y, x, w.data, m, w.cols, w.rows, nil)

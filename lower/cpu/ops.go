@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"gelo/device"
+	"gelo/device/wire"
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/lower/cpu/kernels"
 	"gelo/lower/cpu/mask"
@@ -434,6 +436,10 @@ func lowerMatMul(l *lowering) (func() error, error) {
 	// one): q8_0/q4_0 quantize the input rows to q8_0 blocks first, bf16
 	// widens exactly.
 	if qm := p.q[in[1]]; qm != nil {
+		if qm.Format == wire.Int8 {
+			// int8 rows multiply the f32 rows as they are.
+			return func() error { ctx.MatMulTInt8(f(out), f(in[0]), qm.Data, rows, k, nOut, bias); return nil }, nil
+		}
 		qc := l.b.qctx
 		return func() error { return qc.MatMul(f(out), f(in[0]), rows, qm, bias) }, nil
 	}
@@ -444,7 +450,7 @@ func lowerMatMul(l *lowering) (func() error, error) {
 		return func() error { ctx.MatMulTBF16(f(out), f(in[0]), w, rows, k, nOut, bias); return nil }, nil
 	}
 	if p.f32[in[1]] == nil {
-		return nil, fmt.Errorf("the TEE multiplies f32, bf16, q8_0, q4_0 or q4_k weights, %v is %v", in[1], p.g.Node(in[1]).Type)
+		return nil, fmt.Errorf("the TEE multiplies f32, bf16, q8_0, q4_0, q4_k or int8 weights, %v is %v", in[1], p.g.Node(in[1]).Type)
 	}
 	return func() error { ctx.MatMulT(f(out), f(in[0]), f(in[1]), rows, k, nOut, bias); return nil }, nil
 }
@@ -561,6 +567,20 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 		return nil, fmt.Errorf("device %s: operand 2 is not a named weight", n.Op)
 	}
 	w := n.Inputs[1]
+	if qm := p.q[w]; qm != nil && !roundsInput(qm.Format) {
+		// A format whose product takes the f32 rows as they are (int8):
+		// its rows are uploaded as they are kept, the product is MatMul's.
+		name = p.g.Node(w).Type.DType.String() + ":" + name
+		if err := b.uploadOnce(name, func() error { return b.dev.UploadQ(name, qm) }); err != nil {
+			return nil, fmt.Errorf("upload %q: %w", name, err)
+		}
+		x, out, rows, dev, tr := n.Inputs[0], n.ID, p.dims[n.ID][0], b.dev, b.traffic
+		wr, wc := qm.Rows, qm.Cols
+		return func() error {
+			tr.add(rows, 4*rows*wc, 4*rows*wr)
+			return dev.MatMul(n.Op, name, p.f32[p.storage(x)], rows, p.f32[out])
+		}, nil
+	}
 	if qm := p.q[w]; qm != nil {
 		name = p.g.Node(w).Type.DType.String() + ":" + name
 		if err := b.uploadOnce(name, func() error { return b.dev.UploadQ(name, qm) }); err != nil {
@@ -621,6 +641,15 @@ func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 		tr.add(rows, 4*rows*wc, 4*rows*wr)
 		return dev.MatMul(n.Op, name, p.f32[p.storage(x)], rows, p.f32[out])
 	}, nil
+}
+
+// roundsInput reports whether the product on f's matrices multiplies
+// q8_0 rows of its input (the GGUF block formats), from f's format
+// record; false for int8, whose product takes f32 rows.
+func roundsInput(f wire.Format) bool {
+	dt, _ := f.DType()
+	rec, err := formats.ByDType(dt)
+	return err != nil || rec.RoundsInput()
 }
 
 // payloadOnlyMatMuls refuses a bf16dot crossing whose payload x (rounded

@@ -435,8 +435,14 @@ func centerInTEE(o ProtectOptions, rows ir.Dim) bool {
 	return o.Center && rows.IsSym() && rows.Sym == "n"
 }
 
-// f32Weight returns (emitting once) an f32 copy in the TEE of a device
-// weight operand (a weight, or stacked weights, possibly quantized).
+// f32Weight returns (emitting once) a copy in the TEE of a device weight
+// operand (a weight, or stacked weights, possibly quantized), for the
+// product of the centred rows' mean. The copy is f32, except where the
+// operand's format multiplies f32 rows as they are (bf16, int8: its
+// record's Input is f32): then it keeps the operand's dtype, so the mean's
+// product uses the weights the device multiplies and the sum is their
+// product of the uncentred rows (an f32 copy made an int8 plan's masked
+// products differ from its unprotected ones by 2e-2 relative RMS).
 func f32Weight(r *rebuilder, g *ir.Graph, v ir.ValueID, memo map[ir.ValueID]ir.ValueID) (ir.ValueID, error) {
 	if w, ok := memo[v]; ok {
 		return w, nil
@@ -445,8 +451,12 @@ func f32Weight(r *rebuilder, g *ir.Graph, v ir.ValueID, memo map[ir.ValueID]ir.V
 	var w ir.ValueID
 	switch n.Op {
 	case ir.OpWeight:
+		dt := ir.F32
+		if f, err := formats.ByDType(n.Type.DType); err == nil && !f.RoundsInput() {
+			dt = n.Type.DType
+		}
 		var err error
-		w, err = r.g.AddDeclared(ir.OpWeight, n.Attrs, ir.Type{DType: ir.F32, Shape: n.Type.Shape})
+		w, err = r.g.AddDeclared(ir.OpWeight, n.Attrs, ir.Type{DType: dt, Shape: n.Type.Shape})
 		if err != nil {
 			return -1, err
 		}

@@ -105,9 +105,13 @@ func gomlxParity(t *testing.T, backend string) {
 			q8.Weights = formats.Q8_0
 			bf16 := hd3
 			bf16.Weights = formats.BF16
+			// int8 rows expand to f32 at UploadQ and multiply f32 rows
+			// (MatMul): within gomlxTolerance, unprotected and masked.
+			i8, i8hd3 := plain, hd3
+			i8.Weights, i8hd3.Weights = formats.Int8, formats.Int8
 			pos := []passes.ProtectOptions{plain, hd3}
 			if tc.name == "qwen3-tiny" {
-				pos = append(pos, q8, bf16) // UploadQ/MatMulQ: q8_0 rows and weights; UploadBF16
+				pos = append(pos, q8, bf16, i8, i8hd3) // UploadQ/MatMulQ: q8_0 rows and weights; UploadBF16; UploadQ of int8, MatMul
 			}
 			for _, po := range pos {
 				label := po.Mask
@@ -166,7 +170,8 @@ func gomlxParity(t *testing.T, backend string) {
 // and the same sequence of crossings (direction, op, weight, shape)
 // between the local device and gomlx's pure-Go backend, for qwen3-tiny
 // (mask none, hd3, hd3 with q8_0 weights and rows: gomlxQ8Tolerance,
-// and hd3 with bf16 weights: gomlxTolerance) and, without -short, the
+// hd3 with bf16 weights, and none and hd3 with int8 weights:
+// gomlxTolerance) and, without -short, the
 // 4-layer model at the Qwen3-1.7B widths (none and hd3).
 func TestGomlxParity(t *testing.T) { gomlxParity(t, "go") }
 

@@ -11,7 +11,9 @@ import (
 // has block-quantized kernels, so the weight is expanded once to float32
 // (wire.Matrix.Dequantize: exactly the values the blocks encode) and kept
 // like any other weight: four bytes a value on the device instead of the
-// format's ~1.06 (Q8_0) or ~0.56 (Q4_0).
+// format's ~1.06 (Q8_0) or ~0.56 (Q4_0). An int8 matrix (wire.Int8, one
+// scale a row) expands the same way to s_w[j] * W_q[j, i] and is
+// multiplied by MatMul over f32 rows, as its format's product is.
 func (d *Device) UploadQ(name string, w *wire.Matrix) error {
 	if err := w.Validate(); err != nil {
 		return fmt.Errorf("gomlx upload %q: %w", name, err)

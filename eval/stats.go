@@ -105,11 +105,12 @@ func (h *histogram) add(x float64) {
 	h.n++
 }
 
-// upper is bin i's upper edge (0 for the bin below the range, +Inf above).
+// upper is bin i's upper edge (10^histLo for the bin below the range,
+// +Inf above).
 func (h *histogram) upper(i int) float64 {
 	switch {
 	case i == 0:
-		return 0
+		return math.Pow(10, histLo)
 	case i == len(h.bins)-1:
 		return math.Inf(1)
 	}

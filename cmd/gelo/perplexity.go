@@ -181,8 +181,8 @@ func scoreText(m eval.Model, tokens []int32, so scoreOptions, stdout, stderr io.
 	if r.KL != nil {
 		printKL(stdout, r.KL)
 	}
-	fmt.Fprintf(stderr, "%d windows, %d tokens evaluated (%d scored) in %v: %.2f ms per token evaluated\n", r.Windows, r.Windows*so.ctx, r.Scored,
-		elapsed.Round(time.Millisecond), float64(elapsed.Microseconds())/1000/float64(r.Windows*so.ctx))
+	fmt.Fprintf(stderr, "%d windows, %d tokens evaluated (%d scored) in %v: %.2f ms per token evaluated; resident %s (peak %s)\n", r.Windows, r.Windows*so.ctx, r.Scored,
+		elapsed.Round(time.Millisecond), float64(elapsed.Microseconds())/1000/float64(r.Windows*so.ctx), humanRSS(residentBytes()), humanRSS(peakResidentBytes()))
 	return nil
 }
 
@@ -204,22 +204,24 @@ func openBase(f *os.File, ctx, vocab int) (*eval.LogitsReader, error) {
 }
 
 // printKL prints the comparison with the base run in llama.cpp's
-// --kl-divergence terms.
+// --kl-divergence terms; KL figures with six significant digits (llama.cpp
+// prints six decimals, which reads 0 for the rounding-level differences a
+// protection level makes).
 func printKL(w io.Writer, k *eval.KLStats) {
 	fmt.Fprintf(w, "KL divergence from the base over %d tokens:\n", k.Count)
 	fmt.Fprintf(w, "Mean PPL(Q)               : %10.6f +/- %10.6f\n", k.PPL.Value, k.PPL.Err)
 	fmt.Fprintf(w, "Mean PPL(base)            : %10.6f +/- %10.6f\n", k.BasePPL.Value, k.BasePPL.Err)
-	fmt.Fprintf(w, "Mean ln(PPL(Q)/PPL(base)) : %10.6f +/- %10.6f\n", k.LogRatio.Value, k.LogRatio.Err)
-	fmt.Fprintf(w, "Mean    KLD: %10.6f +/- %10.6f\n", k.KLD.Value, k.KLD.Err)
-	fmt.Fprintf(w, "Maximum KLD: %10.6f\n", k.Max)
+	fmt.Fprintf(w, "Mean ln(PPL(Q)/PPL(base)) : %10.6g +/- %10.6g\n", k.LogRatio.Value, k.LogRatio.Err)
+	fmt.Fprintf(w, "Mean    KLD: %12.6g +/- %12.6g\n", k.KLD.Value, k.KLD.Err)
+	fmt.Fprintf(w, "Maximum KLD: %12.6g\n", k.Max)
 	for _, p := range k.Percentiles {
-		fmt.Fprintf(w, "%5.1f%%   KLD: <= %10.6f\n", 100*p.Q, p.KL)
+		fmt.Fprintf(w, "%5.1f%%   KLD: <= %12.6g\n", 100*p.Q, p.KL)
 	}
-	fmt.Fprintf(w, "Minimum KLD: %10.6f\n", k.Min)
-	fmt.Fprintf(w, "RMS Δp     : %6.3f %%\n", 100*k.RMSDeltaP)
+	fmt.Fprintf(w, "Minimum KLD: %12.6g\n", k.Min)
+	fmt.Fprintf(w, "RMS Δp     : %10.4g %%\n", 100*k.RMSDeltaP)
 	fmt.Fprintf(w, "Same top p : %6.3f +/- %5.3f %%\n", 100*k.Top1.Value, 100*k.Top1.Err)
 	wt := k.Worst
-	fmt.Fprintf(w, "Worst token: text position %d (token %d): KLD %.6f, p %.6f vs base %.6f, top-1 %d vs base %d\n",
+	fmt.Fprintf(w, "Worst token: text position %d (token %d): KLD %.6g, p %.6g vs base %.6g, top-1 %d vs base %d\n",
 		wt.Pos, wt.Token, wt.KL, wt.P, wt.BaseP, wt.Top, wt.BaseTop)
 }
 

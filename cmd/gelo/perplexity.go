@@ -35,6 +35,11 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}
+	maxCtxSet := false
+	fs.Visit(func(f *flag.Flag) { maxCtxSet = maxCtxSet || f.Name == "max-context" })
+	if maxCtxSet {
+		return fmt.Errorf("%w: --max-context: the cache holds one window here; set its size with --ctx", errUsage)
+	}
 	if *text == "" {
 		return fmt.Errorf("%w: --text FILE (or -) is required", errUsage)
 	}

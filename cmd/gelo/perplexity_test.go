@@ -152,6 +152,7 @@ func TestPerplexityRefuses(t *testing.T) {
 		want string
 	}{
 		{"no text", 2, []string{"--ctx", "64"}, "--text FILE (or -) is required"},
+		{"max-context", 2, []string{"--text", text, "--max-context", "128"}, "set its size with --ctx"},
 		{"empty text", 2, []string{"--text", empty}, "is empty"},
 		{"missing text", 1, []string{"--text", filepath.Join(dir, "none")}, "no such file"},
 		{"short text", 2, []string{"--text", text, "--ctx", "256"}, "is 200 tokens: fewer than one window of --ctx 256"},
@@ -201,5 +202,24 @@ func writeZeroLogits(t *testing.T, path string, h eval.Header) {
 	}
 	if err := lw.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPerplexityStdin: --text - reads standard input.
+func TestPerplexityStdin(t *testing.T) {
+	data, err := os.ReadFile(idText(t, 70))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.Write(data); w.Close() }()
+	defer func(old *os.File) { os.Stdin = old }(os.Stdin)
+	os.Stdin = r
+	out, errs, code := gelo(t, "perplexity", "--text", "-", "--ids", "--ctx", "32", "--security", "none")
+	if code != 0 || !strings.HasPrefix(out, "[1]") || !strings.Contains(errs, "70 tokens, 2 windows of 32") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
 }

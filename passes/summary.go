@@ -72,7 +72,7 @@ func Summarize(m *ir.Module) Summary {
 					seen[name] = true
 					s.Weights++
 					if e, err := n.Type.Elems(nil); err == nil {
-						s.ParamBytes += int64(n.Type.DType.Bytes(e))
+						s.ParamBytes += weightBytes(n.Type, e)
 					}
 				}
 			}
@@ -94,6 +94,20 @@ func Summarize(m *ir.Module) Summary {
 
 // blockOf finds the decoder block a matmul belongs to from the name of its
 // weight operand (model.layers.N.*); -1 when it belongs to none.
+// weightBytes is the storage of a weight of e elements: its rows (the
+// last dim wide) with their per-row bytes (int8's scales), as
+// ir.DType.MatrixBytes counts them; the element bytes for any other dtype.
+func weightBytes(t ir.Type, e int) int64 {
+	cols := e
+	if r := t.Rank(); r > 0 && t.Shape[r-1].Size > 0 {
+		cols = t.Shape[r-1].Size
+	}
+	if cols == 0 {
+		return 0
+	}
+	return int64(t.DType.MatrixBytes(e/cols, cols))
+}
+
 func blockOf(g *ir.Graph, n *ir.Node) int {
 	for _, in := range n.Inputs {
 		w := g.Node(in)

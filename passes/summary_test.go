@@ -20,6 +20,7 @@ func TestSummaryWeightBytes(t *testing.T) {
 		{formats.BF16, 263680},
 		{formats.Q8_0, 140800},
 		{formats.Q4_0, 75264},
+		{formats.Int8, 139776}, // 1792 rows of int8 matrices, 4 bytes of scale each
 	} {
 		m := traced(t)
 		o := DefaultProtect()
@@ -49,6 +50,9 @@ func TestSummaryWeightBytes(t *testing.T) {
 					want += int64(e / 32 * 34)
 				case ir.Q4_0:
 					want += int64(e / 32 * 18)
+				case ir.I8:
+					cols := n.Type.Shape[1].Size
+					want += int64(e + 4*e/cols)
 				}
 			}
 		}

@@ -57,44 +57,73 @@ type int8Job struct {
 func (j *int8Job) do(_ *Ctx, task, _ int) {
 	k, n, rb := j.k, j.n, j.k+int8RowScale
 	j0, j1 := task*j.per, min(n, (task+1)*j.per)
+	k8 := k &^ 7
+	var acc [32]float32
 	for r := range j.m {
 		x, y := j.x[r*k:(r+1)*k:(r+1)*k], j.y[r*n:(r+1)*n]
-		for c := j0; c < j1; c++ {
-			row := j.w[c*rb : (c+1)*rb : (c+1)*rb]
-			s := math.Float32frombits(binary.LittleEndian.Uint32(row[k:]))
-			v := s * dotInt8(x, row[:k:k])
-			if j.bias != nil {
-				v += j.bias[c]
+		c := j0
+		if useAsm && k8 > 0 {
+			// Four rows at a time in AVX2 (the lanes of dotInt8's order,
+			// bit for bit), summed here as dotInt8 sums them.
+			for ; c+4 <= j1; c += 4 {
+				int8Lanes4(x, j.w[c*rb:], rb, k8, &acc)
+				for q := range 4 {
+					row := j.w[(c+q)*rb : (c+q+1)*rb : (c+q+1)*rb]
+					y[c+q] = j.finish(c+q, row, tailInt8(sumLanes((*[8]float32)(acc[8*q:8*q+8])), x, row[:k], k8))
+				}
 			}
-			y[c] = v
+		}
+		for ; c < j1; c++ {
+			row := j.w[c*rb : (c+1)*rb : (c+1)*rb]
+			y[c] = j.finish(c, row, dotInt8(x, row[:k:k]))
 		}
 	}
+}
+
+// finish scales weight row c's dot product by its scale and adds its bias.
+func (j *int8Job) finish(c int, row []byte, dot float32) float32 {
+	s := math.Float32frombits(binary.LittleEndian.Uint32(row[j.k:]))
+	v := s * dot
+	if j.bias != nil {
+		v += j.bias[c]
+	}
+	return v
 }
 
 // dotInt8 returns sum_i q[i] * x[i] (len(q) == len(x)) in the canonical
 // order: eight float32 lanes, lane l accumulating the products of i = l
 // mod 8 over the whole 8-value groups in increasing i, the lanes summed
-// ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) (the AVX halving order), then the
-// tail values added one by one. Each product is rounded to float32 before
-// it is added (the explicit conversions forbid a fused multiply-add).
+// ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) (the AVX halving order, sumLanes),
+// then the tail values added one by one (tailInt8). Each product is
+// rounded to float32 before it is added (the explicit conversions forbid
+// a fused multiply-add). int8Lanes4 computes the same lanes in AVX2.
 func dotInt8(x []float32, q []byte) float32 {
 	k := len(q)
 	x = x[:k:k]
-	var a0, a1, a2, a3, a4, a5, a6, a7 float32
+	var a [8]float32
 	k8 := k &^ 7
 	for i := 0; i < k8; i += 8 {
 		qq, xx := q[i:i+8:i+8], x[i:i+8:i+8]
-		a0 += float32(float32(int8(qq[0])) * xx[0])
-		a1 += float32(float32(int8(qq[1])) * xx[1])
-		a2 += float32(float32(int8(qq[2])) * xx[2])
-		a3 += float32(float32(int8(qq[3])) * xx[3])
-		a4 += float32(float32(int8(qq[4])) * xx[4])
-		a5 += float32(float32(int8(qq[5])) * xx[5])
-		a6 += float32(float32(int8(qq[6])) * xx[6])
-		a7 += float32(float32(int8(qq[7])) * xx[7])
+		a[0] += float32(float32(int8(qq[0])) * xx[0])
+		a[1] += float32(float32(int8(qq[1])) * xx[1])
+		a[2] += float32(float32(int8(qq[2])) * xx[2])
+		a[3] += float32(float32(int8(qq[3])) * xx[3])
+		a[4] += float32(float32(int8(qq[4])) * xx[4])
+		a[5] += float32(float32(int8(qq[5])) * xx[5])
+		a[6] += float32(float32(int8(qq[6])) * xx[6])
+		a[7] += float32(float32(int8(qq[7])) * xx[7])
 	}
-	s := float32(float32(a0+a4)+float32(a2+a6)) + float32(float32(a1+a5)+float32(a3+a7))
-	for i := k8; i < k; i++ {
+	return tailInt8(sumLanes(&a), x, q, k8)
+}
+
+// sumLanes is dotInt8's lane sum.
+func sumLanes(a *[8]float32) float32 {
+	return float32(float32(a[0]+a[4])+float32(a[2]+a[6])) + float32(float32(a[1]+a[5])+float32(a[3]+a[7]))
+}
+
+// tailInt8 adds the products of i >= k8 to s one by one.
+func tailInt8(s float32, x []float32, q []byte, k8 int) float32 {
+	for i := k8; i < len(q); i++ {
 		s += float32(float32(int8(q[i])) * x[i])
 	}
 	return s

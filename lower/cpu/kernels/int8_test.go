@@ -107,3 +107,38 @@ func TestMatMulTInt8Deterministic(t *testing.T) {
 		}
 	}
 }
+
+// The AVX2 kernel (four rows' lanes at a time) and the portable Go one
+// give the same bits: widths with and without a tail, below one group of
+// 8, row counts that leave rows past the last group of four, one and
+// several input rows, a bias.
+func TestMatMulTInt8AsmMatchesGo(t *testing.T) {
+	if !useAsm {
+		t.Skip("no AVX2 on this machine: only the portable kernel runs")
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	c := NewCtx(3)
+	defer c.Close()
+	for _, tc := range []struct{ m, k, n int }{{1, 8, 4}, {1, 5, 7}, {2, 1027, 13}, {4, 1024, 64}, {1, 3072, 1030}} {
+		w := int8Rows(r, tc.n, tc.k)
+		x := make([]float32, tc.m*tc.k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 3)
+		}
+		bias := make([]float32, tc.n)
+		for i := range bias {
+			bias[i] = float32(r.NormFloat64())
+		}
+		asm := make([]float32, tc.m*tc.n)
+		c.MatMulTInt8(asm, x, w, tc.m, tc.k, tc.n, bias)
+		useAsm = false
+		portable := make([]float32, tc.m*tc.n)
+		c.MatMulTInt8(portable, x, w, tc.m, tc.k, tc.n, bias)
+		useAsm = true
+		for i := range asm {
+			if math.Float32bits(asm[i]) != math.Float32bits(portable[i]) {
+				t.Fatalf("m%d k%d n%d: y[%d] is %v in AVX2, %v in Go", tc.m, tc.k, tc.n, i, asm[i], portable[i])
+			}
+		}
+	}
+}

@@ -23,11 +23,13 @@ type Device interface {
 	// UploadBF16 makes a public bfloat16 weight resident: half the bytes,
 	// the same products (MatMul widens it exactly).
 	UploadBF16(name string, w []uint16, rows, cols int) error
-	// MatMul computes y[m, rows] = x[m, cols] W^T for a resident f32 or
-	// bf16 weight; op is the IR op that sends it.
+	// MatMul computes y[m, rows] = x[m, cols] W^T for a resident f32,
+	// bf16 or int8 (wire.Int8, uploaded with UploadQ) weight; op is the IR
+	// op that sends it.
 	MatMul(op, weight string, x []float32, m int, y []float32) error
-	// UploadQ makes a block-quantized public weight (GGUF blocks)
-	// resident.
+	// UploadQ makes a quantized public weight resident: GGUF blocks
+	// (multiplied by MatMulQ) or int8 rows with a scale each (multiplied
+	// by MatMul over f32 rows: its format's input is not rounded).
 	UploadQ(name string, w *wire.Matrix) error
 	// MatMulQ multiplies q8_0 activation rows (the payload that crosses in
 	// a quantized plan) by a resident quantized weight.

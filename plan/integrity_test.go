@@ -67,7 +67,7 @@ func integrityOn(t *testing.T, dev, level, weights string, k int, key byte, step
 // and no false alarm; the honest statistic's margin is logged.
 func TestProbesHonestNoFalseAlarm(t *testing.T) {
 	for _, level := range []string{passes.LevelNone, passes.Level8x4, passes.LevelExact} {
-		for _, w := range []string{formats.F32, formats.BF16, formats.Q8_0, formats.Q4_0} {
+		for _, w := range []string{formats.F32, formats.BF16, formats.Q8_0, formats.Q4_0, formats.Int8} {
 			ref, err, _ := integrityRun(t, level, w, 0, 1, 32, nil)
 			if err != nil {
 				t.Fatalf("%s %s, no probes: %v", level, w, err)
@@ -91,7 +91,7 @@ func TestProbesHonestNoFalseAlarm(t *testing.T) {
 // K = 2, so the prediction is: caught every time.
 func TestLiarsAreCaught(t *testing.T) {
 	const trials = 6
-	for _, w := range []string{formats.F32, formats.Q8_0} {
+	for _, w := range []string{formats.F32, formats.Q8_0, formats.Int8} {
 		for _, lie := range device.Lies() {
 			caught := 0
 			for tr := range trials {

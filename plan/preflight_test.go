@@ -108,7 +108,7 @@ func TestPreflightQ4K(t *testing.T) {
 }
 
 // TestPreflightFormats: every plan format's device copy is its matrices at
-// the format's bytes a value, and f32 has none (the device shares the
+// the format's bytes a value (and int8's scale a row), and f32 has none (the device shares the
 // TEE's copy).
 func TestPreflightFormats(t *testing.T) {
 	cfg, err := models.Variant("qwen3-0.6b")
@@ -118,6 +118,7 @@ func TestPreflightFormats(t *testing.T) {
 	for format, want := range map[string]int64{
 		"f32": 0, "": 0, "bf16": 2 * matrixElems(cfg), "bf16dot": 2 * matrixElems(cfg),
 		"q8_0": matrixElems(cfg) / 32 * 34, "q4_0": matrixElems(cfg) / 32 * 18,
+		"int8": matrixElems(cfg) + 4*matrixRows(cfg), // a byte a value and a float32 scale a row
 	} {
 		n, err := plan.Preflight(plan.Run{Config: cfg, Weights: format, Limit: 1 << 50})
 		if err != nil {
@@ -138,6 +139,17 @@ func matrixElems(cfg *models.Config) int64 {
 	for _, s := range cfg.TensorSpecs() {
 		if len(s.Shape) == 2 {
 			n += int64(s.Shape[0]) * int64(s.Shape[1])
+		}
+	}
+	return n
+}
+
+// matrixRows counts the rows of cfg's matrices (every 2-D tensor).
+func matrixRows(cfg *models.Config) int64 {
+	var n int64
+	for _, s := range cfg.TensorSpecs() {
+		if len(s.Shape) == 2 {
+			n += int64(s.Shape[0])
 		}
 	}
 	return n

@@ -659,26 +659,11 @@ func jointSOBI(D *mat.Dense, decode []payload, prompts, comps int, seed uint64) 
 		if len(us) < 2 {
 			continue
 		}
-		score := func(us []*mat.Dense) (float64, error) {
-			jr, err := bss.JointSOBI(us, bss.SOBIOptions{MaxComponents: comps})
-			if err != nil {
-				return 0, err
-			}
-			var pool []float64
-			for t := range us {
-				mc, err := bss.MatchedCosines(jr.Sources[t], hs[t])
-				if err != nil {
-					return 0, err
-				}
-				pool = append(pool, mc...)
-			}
-			return bss.P95(pool), nil
-		}
-		a, err := score(us)
+		a, err := bss.JointSOBIP95(us, hs, comps)
 		if err != nil {
 			continue // no separation on this prompt (as for the other ICA attacks)
 		}
-		b, err := score(nulls)
+		b, err := bss.JointSOBIP95(nulls, hs, comps)
 		if err != nil {
 			continue
 		}

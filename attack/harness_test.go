@@ -230,8 +230,8 @@ func TestJudge(t *testing.T) {
 	if _, vs := Judge([]*Report{lucky, many}); !vs[0].Secure || vs[1].Secure {
 		t.Errorf("significance: %+v", vs)
 	}
-	if p := binomTail(1, 48, 0.001); math.Abs(p-(1-math.Pow(0.999, 48))) > 1e-12 {
-		t.Errorf("binomTail(1, 48, 0.001) = %v", p)
+	if p := BinomTail(1, 48, 0.001); math.Abs(p-(1-math.Pow(0.999, 48))) > 1e-12 {
+		t.Errorf("BinomTail(1, 48, 0.001) = %v", p)
 	}
 }
 
@@ -246,5 +246,31 @@ func TestKnownPlaintext(t *testing.T) {
 				t.Fatalf("not deterministic or out of range: %v vs %v", a, b)
 			}
 		}
+	}
+}
+
+// TestBinomTail checks the significance rule's tail against small exact
+// cases and its behaviour far out.
+func TestBinomTail(t *testing.T) {
+	for _, c := range []struct {
+		k, n int
+		p    float64
+		want float64
+	}{
+		{0, 10, 0.5, 1},
+		{10, 10, 0.5, math.Exp2(-10)},
+		{9, 10, 0.5, 11 * math.Exp2(-10)},
+		{1, 3, 0.1, 1 - 0.9*0.9*0.9},
+		{1, 100000, 1e-9, 1 - math.Pow(1-1e-9, 100000)},
+	} {
+		if got := BinomTail(c.k, c.n, c.p); math.Abs(got-c.want) > 1e-9*math.Max(1, c.want) && math.Abs(got-c.want)/c.want > 1e-6 {
+			t.Errorf("P(X >= %d), n %d, p %g = %v, want %v", c.k, c.n, c.p, got, c.want)
+		}
+	}
+	if got := BinomTail(65536, 65536, 1.0/16); got > 1e-300 {
+		t.Errorf("every word divisible by 16 by luck: %v", got)
+	}
+	if got := BinomTail(4100, 65536, 1.0/16); got < 0.3 {
+		t.Errorf("4100 of 65536 at 1/16 (mean 4096): tail %v, want about 0.47", got)
 	}
 }

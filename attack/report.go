@@ -82,7 +82,7 @@ func Judge(reports []*Report) ([]Gate, []Verdict) {
 			if !ok || math.IsNaN(f.Value) {
 				continue
 			}
-			if f.Value > f.Chance+Margin && significant(f) {
+			if f.Value > f.Chance+Margin && Significant(f) {
 				v.Broken = append(v.Broken, Gate{Name: am[0] + " " + am[1],
 					Required: fmt.Sprintf("<= chance %s + 2 points", pct(f.Chance)), Measured: f.Value})
 			}
@@ -113,30 +113,40 @@ func Judge(reports []*Report) ([]Gate, []Verdict) {
 	return gates, verdicts
 }
 
-// significant reports whether a recovery figure is above its chance level
+// Significant reports whether a recovery figure is above its chance level
 // beyond what luck explains: the exact binomial tail of its hit count over
 // N trials at the chance rate is below 0.1 %. With few trials one lucky hit
 // can exceed chance + 2 points; it does not make a level insecure.
-func significant(f Figure) bool {
+func Significant(f Figure) bool {
 	if f.N <= 0 || f.Chance <= 0 || f.Chance >= 1 {
 		return true
 	}
 	k := int(math.Round(f.Value * float64(f.N)))
-	return binomTail(k, f.N, f.Chance) < 1e-3
+	return BinomTail(k, f.N, f.Chance) < 1e-3
 }
 
-// binomTail is P(X >= k) for X ~ Binomial(n, p).
-func binomTail(k, n int, p float64) float64 {
+// BinomTail is P(X >= k) for X ~ Binomial(n, p), summed in log space
+// from the k-th term (each term from the last by C(n, i)/C(n, i-1)), so it
+// holds where the terms underflow one by one (n in the tens of
+// thousands: a reused pad's 65536 words).
+func BinomTail(k, n int, p float64) float64 {
 	if k <= 0 {
 		return 1
 	}
 	var sum float64
 	lp, lq := math.Log(p), math.Log1p(-p)
+	a, _ := math.Lgamma(float64(n + 1))
+	b, _ := math.Lgamma(float64(k + 1))
+	c, _ := math.Lgamma(float64(n - k + 1))
+	ln := a - b - c + float64(k)*lp + float64(n-k)*lq
 	for i := k; i <= n; i++ {
-		a, _ := math.Lgamma(float64(n + 1))
-		b, _ := math.Lgamma(float64(i + 1))
-		c, _ := math.Lgamma(float64(n - i + 1))
-		sum += math.Exp(a - b - c + float64(i)*lp + float64(n-i)*lq)
+		if i > k {
+			ln += math.Log(float64(n-i+1)/float64(i)) + lp - lq
+		}
+		sum += math.Exp(ln)
+		if ln < -745 && float64(i) > float64(n)*p {
+			break // past the mode the terms only shrink: the rest underflows
+		}
 	}
 	return math.Min(1, sum)
 }

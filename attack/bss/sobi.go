@@ -166,3 +166,27 @@ func JointSOBI(us []*mat.Dense, opt SOBIOptions) (*JointResult, error) {
 	return &JointResult{Unmixing: unmix, Sources: src, Whitening: K, Rotation: rot,
 		Sweeps: sweeps, Converged: conv}, nil
 }
+
+// JointSOBIP95 runs JointSOBI on the payloads us (at most comps
+// components) and returns the 95th percentile of the matched |cos| of
+// every payload's separated sources against its true rows truths[t],
+// pooled over the payloads: the joint-SOBI figure of the harness and of
+// the lwe level's attacks, and, run on null payloads, its chance.
+func JointSOBIP95(us, truths []*mat.Dense, comps int) (float64, error) {
+	if len(us) != len(truths) {
+		return 0, fmt.Errorf("%w: %d payloads, %d truths", ErrShape, len(us), len(truths))
+	}
+	jr, err := JointSOBI(us, SOBIOptions{MaxComponents: comps})
+	if err != nil {
+		return 0, err
+	}
+	var pool []float64
+	for t := range us {
+		mc, err := MatchedCosines(jr.Sources[t], truths[t])
+		if err != nil {
+			return 0, err
+		}
+		pool = append(pool, mc...)
+	}
+	return P95(pool), nil
+}

@@ -493,26 +493,11 @@ func jointSOBIFigure(cfg Config, U, H *mat.Dense) (attack.Figure, error) {
 		}
 		nulls = append(nulls, nu)
 	}
-	score := func(us []*mat.Dense) (float64, error) {
-		jr, err := bss.JointSOBI(us, bss.SOBIOptions{MaxComponents: per})
-		if err != nil {
-			return 0, err
-		}
-		var pool []float64
-		for t := range us {
-			mc, err := bss.MatchedCosines(jr.Sources[t], hs[t])
-			if err != nil {
-				return 0, err
-			}
-			pool = append(pool, mc...)
-		}
-		return bss.P95(pool), nil
-	}
-	a, err := score(us)
+	a, err := bss.JointSOBIP95(us, hs, per)
 	if err != nil {
 		return attack.Figure{}, fmt.Errorf("lwebreak: joint sobi: %w", err)
 	}
-	b, err := score(nulls)
+	b, err := bss.JointSOBIP95(nulls, hs, per)
 	if err != nil {
 		return attack.Figure{}, fmt.Errorf("lwebreak: joint sobi null: %w", err)
 	}

@@ -60,32 +60,6 @@ func TestEvaluateGates(t *testing.T) {
 	}
 }
 
-// TestBinomTail checks the significance rule's tail against small exact
-// cases and its behaviour far out.
-func TestBinomTail(t *testing.T) {
-	for _, c := range []struct {
-		k, n int
-		p    float64
-		want float64
-	}{
-		{0, 10, 0.5, 1},
-		{10, 10, 0.5, math.Exp2(-10)},
-		{9, 10, 0.5, 11 * math.Exp2(-10)},
-		{1, 3, 0.1, 1 - 0.9*0.9*0.9},
-		{1, 100000, 1e-9, 1 - math.Pow(1-1e-9, 100000)},
-	} {
-		if got := binomTail(c.k, c.n, c.p); math.Abs(got-c.want) > 1e-9*math.Max(1, c.want) && math.Abs(got-c.want)/c.want > 1e-6 {
-			t.Errorf("P(X >= %d), n %d, p %g = %v, want %v", c.k, c.n, c.p, got, c.want)
-		}
-	}
-	if got := binomTail(65536, 65536, 1.0/16); got > 1e-300 {
-		t.Errorf("every word divisible by 16 by luck: %v", got)
-	}
-	if got := binomTail(4100, 65536, 1.0/16); got < 0.3 {
-		t.Errorf("4100 of 65536 at 1/16 (mean 4096): tail %v, want about 0.47", got)
-	}
-}
-
 // TestJudgeRules checks each rule of Judge on hand-made figures: what
 // breaks a condition and what does not.
 func TestJudgeRules(t *testing.T) {

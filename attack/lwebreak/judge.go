@@ -86,7 +86,7 @@ func Judge(reports []*attack.Report) ([]attack.Gate, []attack.Verdict) {
 				}
 				continue
 			}
-			if f.Value > f.Chance+attack.Margin && significant(f) {
+			if f.Value > f.Chance+attack.Margin && attack.Significant(f) {
 				v.Broken = append(v.Broken, attack.Gate{Name: f.Attack + " " + f.Metric,
 					Required: fmt.Sprintf("<= chance %.3g + 2 points", f.Chance), Measured: f.Value})
 			}
@@ -95,38 +95,6 @@ func Judge(reports []*attack.Report) ([]attack.Gate, []attack.Verdict) {
 		verdicts = append(verdicts, v)
 	}
 	return gates, verdicts
-}
-
-// significant reports whether a recovery figure's hit count over N trials
-// is above its chance rate beyond luck: the binomial tail P(X >= hits) at
-// the chance rate is below 0.1 % (the rule attack.Judge applies).
-func significant(f attack.Figure) bool {
-	if f.N <= 0 || f.Chance <= 0 || f.Chance >= 1 {
-		return true
-	}
-	k := int(math.Round(f.Value * float64(f.N)))
-	return binomTail(k, f.N, f.Chance) < 1e-3
-}
-
-// binomTail is P(X >= k) for X ~ Binomial(n, p), summed in log space.
-func binomTail(k, n int, p float64) float64 {
-	if k <= 0 {
-		return 1
-	}
-	var sum float64
-	lp, lq := math.Log(p), math.Log1p(-p)
-	ln := lnChoose(n, k) + float64(k)*lp + float64(n-k)*lq
-	for i := k; i <= n; i++ {
-		if i > k {
-			// C(n, i) / C(n, i-1) = (n - i + 1) / i
-			ln += math.Log(float64(n-i+1)/float64(i)) + lp - lq
-		}
-		sum += math.Exp(ln)
-		if ln < -745 && float64(i) > float64(n)*p {
-			break // past the mode the terms only shrink: the rest underflows
-		}
-	}
-	return math.Min(1, sum)
 }
 
 // Summary is one line per verdict and gate, for logs.

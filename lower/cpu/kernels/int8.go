@@ -38,9 +38,15 @@ func (c *Ctx) MatMulTInt8(y, x []float32, w []byte, m, k, n int, bias []float32)
 	}
 	j := &c.i8
 	j.y, j.x, j.w, j.bias, j.m, j.k, j.n = y, x, w, bias, m, k, n
-	// Enough tasks for every worker when decoding (m = 1 reads each
-	// weight row once), at most int8TaskRows rows a task.
-	j.per = max(8, min(int8TaskRows, (n+4*c.workers-1)/(4*c.workers)))
+	// One row (decode) streams the weights once: MatMulT's task count
+	// for that many bytes (decodeTasks: a small matrix is one task, run
+	// without waking the pool). More rows: tasks of at most int8TaskRows
+	// weight rows, enough for every worker.
+	tasks := decodeTasks(n, k+int8RowScale, c.workers)
+	if m > 1 {
+		tasks = max(4*c.workers, (n+int8TaskRows-1)/int8TaskRows)
+	}
+	j.per = (n + tasks - 1) / tasks
 	c.run(j, (n+j.per-1)/j.per)
 	j.y, j.x, j.w, j.bias = nil, nil, nil, nil
 }

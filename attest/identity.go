@@ -7,11 +7,11 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
+
+	"gelo/fanout"
 )
 
 // TensorInput is one tensor of the model, as it is loaded. Exactly one of Sum, Reader and
@@ -190,39 +190,15 @@ func ComputeIdentity(in IdentityInput) (Identity, error) {
 		}
 	}
 
-	workers := in.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	var dataIdx []int
 	for i := range in.Tensors {
 		if in.Tensors[i].Reader == nil || in.Tensors[i].Sum != nil {
 			dataIdx = append(dataIdx, i)
 		}
 	}
-	var wg sync.WaitGroup
-	if workers > 1 && len(dataIdx) > 1 {
-		next := make(chan int)
-		for w := 0; w < min(workers, len(dataIdx)); w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					hashOne(i, nil)
-				}
-			}()
-		}
-		go func() {
-			for _, i := range dataIdx {
-				next <- i
-			}
-			close(next)
-		}()
-	} else {
-		for _, i := range dataIdx {
-			hashOne(i, nil)
-		}
-	}
+	// The in-memory tensors hash on in.Workers goroutines while this one
+	// reads the readers' tensors in order.
+	wait := fanout.Start(len(dataIdx), in.Workers, func(_, j int) { hashOne(dataIdx[j], nil) })
 	// Readers, in order, on this goroutine.
 	var buf []byte
 	for i := range in.Tensors {
@@ -233,7 +209,7 @@ func ComputeIdentity(in IdentityInput) (Identity, error) {
 			hashOne(i, buf)
 		}
 	}
-	wg.Wait()
+	wait()
 	for _, err := range errs {
 		if err != nil {
 			return Identity{}, err

@@ -10,9 +10,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
+	"gelo/fanout"
 	"gelo/models/safetensors"
 )
 
@@ -263,31 +263,10 @@ func roundTo(dtype string, v []float32) {
 // block of n elements, on up to GOMAXPROCS goroutines.
 func parallelBlocks(n int, fn func(worker, block, lo, hi int)) {
 	blocks := (n + synthBlock - 1) / synthBlock
-	workers := min(runtime.GOMAXPROCS(0), blocks)
-	run := func(w int, next *atomic.Int64) {
-		for {
-			b := int(next.Add(1) - 1)
-			if b >= blocks {
-				return
-			}
-			lo := b * synthBlock
-			fn(w, b, lo, min(lo+synthBlock, n))
-		}
-	}
-	var next atomic.Int64
-	if workers <= 1 {
-		run(0, &next)
-		return
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run(w, &next)
-		}()
-	}
-	wg.Wait()
+	fanout.Each(blocks, 0, func(w, b int) {
+		lo := b * synthBlock
+		fn(w, b, lo, min(lo+synthBlock, n))
+	})
 }
 
 // generator fills the blocks of one tensor.

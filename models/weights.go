@@ -9,12 +9,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
+	"gelo/fanout"
 	"gelo/models/gguf"
 	"gelo/models/safetensors"
 )
@@ -728,41 +727,25 @@ func checkFiniteAll(specs []TensorSpec, read func(i, lo, hi int, dst []float32) 
 // that failed. progress, when not nil, is called after each tensor with
 // the elements done out of the total, one call at a time.
 func forEachTensor(specs []TensorSpec, do func(i int, scratch []float32) error, progress func(done, total int64)) error {
-	errs := make([]error, len(specs))
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	var total, done int64
 	for _, s := range specs {
 		total += int64(s.Elems())
 	}
+	scratch := make([][]float32, fanout.Workers(len(specs), 0)) // one per goroutine, made on its first tensor
 	var mu sync.Mutex
-	for range min(runtime.GOMAXPROCS(0), len(specs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			scratch := make([]float32, readChunk)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(specs) {
-					return
-				}
-				errs[i] = do(i, scratch)
-				if progress != nil {
-					mu.Lock()
-					done += int64(specs[i].Elems())
-					progress(done, total)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+	return fanout.EachErr(len(specs), 0, func(w, i int) error {
+		if scratch[w] == nil {
+			scratch[w] = make([]float32, readChunk)
 		}
-	}
-	return nil
+		err := do(i, scratch[w])
+		if progress != nil {
+			mu.Lock()
+			done += int64(specs[i].Elems())
+			progress(done, total)
+			mu.Unlock()
+		}
+		return err
+	})
 }
 
 // checkFinite streams tensor s through scratch, a chunk of whole rows at

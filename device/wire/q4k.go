@@ -4,9 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
+	"gelo/fanout"
 	"gelo/ir"
 )
 
@@ -101,27 +100,20 @@ func QuantizeQ4_K(dst []byte, src []float32) error {
 			return fmt.Errorf("wire: quantize q4_k: non-finite value %v at index %d", v, i)
 		}
 	}
-	workers := max(1, min(runtime.GOMAXPROCS(0), nb/64))
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for wi := 0; wi < workers; wi++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := wi * nb / workers; b < (wi+1)*nb/workers; b++ {
-				if err := quantizeBlockQ4K(dst[b*BlockBytesQ4_K:(b+1)*BlockBytesQ4_K], src[b*QKK:(b+1)*QKK]); err != nil {
-					errs[wi] = fmt.Errorf("wire: quantize q4_k: super-block %d: %w", b, err)
-					return
-				}
+	// Chunks of 64 super-blocks on every core (each block is quantized
+	// alone, so the bytes do not depend on the split).
+	const chunk = 64
+	err := fanout.EachErr((nb+chunk-1)/chunk, 0, func(_, c int) error {
+		for b := c * chunk; b < min(nb, (c+1)*chunk); b++ {
+			if err := quantizeBlockQ4K(dst[b*BlockBytesQ4_K:(b+1)*BlockBytesQ4_K], src[b*QKK:(b+1)*QKK]); err != nil {
+				return fmt.Errorf("wire: quantize q4_k: super-block %d: %w", b, err)
 			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			clear(dst[:nb*BlockBytesQ4_K])
-			return err
 		}
+		return nil
+	})
+	if err != nil {
+		clear(dst[:nb*BlockBytesQ4_K])
+		return err
 	}
 	return nil
 }

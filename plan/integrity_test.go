@@ -155,7 +155,7 @@ func TestAbortIsUniform(t *testing.T) {
 // No false alarm over 10,000 honest crossings per weight format (gelo-8x4,
 // every product checked with K = 2 over fresh sessions).
 func TestNoFalseAlarmTenThousand(t *testing.T) {
-	for _, w := range []string{formats.F32, formats.BF16, formats.Q8_0, formats.Q4_0} {
+	for _, w := range []string{formats.F32, formats.BF16, formats.Q8_0, formats.Q4_0, formats.Int8} {
 		var checks int64
 		worst := 0.0
 		for key := byte(50); checks < 10000; key++ {

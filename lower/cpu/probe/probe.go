@@ -56,8 +56,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
+	"gelo/fanout"
 	"gelo/keystream"
 )
 
@@ -132,52 +132,47 @@ func NewPool(key []byte, name string, size, out, in int, row RowFunc, workers in
 	}
 	workers = workers0(workers, size)
 	pl.workers = workers
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var scratch, rows [4][]float32
-			for t := range scratch {
-				scratch[t] = make([]float32, in)
+	// Worker w reads every row of W and accumulates the probes p = w mod
+	// workers (worker 0 also the column sums and the norm).
+	err := fanout.EachErr(workers, workers, func(_, w int) error {
+		var scratch, rows [4][]float32
+		for t := range scratch {
+			scratch[t] = make([]float32, in)
+		}
+		var rs [4]float64
+		for j0 := 0; j0 < out; j0 += 4 {
+			nr := min(4, out-j0)
+			for t := range nr {
+				j := j0 + t
+				wj, err := row(j, scratch[t])
+				if err == nil && len(wj) != in {
+					err = fmt.Errorf("%d values, want %d", len(wj), in)
+				}
+				if err != nil {
+					return fmt.Errorf("probe pool %q: row %d: %w", name, j, err)
+				}
+				rows[t] = wj
+				if w == 0 {
+					for k, v := range wj {
+						pl.c[k] += math.Abs(float64(v))
+					}
+					wf += sumSq(wj)
+				}
 			}
-			var rs [4]float64
-			for j0 := 0; j0 < out; j0 += 4 {
-				nr := min(4, out-j0)
+			for p := w; p < size; p += workers {
+				if nr == 4 {
+					copy(rs[:], pl.r[p][j0:j0+4])
+					axpy4(pl.wr[p], &rows, &rs)
+					continue
+				}
 				for t := range nr {
-					j := j0 + t
-					wj, err := row(j, scratch[t])
-					if err == nil && len(wj) != in {
-						err = fmt.Errorf("%d values, want %d", len(wj), in)
-					}
-					if err != nil {
-						errs[w] = fmt.Errorf("probe pool %q: row %d: %w", name, j, err)
-						return
-					}
-					rows[t] = wj
-					if w == 0 {
-						for k, v := range wj {
-							pl.c[k] += math.Abs(float64(v))
-						}
-						wf += sumSq(wj)
-					}
-				}
-				for p := w; p < size; p += workers {
-					if nr == 4 {
-						copy(rs[:], pl.r[p][j0:j0+4])
-						axpy4(pl.wr[p], &rows, &rs)
-						continue
-					}
-					for t := range nr {
-						axpy(pl.wr[p], rows[t], pl.r[p][j0+t])
-					}
+					axpy(pl.wr[p], rows[t], pl.r[p][j0+t])
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+		}
+		return nil
+	})
+	if err != nil {
 		pl.Zeroise()
 		return nil, err
 	}
@@ -233,16 +228,10 @@ func (pl *Pool) Check(y, u []float32, m int, idx []int, sc *Scratch) float64 {
 		sc.sub = make([]Scratch, w)
 	}
 	worst := make([]float64, w)
-	var wg sync.WaitGroup
-	for g := range w {
+	fanout.Each(w, w, func(_, g int) {
 		i0, i1 := g*m/w, (g+1)*m/w
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			worst[g] = pl.check(y[i0*pl.Out:i1*pl.Out], u[i0*pl.In:i1*pl.In], i1-i0, idx, &sc.sub[g])
-		}()
-	}
-	wg.Wait()
+		worst[g] = pl.check(y[i0*pl.Out:i1*pl.Out], u[i0*pl.In:i1*pl.In], i1-i0, idx, &sc.sub[g])
+	})
 	return slices.Max(worst) // the largest is the same whatever the split
 }
 

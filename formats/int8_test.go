@@ -35,6 +35,20 @@ func TestInt8MatchesLWEQuantize(t *testing.T) {
 		{-3, 1, 1, 1, 1, 1, 1, 1},
 		{-math.MaxFloat32, math.MaxFloat32, 1, -1, 0, 0, 0, 0},
 	}
+	// Random rows over magnitudes from 1e-30 to 1e30, some with values on
+	// a grid of half steps (ties after the division).
+	for j := range 64 {
+		row := make([]float32, cols)
+		mag := math.Pow(10, float64(j%61-30))
+		for i := range row {
+			if j%3 == 0 {
+				row[i] = float32(float64(r.IntN(255)-127) / 2 * mag)
+			} else {
+				row[i] = float32(r.NormFloat64() * mag)
+			}
+		}
+		rows = append(rows, row)
+	}
 	var src []float32
 	for _, row := range rows {
 		src = append(src, row...)

@@ -59,6 +59,7 @@ def parse_args(argv):
     a("--eps", type=float, default=1e-6)
     a("--bench", type=int, default=0, help="time this many steps, print tokens/s, write nothing")
     a("--no-export", action="store_true")
+    a("--export-only", action="store_true", help="load --ckpt, report and export it, train nothing")
     return p.parse_args(argv)
 
 
@@ -215,6 +216,11 @@ def main(argv):
         print(f"resumed at step {start} from {args.ckpt}", flush=True)
     print(f"vocab {vocab}, params {nparam}, train tokens {len(train)}, held-out tokens {len(held)}, "
           f"torch {torch.__version__}, threads {torch.get_num_threads()}", flush=True)
+    if args.export_only:
+        if not start:
+            sys.exit("--export-only needs an existing --ckpt")
+        report(model, held, args)
+        return export(model, vocab, specials, args)
     it = batches(train, args, gen)
     if args.bench:
         return bench(model, opt, it, args)

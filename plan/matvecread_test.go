@@ -54,7 +54,8 @@ func TestReadMatVecWeights(t *testing.T) {
 			}
 			seen[wv] = true
 			wn := g.Node(n.Inputs[1])
-			b := wn.Type.DType.Bytes(wn.Type.Shape[0].Size * wn.Type.Shape[1].Size)
+			// (int8 rows are read with their scales: MatrixBytes.)
+			b := wn.Type.DType.MatrixBytes(wn.Type.Shape[0].Size, wn.Type.Shape[1].Size)
 			want += b / (256 * workers) * (256 * workers) // whole 256-byte runs a worker
 			all += b
 			bufs++

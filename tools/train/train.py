@@ -59,6 +59,7 @@ def parse_args(argv):
     a("--eps", type=float, default=1e-6)
     a("--bench", type=int, default=0, help="time this many steps, print tokens/s, write nothing")
     a("--no-export", action="store_true")
+    a("--stop-after", type=int, default=0, help="stop after this step (the schedule still spans --steps), then report and export")
     a("--export-only", action="store_true", help="load --ckpt, report and export it, train nothing")
     return p.parse_args(argv)
 
@@ -229,11 +230,12 @@ def main(argv):
     if not start:
         log.write("step\tlr\ttrain_loss\theldout_nll\theldout_ppl\telapsed_s\ttokens\n")
     t0 = time.time()
-    for step in range(start, args.steps):
+    end = min(args.steps, args.stop_after) if args.stop_after else args.steps
+    for step in range(start, end):
         loss = train_step(model, opt, next(it), lr_at(step, args))
         row = [step + 1, f"{lr_at(step, args):.6g}", f"{loss:.5f}", "", "", f"{time.time() - t0:.1f}",
                (step + 1) * args.batch * args.seq]
-        if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
+        if (step + 1) % args.eval_every == 0 or step + 1 == end:
             nll, _ = heldout_nll(model, held, args.eval_ctx)
             row[3], row[4] = f"{nll:.5f}", f"{math.exp(nll):.3f}"
             if args.ckpt:

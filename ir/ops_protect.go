@@ -245,3 +245,10 @@ func rowOp(n *Node, in []Type) (Type, error) {
 	}
 	return Type{F32, in[0].Shape}, nil
 }
+
+// ProtectionOps are the ops only a protected plan holds: the mask and its
+// inverse, the shield rows, the centring of full-span crossings. A
+// backend that runs only the mask-none baseline declines exactly these.
+func ProtectionOps() []string {
+	return []string{OpMask, OpUnmask, OpShieldStack, OpShieldStrip, OpMeanRows, OpSubRow, OpAddRow}
+}

@@ -150,3 +150,14 @@ func Or(names []string) string {
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
+
+// DeclineAll maps each of ops to reason: a Declines table for ops a
+// backend refuses for one reason (the protection ops of a baseline
+// engine, ir.ProtectionOps).
+func DeclineAll(ops []string, reason string) map[string]string {
+	m := make(map[string]string, len(ops))
+	for _, op := range ops {
+		m[op] = reason
+	}
+	return m
+}

@@ -14,11 +14,7 @@ const declinedProtection = "protected graphs are not supported (whole-forward lo
 
 // forwardDeclined are the ops a whole-forward program refuses by name,
 // each with the reason Compile reports.
-var forwardDeclined = map[string]string{
-	ir.OpMask: declinedProtection, ir.OpUnmask: declinedProtection,
-	ir.OpShieldStack: declinedProtection, ir.OpShieldStrip: declinedProtection,
-	ir.OpMeanRows: declinedProtection, ir.OpSubRow: declinedProtection, ir.OpAddRow: declinedProtection,
-}
+var forwardDeclined = lower.DeclineAll(ir.ProtectionOps(), declinedProtection)
 
 // Capabilities is the gomlx backend's record. Its own engine is Forward,
 // the whole unprotected forward as one graph: the ops of forwardLowerings,

@@ -14,11 +14,7 @@ const declinedProtection = "protected graphs are not supported (the whole-forwar
 
 // declined are the ops the whole-forward engine refuses by name, each
 // with the reason Compile reports.
-var declined = map[string]string{
-	ir.OpMask: declinedProtection, ir.OpUnmask: declinedProtection,
-	ir.OpShieldStack: declinedProtection, ir.OpShieldStrip: declinedProtection,
-	ir.OpMeanRows: declinedProtection, ir.OpSubRow: declinedProtection, ir.OpAddRow: declinedProtection,
-}
+var declined = lower.DeclineAll(ir.ProtectionOps(), declinedProtection)
 
 // Capabilities is the vulkan backend's record. Its own engine is Forward,
 // the whole unprotected step as one command buffer: the ops of lowerings

@@ -1,3 +1,6 @@
+package ir
+
+import "testing"
 
 // Every protection op is a registered boundary op that only protect
 // inserts: a baseline backend declines these and nothing else of the

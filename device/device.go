@@ -46,6 +46,21 @@ type BF16Dotter interface {
 	UploadBF16Dot(name string, w []uint16, rows, cols int) error
 }
 
+// Lattice is a Device that also runs the lwe level's product (package
+// lwe): MatMulU32 multiplies m ciphertext rows c [m, cols] of uint32 words
+// by a resident int8 weight (wire.Int8, uploaded with UploadQ) modulo
+// 2^32, reading the weight's int8 values and ignoring its row scales:
+//
+//	y[r, j] = sum_i int32(W_q[j, i]) * c[r, i]  mod 2^32.
+//
+// The sum is exact in the ring, so every order, split and kernel gives the
+// same bits: a device's result is checked word for word against the
+// portable Go form. The TEE also sends A's columns as rows to compute the
+// public hint H^T = (W_q A)^T, which it then checks (lwe.VerifyHints).
+type Lattice interface {
+	MatMulU32(op, weight string, c []uint32, m int, y []uint32) error
+}
+
 // WeightName is the model weight an uploaded name stands for: the cpu
 // backend prefixes a converted weight's name with its format ("bf16:",
 // "bf16dot:", "q8_0:", ...), and a model's tensor names hold no colon.

@@ -37,6 +37,11 @@ const (
 	// convention): the integer matrix the lwe level multiplies modulo
 	// 2^32. Its rows multiply f32 activation rows as they are.
 	I8
+	// U32 is a word of Z_2^32: an lwe ciphertext row (lwe_encode's
+	// result) and the device's product of it (a linear op over an I8
+	// weight). It is no number the model computes with: only
+	// lwe_decode turns it back into f32.
+	U32
 )
 
 // DTypeInfo is the one record of a dtype's storage facts; summaries,
@@ -87,6 +92,7 @@ var dtypeInfo = [...]DTypeInfo{
 	Q4_0:         {Name: "q4_0", Block: QuantBlock, BlockBytes: BlockBytesQ4_0, Quantized: true},
 	Q4_K:         {Name: "q4_k", Block: QuantBlockK, BlockBytes: BlockBytesQ4_K, Quantized: true},
 	I8:           {Name: "int8", Block: 1, BlockBytes: 1, RowBytes: RowScaleBytes, Float: true},
+	U32:          {Name: "u32", Block: 1, BlockBytes: 4},
 }
 
 // Info returns d's record (the zero record for an unknown dtype).

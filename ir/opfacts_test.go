@@ -83,7 +83,7 @@ func TestDTypeRecord(t *testing.T) {
 		n     int
 		bytes int
 	}{
-		{F32, 64, 256}, {BF16, 64, 128}, {F16, 64, 128}, {I32, 64, 256}, {Q8_0, 64, 68}, {Q4_0, 64, 36}, {Q4_K, 512, 288}, {I8, 64, 64},
+		{F32, 64, 256}, {BF16, 64, 128}, {F16, 64, 128}, {I32, 64, 256}, {Q8_0, 64, 68}, {Q4_0, 64, 36}, {Q4_K, 512, 288}, {I8, 64, 64}, {U32, 64, 256},
 	} {
 		if got := tc.d.Bytes(tc.n); got != tc.bytes {
 			t.Errorf("%v.Bytes(%d) = %d, want %d", tc.d, tc.n, got, tc.bytes)
@@ -92,7 +92,7 @@ func TestDTypeRecord(t *testing.T) {
 			t.Errorf("ParseDType(%q) = %v, %v", tc.d.String(), got, err)
 		}
 	}
-	if len(DTypes()) != 8 {
+	if len(DTypes()) != 9 {
 		t.Errorf("DTypes() = %v", DTypes())
 	}
 	// A matrix counts each row's per-row bytes (I8's float32 scale) on

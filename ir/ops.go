@@ -84,6 +84,8 @@ const (
 	OpAddRow           = "add_row"
 	OpBiasAdd          = "bias_add"
 	OpProbe            = "probe"
+	OpLWEEncode        = "lwe_encode"
+	OpLWEDecode        = "lwe_decode"
 )
 
 // Result says what an op's result is, so the memory planner and the
@@ -169,6 +171,7 @@ const (
 	CostShield                // shield fill and strip
 	CostAttention             // attention and the KV append
 	CostProbe                 // integrity probes of device results
+	CostLattice               // lwe encode and decode (with the pads they draw)
 )
 
 // Crossing says whether an op moves a value across the trust boundary.
@@ -617,6 +620,9 @@ func init() {
 
 func linearType(n *Node, in []Type) (Type, error) {
 	x, w := in[0], in[1]
+	if x.DType == U32 {
+		return latticeLinearType(n, in)
+	}
 	if w.DType.IsQuantized() {
 		// A quantized weight multiplies q8_0 activation rows (or f32 rows
 		// the device quantizes itself); both as blocks of 32.
@@ -646,6 +652,27 @@ func linearType(n *Node, in []Type) (Type, error) {
 		}
 	}
 	return Type{F32, Shape{in[0].Shape[0], in[1].Shape[0]}}, nil
+}
+
+// latticeLinearType types the lwe level's device product: ciphertext rows
+// (u32) times an int8 weight, modulo 2^32, giving u32 words. It takes no
+// bias (a bias cannot be added to a ciphertext; protect adds it after
+// lwe_decode).
+func latticeLinearType(n *Node, in []Type) (Type, error) {
+	x, w := in[0], in[1]
+	if w.DType != I8 {
+		return Type{}, fmt.Errorf("u32 ciphertext rows multiply an int8 weight, got %v", w)
+	}
+	if len(in) == 3 {
+		return Type{}, fmt.Errorf("a product of ciphertext rows takes no bias")
+	}
+	if x.Rank() != 2 || w.Rank() != 2 {
+		return Type{}, fmt.Errorf("ciphertext rows %v and weight %v must be matrices", x, w)
+	}
+	if err := sameDim("w in-features", w.Shape[1], x.Shape[1]); err != nil {
+		return Type{}, err
+	}
+	return Type{U32, Shape{x.Shape[0], w.Shape[0]}}, nil
 }
 
 func elementwise(n *Node, in []Type) (Type, error) {

@@ -37,7 +37,7 @@ const (
 //	ident   = [A-Za-z_][A-Za-z0-9_]* .
 //	comment = "//" { any } NL .                      (whole lines only)
 //
-// dtype is f32, bf16, f16, i32, q8_0, q4_0, q4_k or int8 (see DTypes); placement is unplaced, tee or device;
+// dtype is f32, bf16, f16, i32, q8_0, q4_0, q4_k, int8 or u32 (see DTypes); placement is unplaced, tee or device;
 // secrecy is public or secret. int is a decimal int64 (-3, 42). float is a
 // float64 in strconv 'g' form that always reads as a float: 0.125, 1e-06,
 // 1e+06, 10000.0 (an integral value gets ".0"), NaN, +Inf, -Inf. string is

@@ -19,7 +19,7 @@ const (
 func init() {
 	for _, info := range []*OpInfo{
 		{Name: OpLWEEncode, Class: ClassBoundary, Cost: CostLattice, Crossing: ToDevice, Secrecy: Declassify,
-			Doc: "c = A s + e + Delta round(x / step) mod 2^32 per row, with a fresh pad (s ternary with h nonzeros, e CBD(2)) and the row's step chosen so that no product wraps: the only op that declassifies under lwe",
+			Doc:       "c = A s + e + Delta round(x / step) mod 2^32 per row, with a fresh pad (s ternary with h nonzeros, e CBD(2)) and the row's step chosen so that no product wraps: the only op that declassifies under lwe",
 			MinInputs: 1, MaxInputs: 1,
 			Attrs: []AttrSpec{{Name: "slot", Kind: AttrInt}, {Name: "lambda", Kind: AttrInt},
 				{Name: "h", Kind: AttrInt}, {Name: "delta", Kind: AttrInt}},

@@ -47,6 +47,7 @@ type Ctx struct {
 	rb       roundJob
 	sl       sliceJob
 	i8       int8Job
+	u32      u32Job
 
 	// warm reads the next one-row product's first bytes (WarmMatVec).
 	warm pool.Warmer

@@ -25,6 +25,9 @@ func checkSecurity(m *ir.Module) error {
 	if mk := m.Meta["mask"]; mk != l.Mask {
 		return fmt.Errorf("security %s uses mask %s; the module's meta says mask %q", l.Name, l.Mask, mk)
 	}
+	if l.Lattice() {
+		return checkLatticeLevel(m, l)
+	}
 	if !l.FullSpan {
 		return nil
 	}
@@ -66,6 +69,65 @@ func checkSecurity(m *ir.Module) error {
 			case ir.OpShieldStrip:
 				if wh != l.Whiten {
 					bad("whiten = %v, the level's is %v", wh, l.Whiten)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkLatticeLevel holds a module to level lwe: the meta names the
+// level's parameters; nothing crosses but lwe ciphertexts (no plaintext
+// transfer, no mask, no shield); every encode has the level's parameters
+// and a slot of its own; every device linear op multiplies an encode's
+// rows and every decode reads a device product of its slot's encode and
+// the weight that product multiplied.
+func checkLatticeLevel(m *ir.Module, l Level) error {
+	if got, want := m.Meta["lwe"], LWEMeta(*l.LWE); got != want {
+		return fmt.Errorf("security %s: meta lwe %q, the level's parameters are %q", l.Name, got, want)
+	}
+	var errs []error
+	for _, g := range m.Graphs {
+		encodes := map[int64]ir.ValueID{}
+		for _, n := range g.Nodes {
+			where := fmt.Sprintf("graph %s: %s", g.Name, describe(g, n.ID))
+			bad := func(format string, a ...any) {
+				errs = append(errs, fmt.Errorf("security %s: %s: %s", l.Name, where, fmt.Sprintf(format, a...)))
+			}
+			switch {
+			case n.Op == ir.OpToDevice:
+				bad("a plaintext transfer")
+			case n.Op == ir.OpMask || n.Op == ir.OpShieldStack:
+				bad("a row-mixing crossing under a lattice level")
+			case n.Op == ir.OpLWEEncode:
+				s, _ := n.Attrs.Int("slot")
+				lam, _ := n.Attrs.Int("lambda")
+				h, _ := n.Attrs.Int("h")
+				d, _ := n.Attrs.Int("delta")
+				if int(lam) != l.LWE.Lambda || int(h) != l.LWE.H || uint32(d) != l.LWE.Delta {
+					bad("lambda %d, h %d, delta %d; the level's are %d, %d, %d", lam, h, d, l.LWE.Lambda, l.LWE.H, l.LWE.Delta)
+				}
+				if prev, dup := encodes[s]; dup {
+					bad("slot %d was encoded already by %v: a slot's pads are one crossing's", s, prev)
+				}
+				encodes[s] = n.ID
+			case n.Place == ir.Device && ir.IsLinear(n.Op):
+				if x := g.Node(n.Inputs[0]); x.Op != ir.OpLWEEncode {
+					bad("multiplies %s, not lwe ciphertext rows", describe(g, x.ID))
+				}
+			case n.Op == ir.OpLWEDecode:
+				s, _ := n.Attrs.Int("slot")
+				y := g.Node(n.Inputs[0])
+				if y.Place != ir.Device || !ir.IsLinear(y.Op) {
+					bad("decodes %s, not a device product", describe(g, y.ID))
+					continue
+				}
+				if y.Inputs[1] != n.Inputs[1] {
+					bad("decodes against weight %v; the product multiplied %v", n.Inputs[1], y.Inputs[1])
+				}
+				enc := g.Node(y.Inputs[0])
+				if es, _ := enc.Attrs.Int("slot"); enc.Op != ir.OpLWEEncode || es != s {
+					bad("slot %d decodes a product of %s", s, describe(g, enc.ID))
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gelo/ir"
+	"gelo/lwe"
 )
 
 // Planning defaults of the offload decision: the rows a crossing is
@@ -34,6 +35,9 @@ type Cost struct {
 	Local        float64 // TEE work of the matmul itself
 	Offload      bool
 	RowsSymbolic string // "n" or "B" when Rows is a planning figure
+	// Lattice: costed as an lwe crossing (Protect is pads, encode and
+	// decode; S is the rows).
+	Lattice bool
 }
 
 // Reason is the decision in one line, as inspect prints it.
@@ -45,6 +49,10 @@ func (c Cost) Reason() string {
 	verdict := "TEE-local: securing it costs the TEE more than computing it"
 	if c.Offload {
 		verdict = "offload"
+	}
+	if c.Lattice {
+		return fmt.Sprintf("%s %dx%d at rows %s: pads+encode+decode %.3g + device %.3g vs local %.3g multiply-adds: %s",
+			c.Op, c.D, c.DOut, at, c.Protect, c.Device, c.Local, verdict)
 	}
 	return fmt.Sprintf("%s %dx%d at rows %s, s=%d: protect %.3g + device %.3g vs local %.3g multiply-adds: %s",
 		c.Op, c.D, c.DOut, at, c.S, c.Protect, c.Device, c.Local, verdict)
@@ -63,6 +71,9 @@ func CostOfBatch(l Level, op string, rows, d, dout int, perSequence bool) Cost {
 }
 
 func costOf(l Level, op string, rows, d, dout int, perSequence bool) Cost {
+	if l.Lattice() {
+		return latticeCost(*l.LWE, op, rows, d, dout)
+	}
 	groups, data := 1, rows
 	if perSequence && !l.FullSpan {
 		groups, data = rows, 1
@@ -98,6 +109,25 @@ func costOf(l Level, op string, rows, d, dout int, perSequence bool) Cost {
 	return c
 }
 
+// latticeCost prices one linear op under an lwe level. Per row the TEE
+// makes a pad, m = A s + e and u = H s (h column additions: h (d + d_out)
+// word additions, counted as multiply-adds: both are one vector lane a
+// word), encodes (a norm, a scale, a rounding and an addition: 4 d) and
+// decodes (a subtraction, the range check and the rescale: 4 d_out); the
+// device multiplies rows x d x d_out words. A fused op (q, k and v under one
+// ciphertext) is one linear op here, so its pad is counted once. The rows
+// do not share anything, so the decision does not depend on them; it
+// pays when d d_out > (h + 4)(d + d_out) + d d_out / DeviceSpeedup, i.e.
+// at widths well above h (qwen3-tiny's 64-wide projections stay in the
+// TEE; 0.6B's 1024 and up offload).
+func latticeCost(p lwe.Params, op string, rows, d, dout int) Cost {
+	fr, fd, fo, fh := float64(rows), float64(d), float64(dout), float64(p.H)
+	c := Cost{Op: op, Rows: rows, D: d, DOut: dout, S: rows, Lattice: true, Local: fr * fd * fo, Device: fr * fd * fo / DeviceSpeedup,
+		Protect: fr * ((fh+4)*fd + (fh+4)*fo)}
+	c.Offload = c.Protect+c.Device < c.Local
+	return c
+}
+
 // Offload decides, for every linear op on the device under a full-span
 // level, between a secure offload and a TEE-local matmul, from its rows
 // (planning figures for symbolic n and B), widths and the cost model: a
@@ -110,7 +140,7 @@ func Offload(o ProtectOptions) Pass {
 	return Pass{Name: "offload", Doc: "keep in the TEE each linear op whose secure offload costs more than computing it",
 		Run: func(m *ir.Module) error {
 			l := o.level()
-			if !l.FullSpan {
+			if !l.FullSpan && !l.Lattice() {
 				return nil
 			}
 			for _, g := range m.Graphs {

@@ -7,7 +7,7 @@ package passes
 // then says. noFuse switches fusions off by name.
 func Pipeline(o ProtectOptions, noFuse ...string) *Manager {
 	ps := []Pass{Place(DefaultPolicy()), Fuse(noFuse)}
-	if o.level().FullSpan {
+	if l := o.level(); l.FullSpan || l.Lattice() {
 		ps = append(ps, Offload(o))
 	}
 	ps = append(ps, Quantize(o.Weights), Protect(o), FuseEpilogue(noFuse))

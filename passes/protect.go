@@ -6,6 +6,7 @@ import (
 
 	"gelo/formats"
 	"gelo/ir"
+	"gelo/lwe"
 )
 
 // Protection families (the registered mask families of ir, and none) and
@@ -14,6 +15,9 @@ const (
 	MaskNone = "none"
 	MaskHaar = ir.FamilyHaar
 	MaskHD3  = ir.FamilyHD3
+	// MaskLWE is no mask family: level lwe's crossings are lwe
+	// ciphertexts (lwe_encode / lwe_decode), not mixed rows.
+	MaskLWE = "lwe"
 
 	PerForward = "per-forward"
 	PerOffload = "per-offload"
@@ -107,6 +111,9 @@ func (o ProtectOptions) SecurityLevel() string {
 
 // Check validates the options and names the bad one.
 func (o ProtectOptions) Check() error {
+	if o.Mask == MaskLWE {
+		return o.checkLattice()
+	}
 	if _, ok := ir.LookupMaskFamily(o.Mask); !ok && o.Mask != MaskNone {
 		return fmt.Errorf("--mask %q: want %s", o.Mask, ir.OrList(MaskFamilyNames()))
 	}
@@ -144,6 +151,31 @@ func (o ProtectOptions) Check() error {
 	return nil
 }
 
+// checkLattice validates options of the lwe level: named lwe (no custom
+// lattice knobs), an integer weight format, and the level's parameters.
+func (o ProtectOptions) checkLattice() error {
+	if o.Security != LevelLWE {
+		return fmt.Errorf("--mask %s: lwe ciphertexts come with --security %s only (got %q)", MaskLWE, LevelLWE, o.Security)
+	}
+	wf, err := formats.LookupPlan("--weights", o.Weights)
+	if err != nil {
+		return err
+	}
+	if wf.DType != ir.I8 {
+		return fmt.Errorf("--security %s multiplies an integer matrix modulo 2^32: it takes --weights %s, not %s", LevelLWE, formats.Int8, o.Weights)
+	}
+	if err := o.checkVerify(); err != nil {
+		return err
+	}
+	return o.level().LWE.Validate()
+}
+
+// LWEMeta is the module meta entry "lwe" of a plan at level lwe: its
+// lattice parameters, as inspect prints them.
+func LWEMeta(p lwe.Params) string {
+	return fmt.Sprintf("q=2^32,lambda=%d,h=%d,delta=%d", p.Lambda, p.H, p.Delta)
+}
+
 // MaskFamilyNames lists what --mask takes: none (the insecure baseline),
 // then every registered mask family.
 func MaskFamilyNames() []string { return append([]string{MaskNone}, ir.MaskFamilyNames()...) }
@@ -178,7 +210,9 @@ func Protect(o ProtectOptions) Pass {
 			m.Meta["security"] = o.SecurityLevel()
 			m.Meta["mask"] = o.Mask
 			m.Meta["cadence"] = o.Cadence
-			if o.Mask != MaskNone {
+			if p := o.level().LWE; p != nil {
+				m.Meta["lwe"] = LWEMeta(*p)
+			} else if o.Mask != MaskNone {
 				m.Meta["shield"] = strconv.Itoa(o.ShieldK) + "," + strconv.FormatFloat(o.ShieldEnergy, 'g', -1, 64)
 				m.Meta["center"] = strconv.FormatBool(o.Center)
 				m.Meta["topology"] = o.topology()
@@ -254,8 +288,9 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 		}
 		r.g.Params = append(r.g.Params, p)
 	}
+	lattice := o.level().Lattice()
 	var pass ir.ValueID = -1
-	if o.Mask != MaskNone {
+	if o.Mask != MaskNone && !lattice {
 		v, err := r.g.AddDeclared(ir.OpInput, ir.Attrs{"name": ir.PassInput}, ir.T(ir.I32, 2))
 		if err != nil {
 			return nil, err
@@ -306,6 +341,19 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 					return nil, fmt.Errorf("%v = %s reads secret device value %v directly", n.ID, n.Op, v)
 				}
 				in = append(in, dev[v])
+			case lattice:
+				// One ciphertext per TEE value: q, k and v share one,
+				// gate and up another.
+				c, ok := crossed[crossing{v, false}]
+				if !ok {
+					p := o.level().LWE
+					c = r.emit(ir.OpLWEEncode, ir.Attrs{"slot": next, "lambda": int64(p.Lambda), "h": int64(p.H), "delta": int64(p.Delta)}, ir.TEE, tee[v])
+					slotOf[c] = next
+					next++
+					crossed[crossing{v, false}] = c
+				}
+				slot = slotOf[c]
+				in = append(in, c)
 			default:
 				q := len(n.Inputs) > 1 && g.Node(n.Inputs[1]).Type.DType.IsQuantized()
 				c, ok := crossed[crossing{v, q}]
@@ -386,9 +434,15 @@ func protect(g *ir.Graph, o ProtectOptions) (*ir.Graph, error) {
 			continue
 		}
 		var back ir.ValueID
-		if o.Mask == MaskNone {
+		switch {
+		case o.Mask == MaskNone:
 			back = r.emit(ir.OpToTEE, nil, ir.TEE, d)
-		} else {
+		case lattice:
+			if slot < 0 || len(n.Inputs) < 2 {
+				return nil, fmt.Errorf("%v = %s: device result has no ciphertext operand to decode", n.ID, n.Op)
+			}
+			back = r.emit(ir.OpLWEDecode, ir.Attrs{"slot": slot}, ir.TEE, d, dev[n.Inputs[1]])
+		default:
 			if slot < 0 {
 				return nil, fmt.Errorf("%v = %s: device result has no masked operand to unmask", n.ID, n.Op)
 			}

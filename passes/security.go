@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"gelo/formats"
 	"gelo/ir"
+	"gelo/lwe"
 )
 
 // Security level names. A level fixes every protection knob (mask family,
@@ -17,6 +19,7 @@ const (
 	LevelSpan   = "span"
 	LevelWhiten = "whiten"
 	LevelExact  = "exact"
+	LevelLWE    = "lwe"
 	LevelCustom = "custom"
 )
 
@@ -43,7 +46,14 @@ type Level struct {
 	// power of two above H's largest singular value), so X = [H'; S] has
 	// X^T X = I and the payload's Gram is the identity whatever H is.
 	Whiten bool
+	// LWE, when not nil, makes every crossing an lwe ciphertext of these
+	// parameters (mask MaskLWE; package lwe): no row mixing, no shield.
+	LWE *lwe.Params
 }
+
+// LWEParams are the lattice parameters of level lwe (lwe.Default:
+// q = 2^32, lambda 4096, h 80, Delta 16).
+var LWEParams = lwe.Default
 
 // levels is the registry, weakest first.
 var levels = []Level{
@@ -61,7 +71,10 @@ var levels = []Level{
 		Claim: "whitened full-span shields (X^T X = I: the payload's Gram is the identity) and a fresh HD3 mixing per crossing; " +
 			"exact's stack under a fast mixing (kept for comparison)",
 		Insecure: WhitenBreak},
-	{Name: LevelExact, Rank: 1, Mask: MaskHaar, Cadence: PerOffload, ShieldK: 8, ShieldEnergy: 1, Center: false, FullSpan: true, Whiten: true,
+	{Name: LevelLWE, Rank: 1, Mask: MaskLWE, Cadence: PerOffload, LWE: &LWEParams,
+		Claim: fmt.Sprintf("each row that crosses is an LWE ciphertext (q = 2^32, lambda %d, a fresh ternary secret with %d nonzeros and CBD(2) noise per row, Delta %d) under a public matrix fresh per engine start; "+
+			"computational, not information-theoretic: %s by the estimates of attack/lwe (`gelo inspect --lwe`)", LWEParams.Lambda, LWEParams.H, LWEParams.Delta, LWEBits)},
+	{Name: LevelExact, Rank: 2, Mask: MaskHaar, Cadence: PerOffload, ShieldK: 8, ShieldEnergy: 1, Center: false, FullSpan: true, Whiten: true,
 		Claim: "whitened full-span shields and a fresh Haar mixing per crossing: every payload is uniform on the Stiefel manifold " +
 			"whatever the data (proof in lower/cpu/mask); the TEE works more than the matmul it protects (the reference, not the fast path)"},
 }
@@ -80,9 +93,16 @@ const WhitenBreak = "the HD3 structure attack: the mask fitted by alternating mi
 	"unmasks every crossing (the harness's CI run reads 100 % of decode tokens and of prompt bags; the true H fits to 1.4e-7 " +
 	"against a Haar mask's 1.26)"
 
+// LWEBits is level lwe's estimated security, as attack/lwe's estimator
+// prints it for LWEParams (a test there holds the two together).
+const LWEBits = "about 160 bits against the best attack estimated (Meet-LWE's lower bound; primal uSVP 192.8)"
+
 // SpanEnergy is the shield energy of level span: shield rows of norm
 // SpanEnergy x the mean data row norm.
 const SpanEnergy = 32.0
+
+// Lattice reports whether the level's crossings are lwe ciphertexts.
+func (l Level) Lattice() bool { return l.LWE != nil }
 
 // DefaultLevel is the level a plan gets unless told otherwise.
 const DefaultLevel = LevelExact
@@ -124,10 +144,15 @@ func LevelHelp() string {
 
 // Options returns o with the level's knobs; the weight format and
 // topology are kept (a full-span level needs the shared topology for
-// batched decode: one full-span crossing for the whole batch).
+// batched decode: one full-span crossing for the whole batch). The lwe
+// level multiplies an integer matrix: it takes the int8 format where o
+// names none or the default f32 (any other format is Check's error).
 func (l Level) Options(o ProtectOptions) ProtectOptions {
 	o.Security = l.Name
 	o.Mask, o.Cadence, o.ShieldK, o.ShieldEnergy, o.Center = l.Mask, l.Cadence, l.ShieldK, l.ShieldEnergy, l.Center
+	if l.Lattice() && (o.Weights == "" || o.Weights == formats.F32) {
+		o.Weights = formats.Int8
+	}
 	if l.FullSpan {
 		o.Topology = Shared
 	}
@@ -139,16 +164,19 @@ func (l Level) matches(o ProtectOptions) bool {
 	if o.Mask == MaskNone && l.Mask == MaskNone {
 		return true // the other knobs mean nothing without a mask
 	}
+	if l.Lattice() || o.Mask == MaskLWE {
+		return o.Mask == l.Mask // no row mixing: the other knobs mean nothing
+	}
 	return o.Mask == l.Mask && o.Cadence == l.Cadence && o.ShieldK == l.ShieldK &&
 		o.ShieldEnergy == l.ShieldEnergy && o.Center == l.Center && (!l.FullSpan || o.topology() == Shared)
 }
 
 // LevelOf names the level o's knobs make: a named level when they match
-// one that is not full-span (full-span levels are chosen by name only), else
-// custom.
+// one that is not full-span or lattice (those are chosen by name only),
+// else custom.
 func LevelOf(o ProtectOptions) string {
 	for _, l := range levels {
-		if !l.FullSpan && l.matches(o) {
+		if !l.FullSpan && !l.Lattice() && l.matches(o) {
 			return l.Name
 		}
 	}
@@ -172,6 +200,9 @@ func (o ProtectOptions) checkLevel() error {
 	l, ok := LookupLevel(o.Security)
 	if !ok {
 		return fmt.Errorf("--security %q: want %s", o.Security, ir.OrList(LevelNames()))
+	}
+	if l.Lattice() && o.Mask != l.Mask {
+		return fmt.Errorf("--security %s sends lwe ciphertexts; the options say mask %s (use --security custom for row mixing)", l.Name, o.Mask)
 	}
 	if !l.matches(o) {
 		return fmt.Errorf("--security %s fixes mask %s, cadence %s, shield %d,%g, center %v%s; the options say mask %s, cadence %s, shield %d,%g, center %v, topology %s (use --security custom for other settings)",

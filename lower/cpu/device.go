@@ -13,6 +13,7 @@ import (
 var (
 	_ device.Device     = (*LocalDevice)(nil)
 	_ device.BF16Dotter = (*LocalDevice)(nil)
+	_ device.Lattice    = (*LocalDevice)(nil)
 )
 
 // LocalDevice runs the device side in this process on the same kernels:
@@ -132,5 +133,29 @@ func (d *LocalDevice) MatMul(op, weight string, x []float32, m int, y []float32)
 		return nil
 	}
 	d.ctx.MatMulT(y, x, w.data, m, w.cols, w.rows, nil)
+	return nil
+}
+
+// MatMulU32 is the lwe level's product (device.Lattice): y = c W_q^T mod
+// 2^32 over the int8 values of a weight uploaded as wire.Int8 (its row
+// scales ignored), by kernels.MatMulU32Int8. Only an int8 weight has the
+// integers the ring product needs: any other, or an unknown name, is
+// refused, as are lengths that do not hold m rows of the weight's shape.
+func (d *LocalDevice) MatMulU32(op, weight string, c []uint32, m int, y []uint32) error {
+	d.mu.RLock()
+	w, ok := d.w[weight]
+	_, blocks := d.q[weight]
+	d.mu.RUnlock()
+	switch {
+	case blocks || ok && w.i8 == nil:
+		return fmt.Errorf("device %s %q: the u32 product needs a weight uploaded as %s, this one is not", op, weight, wire.Int8)
+	case !ok:
+		return fmt.Errorf("device %s: weight %q was never uploaded", op, weight)
+	}
+	if m < 0 || len(c) != m*w.cols || len(y) != m*w.rows {
+		return fmt.Errorf("device %s %q: c holds %d words and y %d, want %d x %d and %d x %d",
+			op, weight, len(c), len(y), m, w.cols, m, w.rows)
+	}
+	d.ctx.MatMulU32Int8(y, c, w.i8, m, w.cols, w.rows)
 	return nil
 }

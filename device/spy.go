@@ -7,7 +7,10 @@ import (
 	"gelo/device/wire"
 )
 
-var _ Device = (*SpyDevice)(nil)
+var (
+	_ Device  = (*SpyDevice)(nil)
+	_ Lattice = (*SpyDevice)(nil)
+)
 
 // Direction says which way a payload crossed.
 type Direction string
@@ -20,7 +23,9 @@ const (
 // Crossing is one payload the spy saw: who sent it, its shape, a copy of
 // its values. Weights are public and recorded by name only. A q8_0
 // payload is recorded as the values it encodes (block scale x quant), so
-// the leak tests compare what the device can read.
+// the leak tests compare what the device can read. A payload of the lwe
+// level's product (Lattice) is recorded as the uint32 words that crossed,
+// in Words, with Data nil.
 type Crossing struct {
 	Seq int
 	// Pass, Phase and Index place the crossing: the forward pass it
@@ -36,6 +41,9 @@ type Crossing struct {
 	Cols   int
 	Data   []float32
 	Q8     bool
+	// Words holds a u32 payload (an lwe ciphertext, or the device's
+	// product of one) word for word, in place of Data.
+	Words []uint32
 }
 
 // SpyDevice wraps a device and records every payload that crosses the
@@ -121,15 +129,55 @@ func (s *SpyDevice) MatMul(op, weight string, x []float32, m int, y []float32) e
 }
 
 func (s *SpyDevice) add(dir Direction, op, weight string, rows, cols int, data []float32) {
+	s.addCopy(Crossing{Dir: dir, Op: op, Weight: weight, Rows: rows, Cols: cols}, func(c *Crossing) {
+		c.Data = append([]float32(nil), data...)
+	})
+}
+
+// addWords records a u32 payload (never nil in the record, so a u32
+// crossing is told by its Words even when it is empty).
+func (s *SpyDevice) addWords(dir Direction, op, weight string, rows, cols int, words []uint32) {
+	s.addCopy(Crossing{Dir: dir, Op: op, Weight: weight, Rows: rows, Cols: cols}, func(c *Crossing) {
+		c.Words = append(make([]uint32, 0, len(words)), words...)
+	})
+}
+
+// addCopy numbers the crossing c and, when Keep takes it, records it with
+// the copy of its payload that fill makes (only then, so what Keep drops
+// is never copied).
+func (s *SpyDevice) addCopy(c Crossing, fill func(*Crossing)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.Keep != nil && !s.Keep(dir, s.index, weight) {
+	if s.Keep != nil && !s.Keep(c.Dir, s.index, c.Weight) {
 		s.index++
 		return
 	}
-	s.record = append(s.record, Crossing{Seq: len(s.record), Pass: s.pass, Phase: s.phase, Index: s.index, Dir: dir, Op: op, Weight: weight,
-		Rows: rows, Cols: cols, Data: append([]float32(nil), data...)})
+	fill(&c)
+	c.Seq, c.Pass, c.Phase, c.Index = len(s.record), s.pass, s.phase, s.index
+	s.record = append(s.record, c)
 	s.index++
+}
+
+// MatMulU32 records the ciphertext words sent and the words returned
+// (Words, not Data), forwarding to an inner device with the lwe product
+// (an error naming its type otherwise).
+func (s *SpyDevice) MatMulU32(op, weight string, c []uint32, m int, y []uint32) error {
+	lat, ok := s.Inner.(Lattice)
+	if !ok {
+		return fmt.Errorf("spy: %s on %q: the wrapped device (%T) has no u32 product", op, weight, s.Inner)
+	}
+	s.mu.Lock()
+	shape, ok := s.shapes[weight]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("spy: %s on weight %q that was never uploaded", op, weight)
+	}
+	s.addWords(ToDevice, op, weight, m, shape[1], c)
+	if err := lat.MatMulU32(op, weight, c, m, y); err != nil {
+		return err
+	}
+	s.addWords(ToTEE, op, weight, m, shape[0], y)
+	return nil
 }
 
 // UploadQ records the quantized weight's name and shape, then forwards it.

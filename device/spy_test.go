@@ -97,7 +97,9 @@ type ring struct {
 	q map[string]*wire.Matrix
 }
 
-func newRing() *ring { return &ring{echo: echo{shapes: map[string][2]int{}}, q: map[string]*wire.Matrix{}} }
+func newRing() *ring {
+	return &ring{echo: echo{shapes: map[string][2]int{}}, q: map[string]*wire.Matrix{}}
+}
 
 func (r *ring) UploadQ(name string, w *wire.Matrix) error {
 	r.q[name] = w

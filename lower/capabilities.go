@@ -45,6 +45,9 @@ type Device struct {
 	Names []string
 	// Weights are the --weights formats its matmuls take.
 	Weights []string
+	// Lattice: it runs the lwe level's product (device.Lattice: u32
+	// ciphertext rows times a resident int8 weight modulo 2^32).
+	Lattice bool
 }
 
 // Matches reports whether dev (a --device value) is this device.

@@ -138,6 +138,9 @@ type needs struct {
 	// falls back for rows that are not whole blocks (q4_k's to q8_0), so
 	// they can differ from weights.
 	formats, onDevice []string
+	// lattice: its crossings are lwe ciphertexts (the device must run
+	// device.Lattice's product).
+	lattice bool
 }
 
 func needsOf(m *ir.Module) needs {
@@ -151,6 +154,9 @@ func needsOf(m *ir.Module) needs {
 	}
 	for _, g := range m.Graphs {
 		for _, n := range g.Nodes {
+			if n.Op == ir.OpLWEEncode {
+				nd.lattice = true
+			}
 			if !ir.IsLinear(n.Op) || len(n.Inputs) < 2 {
 				continue
 			}
@@ -227,6 +233,16 @@ func (nd needs) checkEngine(c lower.Capabilities, label string) error {
 func (nd needs) checkDevice(d lower.Device, label string) error {
 	takes := func(d lower.Device) func(string) bool {
 		return func(f string) bool { return slices.Contains(d.Weights, f) }
+	}
+	if nd.lattice && !d.Lattice {
+		var others []string
+		for _, o := range Backends() {
+			if o.Device.Lattice {
+				others = append(others, "--device "+o.Device.Names[0])
+			}
+		}
+		return fmt.Errorf("%w: %s has no lwe product (u32 ciphertext rows times int8 weights); this plan is --security %s (use %s)",
+			ErrEngine, label, nd.security, lower.Or(others))
 	}
 	bad := missing(nd.onDevice, takes(d))
 	if len(bad) == 0 {

@@ -18,7 +18,7 @@ func Capabilities() lower.Capabilities {
 		KVDTypes:  kvDTypeNames(),
 		Protected: lower.Protected,
 		Device: lower.Device{Family: "local", Names: []string{"local"},
-			Weights: formats.DeviceNames(formats.DeviceLocal)},
+			Weights: formats.DeviceNames(formats.DeviceLocal), Lattice: true},
 	}
 }
 

@@ -84,6 +84,8 @@ type Backend struct {
 	profiling bool
 	prof      Profile
 
+	lat *lattice // the lwe level's state (nil until an lwe program compiles)
+
 	pools      map[string]*probe.Pool // probe pools by weight and size
 	probeStats probeStats
 	failed     atomic.Bool // a probe failed: the session is over
@@ -105,17 +107,19 @@ const (
 	BucketLocal                   // matmuls kept in the TEE (at B = 1 under exact: all of them)
 	BucketAttention               // TEE attention and KV append
 	BucketProbe                   // integrity probes of device results
+	BucketLattice                 // lwe encode and decode, with the pads they draw
 	BucketOther                   // norms, RoPE, residuals, embedding ...
 	NumBuckets
 )
 
-var bucketNames = [NumBuckets]string{"mask apply+unapply", "shield fill+strip", "device matmul", "TEE matmul", "TEE attention", "integrity probes", "other"}
+var bucketNames = [NumBuckets]string{"mask apply+unapply", "shield fill+strip", "device matmul", "TEE matmul", "TEE attention", "integrity probes", "lwe encode+decode", "other"}
 
 func (b Bucket) String() string { return bucketNames[b] }
 
 // costBuckets maps the op record's cost class to a profile bucket.
 var costBuckets = map[ir.Cost]Bucket{
 	ir.CostMask: BucketMask, ir.CostShield: BucketShield, ir.CostAttention: BucketAttention, ir.CostProbe: BucketProbe,
+	ir.CostLattice: BucketLattice,
 	ir.CostOther: BucketOther,
 }
 
@@ -186,6 +190,7 @@ func (b *Backend) Close() {
 	b.ctx.Close()
 	b.qctx.Close()
 	b.wipeSecrets()
+	b.lat.forget()
 }
 
 // wipeSecrets zeroises the session key and everything drawn from it: the
@@ -242,6 +247,7 @@ type Program struct {
 	g       *ir.Graph
 	f32     [][]float32
 	i32     [][]int32
+	u32     [][]uint32 // lwe ciphertext rows and their device products
 	dims    [][]int
 	instrs  []func() error
 	ops     []string
@@ -262,6 +268,7 @@ type Program struct {
 	plan     *passes.MemPlan
 	arena    []float32
 	slots    map[int64]*slot
+	lslots   map[int64]*latticeSlot // lwe crossings by slot
 	// live lists the slots sampled in the current pass.
 	live []*slot
 	// probes: the graph checks device results, drawing from picker.
@@ -291,7 +298,8 @@ type slot struct {
 func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 	var warms []func() // by instruction: a TEE matvec's warming of its weights
 	p := &Program{
-		g: g, f32: make([][]float32, len(g.Nodes)), i32: make([][]int32, len(g.Nodes)),
+		g: g, f32: make([][]float32, len(g.Nodes)), i32: make([][]int32, len(g.Nodes)), u32: make([][]uint32, len(g.Nodes)),
+		lslots: map[int64]*latticeSlot{},
 		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
 		b: b, slots: map[int64]*slot{},
 		q: make([]*wire.Matrix, len(g.Nodes)), qa: make([]*wire.Activations, len(g.Nodes)),
@@ -393,6 +401,9 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		case n.Type.DType == ir.I32:
 			region := p.arena[slot.Offset : slot.Offset+slot.Size]
 			p.i32[i] = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(region))), len(region))
+		case n.Type.DType == ir.U32:
+			region := p.arena[slot.Offset : slot.Offset+slot.Size]
+			p.u32[i] = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(region))), len(region))
 		default:
 			p.f32[i] = p.arena[slot.Offset : slot.Offset+slot.Size : slot.Offset+slot.Size]
 		}

@@ -73,6 +73,8 @@ var teeKernels = map[string]kernel{
 	ir.OpAdd:              lowerAdd,
 	ir.OpLastRow:          lowerLastRow,
 	ir.OpProbe:            lowerProbe,
+	ir.OpLWEEncode:        lowerLWEEncode,
+	ir.OpLWEDecode:        lowerLWEDecode,
 }
 
 // lowering is one node being lowered: what every kernel reads. Buffers are
@@ -561,6 +563,9 @@ func lowerLastRow(l *lowering) (func() error, error) {
 func (b *Backend) lowerDevice(p *Program, n *ir.Node) (func() error, error) {
 	if len(n.Inputs) != 2 {
 		return nil, fmt.Errorf("a device %s takes no bias (the protect pass moves it to the TEE)", n.Op)
+	}
+	if p.g.Node(n.Inputs[0]).Type.DType == ir.U32 {
+		return b.lowerLatticeDevice(p, n)
 	}
 	name, ok := WeightName(p.g, n.Inputs[1])
 	if !ok {

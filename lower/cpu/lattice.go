@@ -1,0 +1,382 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"gelo/device"
+	"gelo/device/wire"
+	"gelo/ir"
+	"gelo/keystream"
+	"gelo/lwe"
+)
+
+// Salts separating the lwe level's uses of the session key from each other
+// and from the mask and pad streams.
+const (
+	latticePublicSalt = "gelo/lwe-public/v1"
+	latticeVerifySalt = "gelo/lwe-hint-check/v1"
+)
+
+// HintChecks is the Freivalds repetitions a device-computed hint passes
+// before it is used: a wrong hint survives one with probability at most
+// 1/2 (lwe.VerifyHint), so all of them with at most 2^-40.
+const HintChecks = 40
+
+// lattice is a backend's lwe state: the public matrix A of each input
+// width (expanded from a seed the session key derives, so fresh per engine
+// start), each device weight's integer form and hint, and the pad counter
+// of each ciphertext kind. A pad's counter only grows within a backend, so
+// no (kind, counter) is drawn twice under its key.
+type lattice struct {
+	mu      sync.Mutex
+	seed    [lwe.SeedSize]byte
+	seeded  bool
+	publics map[[2]int]*lwe.Public    // by (d_in, lambda)
+	weights map[string]*latticeWeight // by uploaded weight name and lambda
+	next    map[string]uint64         // pad counters by generator name
+	gens    []*lwe.PadGen             // every generator made, for Close
+}
+
+// latticeWeight is one device weight under the lwe level: its integers'
+// norms and scales (what encode and decode read) and its hint H = W_q A.
+type latticeWeight struct {
+	w    *lwe.Weights
+	hint *lwe.Hint
+}
+
+// latticeSlot is one crossing of a program: the encoder of its rows, the
+// generator of its pads, the weights its decodes read (pad.U[i] is
+// hints[i]'s), and the pads and rows of the pass in flight.
+type latticeSlot struct {
+	name    string
+	enc     *lwe.Encoder
+	gen     *lwe.PadGen
+	weights []*lwe.Weights
+	hintOf  map[ir.ValueID]int // decode's weight operand -> pad.U index
+	pads    []*lwe.Pad
+	rows    []lwe.Row
+}
+
+func (b *Backend) latticeState() *lattice {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lat == nil {
+		b.lat = &lattice{publics: map[[2]int]*lwe.Public{}, weights: map[string]*latticeWeight{}, next: map[string]uint64{}}
+	}
+	return b.lat
+}
+
+// public returns A for width in, expanding it once. Its seed is
+// HKDF(session key, latticePublicSalt): public (the device is sent A's
+// columns to compute hints), and fresh whenever the key is.
+func (b *Backend) public(in, lambda int) (*lwe.Public, error) {
+	lat := b.latticeState()
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	if a, ok := lat.publics[[2]int{in, lambda}]; ok {
+		return a, nil
+	}
+	if !lat.seeded {
+		if len(b.key) == 0 {
+			return nil, errors.New("an lwe plan needs a session key (it keys the public matrix and the pads)")
+		}
+		var kdf keystream.KDF
+		var s keystream.Stream
+		if err := kdf.Key(&s, b.key, latticePublicSalt, nil); err != nil {
+			return nil, err
+		}
+		for i := 0; i < lwe.SeedSize; i += 8 {
+			binary.LittleEndian.PutUint64(lat.seed[i:], s.Uint64())
+		}
+		s.Wipe()
+		kdf.Forget()
+		lat.seeded = true
+	}
+	a, err := lwe.NewPublic(lat.seed, in, lambda)
+	if err != nil {
+		return nil, err
+	}
+	lat.publics[[2]int{in, lambda}] = a
+	return a, nil
+}
+
+// PublicSeed is the seed of A this backend's lwe plans use (zero before
+// the first lwe program compiles): public, for recordings and outside
+// checks.
+func (b *Backend) PublicSeed() ([lwe.SeedSize]byte, bool) {
+	lat := b.latticeState()
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	return lat.seed, lat.seeded
+}
+
+// int8Upload makes an int8 weight operand resident on the device (once)
+// and returns the name it was uploaded under and its rows.
+func (b *Backend) int8Upload(p *Program, w ir.ValueID) (string, *wire.Matrix, error) {
+	name, ok := WeightName(p.g, w)
+	if !ok {
+		return "", nil, fmt.Errorf("operand %v is not a named weight", w)
+	}
+	qm := p.q[w]
+	if qm == nil || qm.Format != wire.Int8 {
+		return "", nil, fmt.Errorf("weight %q is not held as int8 rows", name)
+	}
+	name = p.g.Node(w).Type.DType.String() + ":" + name
+	if err := b.uploadOnce(name, func() error { return b.dev.UploadQ(name, qm) }); err != nil {
+		return "", nil, fmt.Errorf("upload %q: %w", name, err)
+	}
+	return name, qm, nil
+}
+
+// latticeWeightOf returns weight w's integer form and hint under A
+// (lambda columns), making them once per backend: the device computes
+// H^T = (W_q A)^T by multiplying A's columns, sent as lambda rows, and the
+// TEE checks it (HintChecks Freivalds repetitions, lwe.VerifyHint) before
+// any pad uses it. A device that returns a wrong hint fails the compile.
+func (b *Backend) latticeWeightOf(p *Program, w ir.ValueID, lambda int) (*latticeWeight, error) {
+	name, qm, err := b.int8Upload(p, w)
+	if err != nil {
+		return nil, err
+	}
+	lat := b.latticeState()
+	key := fmt.Sprintf("%s@%d", name, lambda)
+	lat.mu.Lock()
+	lw, ok := lat.weights[key]
+	lat.mu.Unlock()
+	if ok {
+		return lw, nil
+	}
+	iw, err := int8Weights(qm)
+	if err != nil {
+		return nil, fmt.Errorf("weight %q: %w", name, err)
+	}
+	a, err := b.public(qm.Cols, lambda)
+	if err != nil {
+		return nil, err
+	}
+	dev, ok := b.dev.(device.Lattice)
+	if !ok {
+		return nil, fmt.Errorf("the device (%T) has no lwe product (device.Lattice)", b.dev)
+	}
+	ht := make([]uint32, lambda*qm.Rows)
+	if err := dev.MatMulU32(HintOp, name, a.T, lambda, ht); err != nil {
+		return nil, fmt.Errorf("hint of %q: %w", name, err)
+	}
+	b.traffic.add(lambda, 4*lambda*qm.Cols, 4*lambda*qm.Rows)
+	h, err := lwe.NewHint(qm.Rows, lambda, ht)
+	if err != nil {
+		return nil, err
+	}
+	var kdf keystream.KDF
+	var s keystream.Stream
+	if err := kdf.Key(&s, b.key, latticeVerifySalt, []byte(key)); err != nil {
+		return nil, err
+	}
+	err = lwe.VerifyHint(iw, a, h, &s, HintChecks)
+	s.Wipe()
+	kdf.Forget()
+	if err != nil {
+		return nil, fmt.Errorf("hint of %q computed by the device: %w", name, err)
+	}
+	lw = &latticeWeight{w: iw, hint: h}
+	lat.mu.Lock()
+	if prev, ok := lat.weights[key]; ok {
+		lw = prev
+	} else {
+		lat.weights[key] = lw
+	}
+	lat.mu.Unlock()
+	return lw, nil
+}
+
+// HintOp is the op name the device sees when it computes a hint: A's
+// columns (public) cross as rows, and no secret does.
+const HintOp = "lwe_hint"
+
+// int8Weights reads a wire.Int8 matrix (rows of int8 values then a
+// float32 scale) into lwe's form.
+func int8Weights(qm *wire.Matrix) (*lwe.Weights, error) {
+	data, err := qm.RowMajorData()
+	if err != nil {
+		return nil, err
+	}
+	rb := qm.Cols + ir.RowScaleBytes
+	if len(data) != qm.Rows*rb {
+		return nil, fmt.Errorf("int8 rows: %d bytes for %d rows of %d", len(data), qm.Rows, qm.Cols)
+	}
+	q := make([]int8, qm.Rows*qm.Cols)
+	scale := make([]float32, qm.Rows)
+	for j := range qm.Rows {
+		row := data[j*rb : (j+1)*rb]
+		for i, v := range row[:qm.Cols] {
+			q[j*qm.Cols+i] = int8(v)
+		}
+		scale[j] = math.Float32frombits(binary.LittleEndian.Uint32(row[qm.Cols:]))
+	}
+	return lwe.NewWeights(q, scale, qm.Rows, qm.Cols)
+}
+
+// reserve returns the first of rows fresh pad counters of kind name.
+func (lat *lattice) reserve(name string, rows int) uint64 {
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	n := lat.next[name]
+	lat.next[name] = n + uint64(rows)
+	return n
+}
+
+// forget wipes the generators' keys (Close).
+func (lat *lattice) forget() {
+	if lat == nil {
+		return
+	}
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	for _, g := range lat.gens {
+		g.Forget()
+	}
+	lat.gens = nil
+}
+
+// latticeSlotOf builds (once per program) the crossing of encode node n:
+// the decodes of its slot name the weights it feeds, whose hints its pads
+// carry.
+func (b *Backend) latticeSlotOf(p *Program, n *ir.Node) (*latticeSlot, error) {
+	id, _ := n.Attrs.Int("slot")
+	if sl, ok := p.lslots[id]; ok {
+		return sl, nil
+	}
+	lambda, _ := n.Attrs.Int("lambda")
+	h, _ := n.Attrs.Int("h")
+	delta, _ := n.Attrs.Int("delta")
+	params := lwe.Params{Lambda: int(lambda), H: int(h), Delta: uint32(delta)}
+	sl := &latticeSlot{name: fmt.Sprintf("%s/%d", p.g.Name, id), hintOf: map[ir.ValueID]int{}}
+	var hints []*lwe.Hint
+	for _, d := range p.g.Nodes {
+		if s, _ := d.Attrs.Int("slot"); d.Op != ir.OpLWEDecode || s != id {
+			continue
+		}
+		w := d.Inputs[1]
+		if _, seen := sl.hintOf[w]; seen {
+			continue
+		}
+		lw, err := b.latticeWeightOf(p, w, params.Lambda)
+		if err != nil {
+			return nil, err
+		}
+		sl.hintOf[w] = len(hints)
+		hints = append(hints, lw.hint)
+		sl.weights = append(sl.weights, lw.w)
+	}
+	if len(hints) == 0 {
+		return nil, fmt.Errorf("slot %d is encoded but never decoded", id)
+	}
+	a, err := b.public(sl.weights[0].In, params.Lambda)
+	if err != nil {
+		return nil, err
+	}
+	if sl.enc, err = lwe.NewEncoder(params, sl.weights...); err != nil {
+		return nil, err
+	}
+	if sl.gen, err = lwe.NewPadGen(params, a, hints, b.key, sl.name); err != nil {
+		return nil, err
+	}
+	lat := b.latticeState()
+	lat.mu.Lock()
+	lat.gens = append(lat.gens, sl.gen)
+	lat.mu.Unlock()
+	p.lslots[id] = sl
+	return sl, nil
+}
+
+// lowerLWEEncode draws one fresh pad per row and writes the ciphertext
+// rows: c = A s + e + Delta round(x / step).
+func lowerLWEEncode(l *lowering) (func() error, error) {
+	sl, err := l.b.latticeSlotOf(l.p, l.n)
+	if err != nil {
+		return nil, err
+	}
+	p, x, out := l.p, l.in[0], l.out
+	rows, d := l.rows, l.dims(x)[1]
+	lat := l.b.latticeState()
+	return func() error {
+		for len(sl.pads) < rows {
+			sl.pads = append(sl.pads, sl.gen.New())
+		}
+		if len(sl.rows) < rows {
+			sl.rows = make([]lwe.Row, rows)
+		}
+		xs, c := p.f32[p.storage(x)], p.u32[out]
+		start := lat.reserve(sl.name, rows)
+		for r := range rows {
+			pad := sl.pads[r]
+			if err := sl.gen.Fill(start+uint64(r), pad); err != nil {
+				return err
+			}
+			row, err := sl.enc.Encode(xs[r*d:(r+1)*d], pad, c[r*d:(r+1)*d])
+			if err != nil {
+				return fmt.Errorf("lwe_encode slot %s row %d: %w", sl.name, r, err)
+			}
+			sl.rows[r] = row
+		}
+		return nil
+	}, nil
+}
+
+// lowerLWEDecode subtracts each row's H s, centres, range-checks and
+// rescales the device's product.
+func lowerLWEDecode(l *lowering) (func() error, error) {
+	id, _ := l.n.Attrs.Int("slot")
+	sl, ok := l.p.lslots[id]
+	if !ok {
+		return nil, fmt.Errorf("lwe_decode of slot %d before its encode", id)
+	}
+	w := l.in[1]
+	hint, ok := sl.hintOf[w]
+	if !ok {
+		return nil, fmt.Errorf("lwe_decode slot %d: weight %v has no hint in its pads", id, w)
+	}
+	iw := sl.weights[hint]
+	p, y, out, rows, dout := l.p, l.in[0], l.out, l.rows, l.dims(l.out)[1]
+	if dout != iw.Out {
+		return nil, fmt.Errorf("lwe_decode slot %d: %d outputs, the weight has %d rows", id, dout, iw.Out)
+	}
+	v := make([]int32, dout)
+	b := l.b
+	return func() error {
+		ys, o := p.u32[y], p.f32[out]
+		for r := range rows {
+			if err := lwe.Decode(iw, sl.rows[r], ys[r*dout:(r+1)*dout], sl.pads[r], hint, v, o[r*dout:(r+1)*dout]); err != nil {
+				if errors.Is(err, lwe.ErrRange) {
+					b.failed.Store(true)
+				}
+				return fmt.Errorf("lwe_decode slot %s row %d: %w", sl.name, r, err)
+			}
+		}
+		clear(v)
+		return nil
+	}, nil
+}
+
+// lowerLatticeDevice sends the ciphertext rows of a u32 x int8 product to
+// the device.
+func (b *Backend) lowerLatticeDevice(p *Program, n *ir.Node) (func() error, error) {
+	name, qm, err := b.int8Upload(p, n.Inputs[1])
+	if err != nil {
+		return nil, fmt.Errorf("device %s: %w", n.Op, err)
+	}
+	dev, ok := b.dev.(device.Lattice)
+	if !ok {
+		return nil, fmt.Errorf("device %s: the device (%T) has no lwe product (device.Lattice)", n.Op, b.dev)
+	}
+	x, out, rows, tr := n.Inputs[0], n.ID, p.dims[n.ID][0], b.traffic
+	wr, wc := qm.Rows, qm.Cols
+	return func() error {
+		tr.add(rows, 4*rows*wc, 4*rows*wr)
+		return dev.MatMulU32(n.Op, name, p.u32[x][:rows*wc], rows, p.u32[out][:rows*wr])
+	}, nil
+}

@@ -70,7 +70,7 @@ type Stats struct {
 	// Submits counts queue submissions (one per crossing chunk) and
 	// Dispatches the dispatches they replayed.
 	Submits, Dispatches int64
-	// Calls counts MatMul and MatMulQ calls.
+	// Calls counts MatMul, MatMulQ and MatMulU32 calls.
 	Calls int64
 	// BytesIn and BytesOut count the operand and product bytes copied
 	// into and out of the device's crossing buffers.
@@ -84,16 +84,21 @@ type Stats struct {
 //go:embed shaders/*.spv
 var shaders embed.FS
 
-// formats index the shader variants, as FMT in shaders/common.glsl.
+// formats index the shader variants, as FMT in shaders/common.glsl. Each
+// is a resident weight's format but fmtU32, which names the product of an
+// int8 weight (fmtI8) by uint32 ciphertext words mod 2^32 (MatMulU32):
+// the shader a call picks, not a format a weight is stored in.
 const (
 	fmtF32 = iota
 	fmtBF16
 	fmtQ8
 	fmtQ4
+	fmtI8
+	fmtU32
 	numFormats
 )
 
-var formatNames = [numFormats]string{"f32", "bf16", "q8_0", "q4_0"}
+var formatNames = [numFormats]string{"f32", "bf16", "q8_0", "q4_0", "int8", "u32"}
 
 // kinds of shader: mat-vec for few rows (f32 and bf16, the GPU layout), a
 // lane per weight row (any format and row count; the layout for CPU
@@ -107,8 +112,13 @@ const (
 
 var kindNames = [numKinds]string{"matvec", "rows", "tiled"}
 
-// hasShader reports whether a (kind, format) module exists.
+// hasShader reports whether a (kind, format) module exists: the mat-vec
+// shader is f32's and bf16's only.
 func hasShader(kind, format int) bool { return kind != kindMatVec || format <= fmtBF16 }
+
+// quantized reports whether a weight format multiplies q8_0 activation
+// rows (MatMulQ).
+func quantized(format int) bool { return format == fmtQ8 || format == fmtQ4 }
 
 // matVecRows is the most activation rows the mat-vec shader takes (MAXM).
 const matVecRows = 8

@@ -5,6 +5,8 @@ package vulkan
 import (
 	"fmt"
 	"math/bits"
+	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -12,7 +14,10 @@ import (
 	"gelo/device/wire"
 )
 
-var _ device.Device = (*Device)(nil)
+var (
+	_ device.Device  = (*Device)(nil)
+	_ device.Lattice = (*Device)(nil)
+)
 
 // Bindings of every matmul shader (shaders/common.glsl).
 const (
@@ -24,8 +29,11 @@ const (
 	numBindings
 )
 
-// Device runs device-placed matmuls on one Vulkan device. It is safe for
-// concurrent use; calls are serialized (one set of crossing buffers).
+// Device runs device-placed matmuls on one Vulkan device: f32, bf16 and
+// int8 weights by f32 rows (MatMul), q8_0 and q4_0 by q8_0 rows (MatMulQ),
+// and int8 by the lwe level's uint32 ciphertext rows mod 2^32 (MatMulU32).
+// It is safe for concurrent use; calls are serialized (one set of crossing
+// buffers).
 type Device struct {
 	mu     sync.Mutex
 	c      *ctx
@@ -46,7 +54,8 @@ type Device struct {
 }
 
 // weight is one resident weight: its parts (row ranges, one buffer and one
-// descriptor set each) and its recorded crossings, one per row bucket.
+// descriptor set each) and its recorded crossings, one per shader format
+// and row bucket.
 type weight struct {
 	name       string
 	format     int
@@ -54,9 +63,14 @@ type weight struct {
 	chunk      int // most activation rows one submit takes
 	parts      []part
 	pool       descPool
-	cmds       map[int]cmdBuffer
-	dispatches map[int]int
+	cmds       map[recKey]cmdBuffer
+	dispatches map[recKey]int
 }
+
+// recKey names one recorded crossing of a weight: the shader format it
+// runs (the weight's, or fmtU32 for an int8 weight's MatMulU32) and its
+// row bucket.
+type recKey struct{ format, rows int }
 
 type part struct {
 	buf      *buffer
@@ -204,13 +218,16 @@ func (d *Device) freeWeight(w *weight) {
 }
 
 // rowBytes is the stored size of one weight row in each format (bf16
-// rows are padded to whole 32-bit words).
+// rows are padded to whole 32-bit words; an int8 row is its values padded
+// to whole words, then its float32 scale: I8_WORDS in common.glsl).
 func rowBytes(format, cols int) int64 {
 	switch format {
 	case fmtF32:
 		return 4 * int64(cols)
 	case fmtBF16:
 		return 4 * int64((cols+1)/2)
+	case fmtI8:
+		return 4 * int64((cols+3)/4+1)
 	case fmtQ8:
 		return int64(cols / wire.QK * wire.BlockBytesQ8_0)
 	}
@@ -246,15 +263,22 @@ func (d *Device) UploadBF16(name string, w []uint16, rows, cols int) error {
 	})
 }
 
-// UploadQ makes a q8_0 or q4_0 weight resident as its GGUF blocks.
+// UploadQ makes a q8_0 or q4_0 weight resident as its GGUF blocks, or an
+// int8 one (wire.Int8: MatMul multiplies it by f32 rows, MatMulU32 by
+// ciphertext rows) as its rows with the values padded to whole words.
 func (d *Device) UploadQ(name string, m *wire.Matrix) error {
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("vulkan upload %q: %w", name, err)
 	}
-	f := fmtQ8
-	if m.Format == wire.Q4_0 {
+	var f int
+	switch m.Format {
+	case wire.Q8_0:
+		f = fmtQ8
+	case wire.Q4_0:
 		f = fmtQ4
-	} else if m.Format != wire.Q8_0 {
+	case wire.Int8:
+		f = fmtI8
+	default:
 		return fmt.Errorf("vulkan upload %q: format %v has no shader", name, m.Format)
 	}
 	data, err := m.RowMajorData() // the shaders read GGUF's row-major blocks
@@ -262,7 +286,26 @@ func (d *Device) UploadQ(name string, m *wire.Matrix) error {
 		return fmt.Errorf("vulkan upload %q: %w", name, err)
 	}
 	rb := m.RowBytes()
+	if f == fmtI8 {
+		return d.upload(name, f, m.Rows, m.Cols, func(r0, n int) []byte { return padInt8(data[r0*rb:(r0+n)*rb], m.Cols) })
+	}
 	return d.upload(name, f, m.Rows, m.Cols, func(r0, n int) []byte { return data[r0*rb : (r0+n)*rb] })
+}
+
+// padInt8 returns wire.Int8 rows of cols values in the layout the shaders
+// read (rowBytes): each row's values, zeros up to a whole word, its scale.
+// The zero padding multiplies nothing: the shaders stop at cols.
+func padInt8(rows []byte, cols int) []byte {
+	rb := cols + 4
+	n := len(rows) / rb
+	out := make([]byte, n*int(rowBytes(fmtI8, cols)))
+	stored := len(out) / n
+	for r := range n {
+		src, dst := rows[r*rb:(r+1)*rb], out[r*stored:(r+1)*stored]
+		copy(dst, src[:cols])
+		copy(dst[stored-4:], src[cols:])
+	}
+	return out
 }
 
 // upload splits the weight into parts under the binding cap, writes each
@@ -287,8 +330,8 @@ func (d *Device) upload(name string, format, rows, cols int, rowsOf func(r0, n i
 	}
 	// Activation rows per submit: x, its scales and y must fit the
 	// crossing buffers; the tiled shader's y groups bound it too.
-	xRow := int64(4 * cols)
-	if format == fmtQ8 || format == fmtQ4 {
+	xRow := int64(4 * cols) // f32 values or uint32 words
+	if quantized(format) {
 		xRow = int64(cols)
 	}
 	chunk := int(min(d.opt.IOBytes/xRow, d.opt.IOBytes/(4*int64(rows)), int64(16*c.info.MaxGroupCount[1]),
@@ -298,7 +341,7 @@ func (d *Device) upload(name string, format, rows, cols int, rowsOf func(r0, n i
 	}
 	nparts := (rows + perPart - 1) / perPart
 	w := &weight{name: name, format: format, rows: rows, cols: cols, chunk: chunk,
-		cmds: map[int]cmdBuffer{}, dispatches: map[int]int{}}
+		cmds: map[recKey]cmdBuffer{}, dispatches: map[recKey]int{}}
 	var err error
 	if w.pool, err = c.pool(nparts, nparts*numBindings); err != nil {
 		return fmt.Errorf("vulkan upload %q: %w", name, err)
@@ -349,17 +392,18 @@ func (w *weight) bucket(n int) int {
 	return min(1<<bits.Len(uint(n-1)), w.chunk)
 }
 
-// record makes the command buffer of w's crossings of b rows: staging
-// copies in, one dispatch per part, staging copy out. Nothing in it
-// depends on the call's actual row count, which the shaders read from the
-// params buffer.
-func (d *Device) record(w *weight, b int) (cmdBuffer, error) {
+// record makes the command buffer of w's crossings k (a shader format and
+// a bucket of k.rows rows): staging copies in, one dispatch per part,
+// staging copy out. Nothing in it depends on the call's actual row count,
+// which the shaders read from the params buffer.
+func (d *Device) record(w *weight, k recKey) (cmdBuffer, error) {
 	c := d.c
 	cb, err := c.begin()
 	if err != nil {
 		return nil, err
 	}
-	quant := w.format == fmtQ8 || w.format == fmtQ4
+	b := k.rows
+	quant := quantized(k.format)
 	xBytes := int64(b) * int64(4*w.cols)
 	if quant {
 		xBytes = int64(b) * int64(w.cols)
@@ -371,7 +415,7 @@ func (d *Device) record(w *weight, b int) (cmdBuffer, error) {
 		}
 	}
 	c.barrier(cb)
-	kind := d.kind(w.format, b)
+	kind := d.kind(k.format, b)
 	n := 0
 	for _, p := range w.parts {
 		push := [4]uint32{uint32(p.rows), uint32(w.cols), uint32(p.r0), uint32(w.rows)}
@@ -393,7 +437,7 @@ func (d *Device) record(w *weight, b int) (cmdBuffer, error) {
 			gx = min(groups, c.info.MaxGroupCount[0])
 			gy = min((groups+gx-1)/gx, c.info.MaxGroupCount[1])
 		}
-		c.dispatch(cb, d.pipes[kind][w.format], d.pl, p.set, &push, gx, gy, gz)
+		c.dispatch(cb, d.pipes[kind][k.format], d.pl, p.set, &push, gx, gy, gz)
 		n++
 	}
 	c.barrier(cb)
@@ -406,34 +450,35 @@ func (d *Device) record(w *weight, b int) (cmdBuffer, error) {
 		return nil, err
 	}
 	d.stats.Recordings++
-	w.dispatches[b] = n
+	w.dispatches[k] = n
 	return cb, nil
 }
 
-// kind picks the shader for b rows of a format.
+// kind picks the shader for b rows of a shader format.
 func (d *Device) kind(format, b int) int {
 	switch {
 	case d.cpuKernels:
 		return kindRows
 	case b > matVecRows:
 		return kindTiled
-	case format == fmtQ8 || format == fmtQ4:
+	case !hasShader(kindMatVec, format):
 		return kindRows
 	}
 	return kindMatVec
 }
 
-// crossing replays w's recording for n rows: the row count into params,
-// the operand into the crossing buffers, submit, the product out.
-func (d *Device) crossing(w *weight, n int, x, xd []byte, y []float32) error {
-	b := w.bucket(n)
-	cb, ok := w.cmds[b]
+// crossing replays w's recording in shader format f for n rows: the row
+// count into params, the operand into the crossing buffers, submit, the
+// product (4 bytes a value, n x w.rows) out into y.
+func (d *Device) crossing(w *weight, f, n int, x, xd, y []byte) error {
+	k := recKey{f, w.bucket(n)}
+	cb, ok := w.cmds[k]
 	if !ok {
 		var err error
-		if cb, err = d.record(w, b); err != nil {
+		if cb, err = d.record(w, k); err != nil {
 			return err
 		}
-		w.cmds[b] = cb
+		w.cmds[k] = cb
 	}
 	*(*uint32)(unsafe.Pointer(&d.params.mapped()[0])) = uint32(n)
 	xin, xdin := d.x, d.xd
@@ -451,16 +496,17 @@ func (d *Device) crossing(w *weight, n int, x, xd []byte, y []float32) error {
 	if d.ys != nil {
 		out = d.ys
 	}
-	yb := unsafe.Slice((*byte)(unsafe.Pointer(&y[0])), 4*n*w.rows)
-	copy(yb, out.mapped())
+	copy(y[:4*n*w.rows], out.mapped())
 	d.stats.Submits++
-	d.stats.Dispatches += int64(w.dispatches[b])
+	d.stats.Dispatches += int64(w.dispatches[k])
 	d.stats.BytesIn += int64(len(x) + len(xd))
-	d.stats.BytesOut += int64(len(yb))
+	d.stats.BytesOut += int64(4 * n * w.rows)
 	return nil
 }
 
-func (d *Device) lookup(op, name string, quant bool) (*weight, error) {
+// lookup returns the resident weight name if its format is one of takes
+// (the weight formats the calling product multiplies).
+func (d *Device) lookup(op, name, call string, takes ...int) (*weight, error) {
 	if d.closed {
 		return nil, fmt.Errorf("vulkan %s %q: device closed", op, name)
 	}
@@ -468,18 +514,24 @@ func (d *Device) lookup(op, name string, quant bool) (*weight, error) {
 	if !ok {
 		return nil, fmt.Errorf("vulkan %s: weight %q was never uploaded", op, name)
 	}
-	if q := w.format == fmtQ8 || w.format == fmtQ4; q != quant {
-		return nil, fmt.Errorf("vulkan %s: weight %q is %s, not what %s multiplies", op, name, formatNames[w.format], op)
+	if !slices.Contains(takes, w.format) {
+		names := make([]string, len(takes))
+		for i, f := range takes {
+			names[i] = formatNames[f]
+		}
+		return nil, fmt.Errorf("vulkan %s: weight %q is %s; %s multiplies %s weights", op, name, formatNames[w.format], call, strings.Join(names, ", "))
 	}
 	return w, nil
 }
 
-// MatMul computes y[m, rows] = x[m, cols] W^T for a resident f32 or bf16
-// weight, in chunks of the weight's crossing capacity.
+// MatMul computes y[m, rows] = x[m, cols] W^T for a resident f32, bf16 or
+// int8 weight, in chunks of the weight's crossing capacity. An int8
+// weight's product is the Go int8 kernel's (kernels.MatMulTInt8) bit for
+// bit: its order of float32 operations, each rounded once.
 func (d *Device) MatMul(op, name string, x []float32, m int, y []float32) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	w, err := d.lookup(op, name, false)
+	w, err := d.lookup(op, name, "MatMul", fmtF32, fmtBF16, fmtI8)
 	if err != nil {
 		return err
 	}
@@ -491,7 +543,7 @@ func (d *Device) MatMul(op, name string, x []float32, m int, y []float32) error 
 	xb := unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
 	for i0 := 0; i0 < m; i0 += w.chunk {
 		n := min(w.chunk, m-i0)
-		if err := d.crossing(w, n, xb[4*i0*w.cols:4*(i0+n)*w.cols], nil, y[i0*w.rows:(i0+n)*w.rows]); err != nil {
+		if err := d.crossing(w, w.format, n, xb[4*i0*w.cols:4*(i0+n)*w.cols], nil, f32Bytes(y[i0*w.rows:(i0+n)*w.rows])); err != nil {
 			return fmt.Errorf("vulkan %s %q: %w", op, name, err)
 		}
 	}
@@ -503,7 +555,7 @@ func (d *Device) MatMul(op, name string, x []float32, m int, y []float32) error 
 func (d *Device) MatMulQ(op, name string, a *wire.Activations, y []float32) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	w, err := d.lookup(op, name, true)
+	w, err := d.lookup(op, name, "MatMulQ", fmtQ8, fmtQ4)
 	if err != nil {
 		return err
 	}
@@ -522,10 +574,46 @@ func (d *Device) MatMulQ(op, name string, a *wire.Activations, y []float32) erro
 	nb := k / wire.QK
 	for i0 := 0; i0 < m; i0 += w.chunk {
 		n := min(w.chunk, m-i0)
-		err := d.crossing(w, n, qb[i0*k:(i0+n)*k], sb[4*i0*nb:4*(i0+n)*nb], y[i0*w.rows:(i0+n)*w.rows])
+		err := d.crossing(w, w.format, n, qb[i0*k:(i0+n)*k], sb[4*i0*nb:4*(i0+n)*nb], f32Bytes(y[i0*w.rows:(i0+n)*w.rows]))
 		if err != nil {
 			return fmt.Errorf("vulkan %s %q: %w", op, name, err)
 		}
 	}
 	return nil
+}
+
+// MatMulU32 is the lwe level's product (device.Lattice): m ciphertext rows
+// c [m, cols] of uint32 words by a resident int8 weight (wire.Int8,
+// uploaded with UploadQ) modulo 2^32, y[r, j] = sum_i int32(W_q[j, i]) *
+// c[r, i] mod 2^32, the row scales not read. The sum is exact in the ring,
+// so y is lwe.MulRef's word for word (any row bucket, part or shader).
+func (d *Device) MatMulU32(op, name string, c []uint32, m int, y []uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w, err := d.lookup(op, name, "MatMulU32", fmtI8)
+	if err != nil {
+		return err
+	}
+	if m <= 0 || len(c) != m*w.cols || len(y) != m*w.rows {
+		return fmt.Errorf("vulkan %s %q: c holds %d words and y %d, want %d x %d and %d x %d",
+			op, name, len(c), len(y), m, w.cols, m, w.rows)
+	}
+	d.stats.Calls++
+	cb := unsafe.Slice((*byte)(unsafe.Pointer(&c[0])), 4*len(c))
+	yb := unsafe.Slice((*byte)(unsafe.Pointer(&y[0])), 4*len(y))
+	for i0 := 0; i0 < m; i0 += w.chunk {
+		n := min(w.chunk, m-i0)
+		if err := d.crossing(w, fmtU32, n, cb[4*i0*w.cols:4*(i0+n)*w.cols], nil, yb[4*i0*w.rows:4*(i0+n)*w.rows]); err != nil {
+			return fmt.Errorf("vulkan %s %q: %w", op, name, err)
+		}
+	}
+	return nil
+}
+
+// f32Bytes views float32 products as the bytes crossing copies them into.
+func f32Bytes(y []float32) []byte {
+	if len(y) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&y[0])), 4*len(y))
 }

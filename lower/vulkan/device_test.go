@@ -287,8 +287,16 @@ func TestSPIRVIsGenerated(t *testing.T) {
 		t.Skipf("installed glslang is %q, the committed SPIR-V is from %q", bytes.TrimSpace(got), bytes.TrimSpace(want))
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.spv"))
-	if want := numKinds*numFormats - 2 + numFwd; len(files) != want {
-		t.Fatalf("gen.sh wrote %d modules, want %d (the matmul and the whole-forward shaders)", len(files), want)
+	modules := numFwd
+	for k := range numKinds {
+		for f := range numFormats {
+			if hasShader(k, f) {
+				modules++
+			}
+		}
+	}
+	if len(files) != modules {
+		t.Fatalf("gen.sh wrote %d modules, want %d (the matmul and the whole-forward shaders)", len(files), modules)
 	}
 	for _, f := range files {
 		g, _ := os.ReadFile(f)

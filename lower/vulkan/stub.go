@@ -11,7 +11,10 @@ import (
 	"gelo/models"
 )
 
-var _ device.Device = (*Device)(nil)
+var (
+	_ device.Device  = (*Device)(nil)
+	_ device.Lattice = (*Device)(nil)
+)
 
 // Device is the stub of a build without cgo: New always fails.
 type Device struct{}
@@ -28,6 +31,7 @@ func (*Device) UploadQ(string, *wire.Matrix) error                     { return 
 func (*Device) MatMulQ(string, string, *wire.Activations, []float32) error {
 	return errNoCgo
 }
+func (*Device) MatMulU32(string, string, []uint32, int, []uint32) error { return errNoCgo }
 
 // Close does nothing.
 func (*Device) Close() {}

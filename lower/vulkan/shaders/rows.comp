@@ -7,7 +7,7 @@
 // a per-lane load is a scalar loop, so this is the fast layout there, for
 // any row count.
 //
-// q8_0 and q4_0 keep the canonical order of gelo's Go kernels (exact int32
+// q8_0, q4_0 and int8 keep the canonical order of gelo's Go kernels (exact int32
 // block sums, acc += isum * (dw * dx) block by block, no contraction): the
 // products are theirs bit for bit.
 #extension GL_GOOGLE_include_directive : require
@@ -32,7 +32,40 @@ void main() {
 	uint stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x;
 	uint cols = pc.cols;
 	for (uint row = wg * gl_WorkGroupSize.x + gl_LocalInvocationID.x; row < pc.rows; row += stride) {
-#if FMT <= 1
+#if FMT == 4
+		// int8 by f32 rows in the canonical order of gelo's Go int8
+		// kernel (dotInt8), so the products are its bits: eight lanes,
+		// lane l summing in order the products of the columns l mod 8 of
+		// the whole 8-column groups, each product rounded before it is
+		// added; the lanes summed ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7));
+		// the tail columns added one by one; then times the row's scale.
+		// One activation row at a time (the weight row is re-read from
+		// cache), so a lane holds 8 accumulators, not 8 x MR.
+		uint base = row * I8_WORDS(cols);
+		uint k8 = cols & ~7u;
+		float sw = uintBitsToFloat(w[base + I8_WORDS(cols) - 1u]);
+		for (uint i = 0; i < mm; i++) {
+			uint xb = (i0 + i) * cols;
+			precise float a[8];
+			[[unroll]] for (uint l = 0; l < 8u; l++) a[l] = 0.0;
+			for (uint k = 0; k < k8; k += 8u) {
+				uint v0 = w[base + (k >> 2)], v1 = w[base + (k >> 2) + 1u];
+				[[unroll]] for (uint l = 0; l < 4u; l++) {
+					precise float p0 = float(bitfieldExtract(int(v0), int(8u * l), 8)) * x[xb + k + l];
+					precise float p1 = float(bitfieldExtract(int(v1), int(8u * l), 8)) * x[xb + k + 4u + l];
+					a[l] = a[l] + p0;
+					a[4u + l] = a[4u + l] + p1;
+				}
+			}
+			precise float s = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+			for (uint k = k8; k < cols; k++) {
+				precise float p = float(w8(base, k)) * x[xb + k];
+				s = s + p;
+			}
+			precise float v = sw * s;
+			y[(i0 + i) * pc.ystride + pc.r0 + row] = v;
+		}
+#elif FMT <= 1
 		float acc[MR];
 		[[unroll]] for (uint i = 0; i < MR; i++) acc[i] = 0.0;
 #if FMT == 0

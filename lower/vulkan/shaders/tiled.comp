@@ -3,14 +3,15 @@
 // 16 x 16 tile of y, staging 32 columns of x and W at a time through
 // shared memory. Under q8_0 and q4_0 the 32 columns are one block: an
 // exact int32 block sum, then acc += isum * (dw * dx) without contraction,
-// block by block: the canonical order of gelo's Go kernels.
+// block by block: the canonical order of gelo's Go kernels. Under int8
+// (f32 rows) the order is the Go int8 kernel's (rows.comp).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x = 16, local_size_y = 16) in;
 
-#if FMT <= 1
+#if FMT <= 1 || FMT == 4
 shared float xs[16][33];
 shared float ws[16][33];
 #else
@@ -24,6 +25,8 @@ shared float wds[16];
 float wat(uint r, uint k) { return w[r * pc.cols + k]; }
 #elif FMT == 1
 float wat(uint r, uint k) { return uintBitsToFloat(hw(r * (((pc.cols + 1u) >> 1) << 1) + k) << 16); }
+#elif FMT == 4
+float wat(uint r, uint k) { return float(w8(r * I8_WORDS(pc.cols), k)); }
 #endif
 
 void main() {
@@ -32,7 +35,41 @@ void main() {
 	uint tid = ly * 16u + lx;
 	uint rt = gl_WorkGroupID.x * 16u, it = gl_WorkGroupID.y * 16u;
 	if (it >= m) return; // a tile past this call's rows (the whole group)
-#if FMT <= 1
+#if FMT == 4
+	// int8 by f32 rows in dotInt8's order (rows.comp): the tiles feed
+	// each thread's eight lanes over the whole 8-column groups; the tail
+	// columns and the scale come after the lane sum.
+	uint k8 = pc.cols & ~7u;
+	precise float a[8];
+	[[unroll]] for (uint l = 0; l < 8u; l++) a[l] = 0.0;
+	for (uint k0 = 0; k0 < k8; k0 += 32u) {
+		for (uint e = tid; e < 512u; e += 256u) {
+			uint rr = e >> 5, kk = e & 31u, k = k0 + kk;
+			uint gi = it + rr, gr = rt + rr;
+			xs[rr][kk] = (gi < m && k < k8) ? x[gi * pc.cols + k] : 0.0;
+			ws[rr][kk] = (gr < pc.rows && k < k8) ? wat(gr, k) : 0.0;
+		}
+		barrier();
+		[[unroll]] for (uint kk = 0; kk < 32u; kk++) {
+			if (k0 + kk < k8) {
+				precise float p = xs[ly][kk] * ws[lx][kk];
+				a[kk & 7u] = a[kk & 7u] + p;
+			}
+		}
+		barrier();
+	}
+	float acc = 0.0;
+	if (it + ly < m && rt + lx < pc.rows) {
+		uint xb = (it + ly) * pc.cols, base = (rt + lx) * I8_WORDS(pc.cols);
+		precise float s = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+		for (uint k = k8; k < pc.cols; k++) {
+			precise float p = float(w8(base, k)) * x[xb + k];
+			s = s + p;
+		}
+		precise float v = uintBitsToFloat(w[base + I8_WORDS(pc.cols) - 1u]) * s;
+		acc = v;
+	}
+#elif FMT <= 1
 	float acc = 0.0;
 	for (uint k0 = 0; k0 < pc.cols; k0 += 32u) {
 		for (uint e = tid; e < 512u; e += 256u) {

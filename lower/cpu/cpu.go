@@ -120,7 +120,7 @@ func (b Bucket) String() string { return bucketNames[b] }
 var costBuckets = map[ir.Cost]Bucket{
 	ir.CostMask: BucketMask, ir.CostShield: BucketShield, ir.CostAttention: BucketAttention, ir.CostProbe: BucketProbe,
 	ir.CostLattice: BucketLattice,
-	ir.CostOther: BucketOther,
+	ir.CostOther:   BucketOther,
 }
 
 func bucketOf(op string, place ir.Placement) Bucket {
@@ -300,7 +300,7 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 	p := &Program{
 		g: g, f32: make([][]float32, len(g.Nodes)), i32: make([][]int32, len(g.Nodes)), u32: make([][]uint32, len(g.Nodes)),
 		lslots: map[int64]*latticeSlot{},
-		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
+		dims:   make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
 		b: b, slots: map[int64]*slot{},
 		q: make([]*wire.Matrix, len(g.Nodes)), qa: make([]*wire.Activations, len(g.Nodes)),
 		b16: make([][]uint16, len(g.Nodes)), h16: make([][]uint16, len(g.Nodes)), store: make([]ir.ValueID, len(g.Nodes)),

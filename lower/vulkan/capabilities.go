@@ -22,8 +22,9 @@ var declined = lower.DeclineAll(ir.ProtectionOps(), declinedProtection)
 // ops declined, weights in f32, bf16, q8_0 and q4_0 (the formats with a
 // shader, matWeight) and an f32 KV cache. It refuses protected plans: their
 // device side runs on Device under the cpu backend (--device vulkan),
-// which takes the same formats (UploadQ has no q4_k shader; Device is no
-// device.BF16Dotter).
+// which takes the formats formats.DeviceNames lists for it (UploadQ has
+// no q4_k shader; Device is no device.BF16Dotter) and runs the lwe level's
+// product (Device is a device.Lattice: MatMulU32, u32.comp).
 func Capabilities() lower.Capabilities {
 	return lower.Capabilities{
 		Backend:   "vulkan",
@@ -33,6 +34,6 @@ func Capabilities() lower.Capabilities {
 		KVDTypes:  []string{ir.F32.String()},
 		Protected: lower.Unprotected,
 		Device: lower.Device{Family: "vulkan", Names: []string{"vulkan", "vulkan:N"},
-			Weights: formats.DeviceNames(formats.DeviceVulkan)},
+			Weights: formats.DeviceNames(formats.DeviceVulkan), Lattice: true},
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"gelo/device"
 	"gelo/device/wire"
 	"gelo/lower/cpu/kernels"
 	"gelo/lwe"
@@ -247,5 +249,34 @@ func TestInt8Errors(t *testing.T) {
 	e.Close()
 	if err := e.MatMulU32("op", "i8", make([]uint32, 5), 1, make([]uint32, 3)); err == nil {
 		t.Error("MatMulU32 after Close succeeded")
+	}
+}
+
+// TestRecordLattice: the record says what the device does: Lattice set,
+// and a Device, seen as any device.Device, runs the lwe product.
+func TestRecordLattice(t *testing.T) {
+	if !Capabilities().Device.Lattice {
+		t.Error("the Vulkan record has Device.Lattice false; Device runs MatMulU32")
+	}
+	var dev device.Device = open(t, Options{})
+	lat, ok := dev.(device.Lattice)
+	if !ok {
+		t.Fatal("the Vulkan Device is not a device.Lattice")
+	}
+	r := rand.New(rand.NewPCG(17, 18))
+	wm, w := randInt8(t, r, 4, 40)
+	if err := dev.UploadQ("i8", wm); err != nil {
+		t.Fatal(err)
+	}
+	c := randWords(r, 2*40)
+	y, want := make([]uint32, 2*4), make([]uint32, 2*4)
+	if err := lat.MatMulU32("op", "i8", c, 2, y); err != nil {
+		t.Fatal(err)
+	}
+	if err := lwe.MulRef(w, c, want); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(y, want) {
+		t.Errorf("MatMulU32 through device.Lattice: %x, want %x", y, want)
 	}
 }

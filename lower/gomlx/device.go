@@ -27,7 +27,11 @@
 //
 // UploadQ and MatMulQ (the quantized plan's pair) expand the blocks to
 // float32 on the way in (see quant.go): the weight once, at upload; the
-// q8_0 rows per call, on the caller's side, before x is copied in.
+// q8_0 rows per call, on the caller's side, before x is copied in. An
+// int8 weight (wire.Int8) stays int8, values and row scales: MatMul
+// widens it per call, and MatMulU32 (device.Lattice, the lwe level's
+// product modulo 2^32, lattice.go) multiplies uint32 rows by its values
+// as four int8 limb products, all inside one executable.
 //
 // The weight never moves again after Upload, and nothing else is kept
 // between calls: no operand, no product. On simplego the resident copy is
@@ -112,11 +116,25 @@ type weight struct {
 	rows, cols int
 	blocks     int // row blocks: the buffer is [rows, cols] or [blocks, rows/blocks, cols]
 	dtype      dtypes.DType
+	// scale is an Int8 weight's row scales s_w, [rows] or
+	// [blocks, rows/blocks] like buf's rows; nil for the other dtypes.
+	scale backends.Buffer
+}
+
+// params are the weight's executable parameters after the operand.
+func (w *weight) params() []backends.Buffer {
+	if w.scale == nil {
+		return []backends.Buffer{w.buf}
+	}
+	return []backends.Buffer{w.buf, w.scale}
 }
 
 type execKey struct {
 	m, rows, cols, blocks int
-	dtype                 dtypes.DType // the resident weight's: Float32 or BFloat16
+	dtype                 dtypes.DType // the resident weight's: Float32, BFloat16 or Int8
+	// u32 selects the lwe product (MatMulU32: uint32 rows times the int8
+	// values mod 2^32) instead of MatMul's float product.
+	u32 bool
 }
 
 // New opens the named backend: "go" (or "go:<options>"), "xla:cpu",
@@ -183,6 +201,12 @@ func (d *Device) UploadBF16(name string, w []uint16, rows, cols int) error {
 }
 
 func (d *Device) upload(name string, flat any, dtype dtypes.DType, rows, cols int) error {
+	return d.uploadScaled(name, flat, dtype, nil, rows, cols)
+}
+
+// uploadScaled keeps flat [rows, cols] of dtype and, when scale is not
+// nil, its row scales [rows] (an Int8 weight) in a second buffer.
+func (d *Device) uploadScaled(name string, flat any, dtype dtypes.DType, scale []float32, rows, cols int) error {
 	blocks := 1
 	if d.split {
 		blocks = splitFor(rows)
@@ -192,19 +216,31 @@ func (d *Device) upload(name string, flat any, dtype dtypes.DType, rows, cols in
 	if d.closed {
 		return fmt.Errorf("gomlx upload %q: device is closed", name)
 	}
-	var buf backends.Buffer
+	w := &weight{rows: rows, cols: cols, blocks: blocks, dtype: dtype}
 	err := guard("upload", func() (err error) {
-		buf, err = d.be.BufferFromFlatData(0, flat, weightShape(dtype, rows, cols, blocks))
+		if w.buf, err = d.be.BufferFromFlatData(0, flat, weightShape(dtype, rows, cols, blocks)); err != nil || scale == nil {
+			return err
+		}
+		if w.scale, err = d.be.BufferFromFlatData(0, scale, scaleShape(rows, blocks)); err != nil {
+			_ = d.be.BufferFinalize(w.buf)
+		}
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("gomlx upload %q [%d, %d] %s: %w", name, rows, cols, dtype, err)
 	}
 	if old := d.weights[name]; old != nil {
-		_ = guard("free", func() error { return d.be.BufferFinalize(old.buf) })
+		d.free(old)
 	}
-	d.weights[name] = &weight{buf: buf, rows: rows, cols: cols, blocks: blocks, dtype: dtype}
+	d.weights[name] = w
 	return nil
+}
+
+// free releases a weight's buffers.
+func (d *Device) free(w *weight) {
+	for _, b := range w.params() {
+		_ = guard("free", func() error { return d.be.BufferFinalize(b) })
+	}
 }
 
 // MatMul computes y[m, rows] = x[m, cols] W^T with the resident weight:
@@ -232,25 +268,7 @@ func (d *Device) MatMul(op, weightName string, x []float32, m int, y []float32) 
 		if err != nil {
 			return err
 		}
-		out, err := exe.Execute([]backends.Buffer{xb, w.buf}, nil, 0)
-		ferr := d.be.BufferFinalize(xb)
-		if err != nil {
-			return err
-		}
-		if len(out) != 1 {
-			for _, o := range out {
-				_ = d.be.BufferFinalize(o)
-			}
-			return fmt.Errorf("executable returned %d outputs, want 1", len(out))
-		}
-		err = d.be.BufferToFlatData(out[0], y)
-		if ferr2 := d.be.BufferFinalize(out[0]); ferr == nil {
-			ferr = ferr2
-		}
-		if err != nil {
-			return err
-		}
-		return ferr
+		return d.run(exe, xb, w.params(), y)
 	})
 	if err != nil {
 		return fmt.Errorf("gomlx %s %q (m=%d): %w", op, weightName, m, err)
@@ -258,71 +276,96 @@ func (d *Device) MatMul(op, weightName string, x []float32, m int, y []float32) 
 	return nil
 }
 
-// executable returns the compiled y = x W^T for k, compiling it once.
+// executable returns the compiled y = x W^T for k (the lwe product when
+// k.u32), compiling it once.
 func (d *Device) executable(k execKey) (backends.Executable, error) {
 	d.execMu.Lock()
 	defer d.execMu.Unlock()
 	if exe, ok := d.execs[k]; ok {
 		return exe, nil
 	}
+	compile, what := compileMatMul, "matmul"
+	if k.u32 {
+		compile, what = compileMatMulU32, "u32 matmul"
+	}
 	var exe backends.Executable
 	err := guard("compile", func() (err error) {
-		exe, err = compileMatMul(d.be, k)
+		exe, err = compile(d.be, k)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("compile matmul m=%d [%d, %d]: %w", k.m, k.rows, k.cols, err)
+		return nil, fmt.Errorf("compile %s m=%d [%d, %d] %s: %w", what, k.m, k.rows, k.cols, k.dtype, err)
 	}
 	d.execs[k] = exe
 	return exe, nil
 }
 
-// compileMatMul builds x[m, cols], W[blocks, rows/blocks, cols] ->
-// y[m, rows] = x W^T. With one block it is a single DotGeneral contracting
-// the last axis of both operands. With more, x is broadcast over the
-// block axis, which becomes a batch axis of the DotGeneral (simplego
-// parallelises over batch), and the [blocks, m, rows/blocks] product is
-// transposed back to [m, rows]; each output element is the same dot
-// product either way.
-func compileMatMul(be backends.Backend, k execKey) (backends.Executable, error) {
-	b := be.Builder(fmt.Sprintf("gelo_matmul_m%d_%dx%d_b%d", k.m, k.rows, k.cols, k.blocks))
-	x, err := b.Parameter("x", shapes.Make(dtypes.Float32, k.m, k.cols), nil)
-	if err != nil {
-		return nil, err
-	}
-	w, err := b.Parameter("w", weightShape(k.dtype, k.rows, k.cols, k.blocks), nil)
-	if err != nil {
-		return nil, err
-	}
+// compileMatMul builds x[m, cols], W[blocks, rows/blocks, cols] (and an
+// Int8 weight's scales) -> y[m, rows] = x W^T, in float32 (rowsProduct).
+func compileMatMul(be backends.Backend, k execKey) (exe backends.Executable, err error) {
+	defer catchBuild(&err)
+	g := fb{be.Builder(fmt.Sprintf("gelo_matmul_m%d_%dx%d_b%d", k.m, k.rows, k.cols, k.blocks))}
+	x := g.m(g.b.Parameter("x", shapes.Make(dtypes.Float32, k.m, k.cols), nil))
+	w := g.m(g.b.Parameter("w", weightShape(k.dtype, k.rows, k.cols, k.blocks), nil))
 	if k.dtype != dtypes.Float32 {
-		// Widened per call, exactly (bf16 is the upper half of a float32);
-		// XLA fuses the conversion into the product.
-		if w, err = b.ConvertDType(w, dtypes.Float32); err != nil {
-			return nil, err
-		}
+		// Widened per call, exactly (bf16 is the upper half of a float32;
+		// an int8 value is an integer below 2^24); XLA fuses the
+		// conversion into the product.
+		w = g.m(g.b.ConvertDType(w, dtypes.Float32))
 	}
-	var y backends.Op
+	if k.dtype == dtypes.Int8 {
+		w = scaleRows(g, w, k)
+	}
+	return g.b.Compile([]backends.Op{rowsProduct(g, x, w, k.m, k)}, nil)
+}
+
+// catchBuild turns the fb helpers' buildPanic into the returned error;
+// any other panic goes on up (to guard).
+func catchBuild(err *error) {
+	if r := recover(); r != nil {
+		bp, ok := r.(buildPanic)
+		if !ok {
+			panic(r)
+		}
+		*err = bp.err
+	}
+}
+
+// rowsProduct is x[mm, cols] W^T -> [mm, rows], in x's dtype, for W
+// resident as weightShape lays it out. With one block it is a single
+// DotGeneral contracting the last axis of both operands. With more, x is
+// broadcast over the block axis, which becomes a batch axis of the
+// DotGeneral (simplego parallelises over batch), and the
+// [blocks, mm, rows/blocks] product is transposed back to [mm, rows];
+// each output element is the same dot product either way.
+func rowsProduct(g fb, x, w backends.Op, mm int, k execKey) backends.Op {
 	if k.blocks == 1 {
-		if y, err = b.DotGeneral(x, []int{1}, nil, w, []int{1}, nil); err != nil {
-			return nil, err
-		}
-	} else {
-		xb, err := b.BroadcastInDim(x, shapes.Make(dtypes.Float32, k.blocks, k.m, k.cols), []int{1, 2})
-		if err != nil {
-			return nil, err
-		}
-		p, err := b.DotGeneral(xb, []int{2}, []int{0}, w, []int{2}, []int{0})
-		if err != nil {
-			return nil, err
-		}
-		if p, err = b.Transpose(p, 1, 0, 2); err != nil {
-			return nil, err
-		}
-		if y, err = b.Reshape(p, k.m, k.rows); err != nil {
-			return nil, err
-		}
+		return g.m(g.b.DotGeneral(x, []int{1}, nil, w, []int{1}, nil))
 	}
-	return b.Compile([]backends.Op{y}, nil)
+	xb := g.bcast(x, []int{1, 2}, k.blocks, mm, k.cols)
+	p := g.m(g.b.DotGeneral(xb, []int{2}, []int{0}, w, []int{2}, []int{0}))
+	return g.reshape(g.m(g.b.Transpose(p, 1, 0, 2)), mm, k.rows)
+}
+
+// scaleRows multiplies the widened int8 weight w by its row scales (the
+// executable's third parameter): s_w[j] * float32(W_q[j, i]), one
+// float32 rounding, the value wire.DequantizeInt8 writes.
+func scaleRows(g fb, w backends.Op, k execKey) backends.Op {
+	s := g.m(g.b.Parameter("scale", scaleShape(k.rows, k.blocks), nil))
+	axes := []int{0}
+	if k.blocks > 1 {
+		axes = []int{0, 1}
+	}
+	return g.m(g.b.Mul(w, g.bcast(s, axes, weightShape(dtypes.Float32, k.rows, k.cols, k.blocks).Dimensions...)))
+}
+
+// scaleShape is an Int8 weight's scale buffer shape: its rows, blocked as
+// weightShape blocks them.
+func scaleShape(rows, blocks int) shapes.Shape {
+	if blocks == 1 {
+		return shapes.Make(dtypes.Float32, rows)
+	}
+	return shapes.Make(dtypes.Float32, blocks, rows/blocks)
 }
 
 // weightShape is the resident weight's buffer shape. It is fixed at
@@ -364,7 +407,9 @@ func (d *Device) Close() error {
 	d.closed = true
 	var errs []error
 	for name, w := range d.weights {
-		errs = append(errs, guard("free "+name, func() error { return d.be.BufferFinalize(w.buf) }))
+		for _, b := range w.params() {
+			errs = append(errs, guard("free "+name, func() error { return d.be.BufferFinalize(b) }))
+		}
 	}
 	d.weights = nil
 	d.execMu.Lock()
@@ -385,4 +430,28 @@ func guard(what string, f func() error) (err error) {
 		}
 	}()
 	return f()
+}
+
+// run executes exe on the operand in and the resident params, frees in,
+// and copies the one output into dst (a slice of the output's dtype).
+func (d *Device) run(exe backends.Executable, in backends.Buffer, params []backends.Buffer, dst any) error {
+	out, err := exe.Execute(append([]backends.Buffer{in}, params...), nil, 0)
+	ferr := d.be.BufferFinalize(in)
+	if err != nil {
+		return err
+	}
+	if len(out) != 1 {
+		for _, o := range out {
+			_ = d.be.BufferFinalize(o)
+		}
+		return fmt.Errorf("executable returned %d outputs, want 1", len(out))
+	}
+	err = d.be.BufferToFlatData(out[0], dst)
+	if ferr2 := d.be.BufferFinalize(out[0]); ferr == nil {
+		ferr = ferr2
+	}
+	if err != nil {
+		return err
+	}
+	return ferr
 }

@@ -213,21 +213,7 @@ func TestBadInput(t *testing.T) {
 // TestXLA runs the MatMul check on XLA's CPU plugin, or checks that its
 // absence is reported cleanly.
 func TestXLA(t *testing.T) {
-	d, err := New("xla:cpu")
-	if err != nil {
-		if !Unavailable(err) {
-			t.Fatalf("New(\"xla:cpu\") failed with an error that is not 'unavailable': %v", err)
-		}
-		if XLABuilt && (!errors.Is(err, ErrNoPlugin) || !strings.Contains(err.Error(), "searched: ") ||
-			!strings.Contains(err.Error(), "PJRT_PLUGIN_LIBRARY_PATH")) {
-			t.Errorf("XLA is linked but the error does not say where it searched: %v", err)
-		}
-		if !XLABuilt && !errors.Is(err, ErrNoXLA) {
-			t.Errorf("XLA is not linked but the error is %v", err)
-		}
-		t.Skip(err)
-	}
-	defer d.Close()
+	d := openXLA(t, "xla:cpu")
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, s := range testShapes {
 		w, x := randSlice(r, s.rows*s.cols), randSlice(r, s.m*s.cols)
@@ -242,6 +228,34 @@ func TestXLA(t *testing.T) {
 			t.Errorf("m=%d [%d, %d]: relative error %.3g (tolerance %g)", s.m, s.rows, s.cols, e, matmulTolerance)
 		}
 	}
+}
+
+// openXLA opens an XLA backend, or skips saying why it is unavailable
+// after checking that the reason is reported cleanly (ErrNoXLA where XLA
+// is not linked, ErrNoPlugin with the directories searched where it is).
+// The device is closed at the end of the test.
+func openXLA(t *testing.T, name string) *Device {
+	t.Helper()
+	d, err := New(name)
+	if err != nil {
+		if !Unavailable(err) {
+			t.Fatalf("New(%q) failed with an error that is not 'unavailable': %v", name, err)
+		}
+		if XLABuilt && (!errors.Is(err, ErrNoPlugin) || !strings.Contains(err.Error(), "searched: ") ||
+			!strings.Contains(err.Error(), "PJRT_PLUGIN_LIBRARY_PATH")) {
+			t.Errorf("XLA is linked but the error does not say where it searched: %v", err)
+		}
+		if !XLABuilt && !errors.Is(err, ErrNoXLA) {
+			t.Errorf("XLA is not linked but the error is %v", err)
+		}
+		t.Skip(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d
 }
 
 // BenchmarkMatMul compares the gomlx go backend (with and without the

@@ -11,12 +11,19 @@ import (
 // has block-quantized kernels, so the weight is expanded once to float32
 // (wire.Matrix.Dequantize: exactly the values the blocks encode) and kept
 // like any other weight: four bytes a value on the device instead of the
-// format's ~1.06 (Q8_0) or ~0.56 (Q4_0). An int8 matrix (wire.Int8, one
-// scale a row) expands the same way to s_w[j] * W_q[j, i] and is
-// multiplied by MatMul over f32 rows, as its format's product is.
+// format's ~1.06 (Q8_0) or ~0.56 (Q4_0).
+//
+// An int8 matrix (wire.Int8, one scale a row) stays int8 on the device:
+// its values W_q as an Int8 buffer and its scales s_w as a Float32 one
+// (uploadInt8). MatMulU32 (the lwe product) reads the values alone;
+// MatMul widens them per call to s_w[j] * W_q[j, i], the float32 values
+// the format encodes, as bf16 weights are widened.
 func (d *Device) UploadQ(name string, w *wire.Matrix) error {
 	if err := w.Validate(); err != nil {
 		return fmt.Errorf("gomlx upload %q: %w", name, err)
+	}
+	if w.Format == wire.Int8 {
+		return d.uploadInt8(name, w)
 	}
 	f := make([]float32, w.Rows*w.Cols)
 	if err := w.Dequantize(f); err != nil {

@@ -1,0 +1,168 @@
+package gomlx
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+
+	"gelo/device"
+	"gelo/device/wire"
+)
+
+// The lwe level's device product (device.Lattice):
+//
+//	y[r, j] = sum_i int32(W_q[j, i]) * c[r, i]  mod 2^32
+//
+// in the form a GPU runs it (lwe.MulLimbs): each word of c is split into
+// four signed byte limbs, c = sum_l b_l 2^(8l) mod 2^32 with b_l in
+// [-128, 127]; the four limb matrices are multiplied by W_q in one integer
+// product of 4m rows, exact in int32 (|b_l . w_j| <= 128 * 127 * d_in <
+// 2^31 for d_in <= limbMaxIn); and the four products are recombined as
+// y = sum_l p_l 2^(8l) mod 2^32. All of it is one executable, so what
+// crosses is the words of c in and the words of y out.
+//
+// The split needs no carry chain: the limbs are the bytes of
+// t = c + 0x80808080 (mod 2^32) less 128 each, since
+// sum_l (byte_l(t) - 128) 2^(8l) = t - 0x80808080 = c mod 2^32. The
+// balanced base-256 digits of a word are unique, so these are the limbs
+// lwe.SplitLimbs writes.
+//
+// Engine arithmetic this relies on: uint32 addition (the offset) and
+// int32 multiplication and addition (the recombination) wrap modulo 2^32.
+// In simplego they are Go's uint32/int32 operators, which wrap by the Go
+// specification. In XLA they lower to LLVM add and mul without the nsw
+// and nuw flags, which wrap (two's complement), and XLA's own evaluator
+// computes signed integer arithmetic in the unsigned type for the same
+// result. The int32 product itself never leaves int32 below limbMaxIn,
+// so it relies on no wrap. No shift is used: simplego has no shift ops
+// in gomlx v0.26.0, so a byte is (t / 2^(8l)) & 255 and a shift left is a
+// multiplication by 2^(8l).
+//
+// gomlx v0.26.0's backends.Builder has no int8 x int8 -> int32 product:
+// DotGeneral's output takes its operands' dtype (simplego's and XLA's,
+// though go-xla's StableHLO builder has OutputDType), so an int8 product
+// would wrap at 8 bits. The limbs and the weight are therefore converted
+// to int32 inside the executable and multiplied as int32 x int32 -> int32;
+// the weight stays resident as int8 (one byte a value), widened per call
+// as bf16 weights are. Whether XLA's GPU compiler turns that into an
+// int8 tensor-core GEMM is for a lent GPU to measure (bench/gpu/run.sh).
+
+var _ device.Lattice = (*Device)(nil)
+
+// gomlx v0.26.0 sizes simplego's DotGeneral blocks for F32, F64 and BF16
+// only (its init): an Int32 product gets a block of 1 x 1, and its large
+// problem kernel, which steps 4 rows and 8 columns at a time, indexes past
+// the block and panics in a worker goroutine (out of the reach of guard),
+// as soon as the product has more than 16 outputs. Int32 has F32's element
+// size, so it takes F32's block, unless a later gomlx sets its own.
+func init() {
+	if simplego.DotGeneralTargetBlockLog2Dim[dtypes.Int32] == 0 {
+		simplego.DotGeneralTargetBlockLog2Dim[dtypes.Int32] = simplego.DotGeneralTargetBlockLog2Dim[dtypes.Float32]
+	}
+}
+
+// limbMaxIn is the widest d_in whose limb dot products stay in int32:
+// d_in * 128 * 127 < 2^31 (lwe.LimbMaxIn). MatMulU32 refuses wider
+// weights rather than rely on the engine wrapping inside its GEMM (a GPU
+// integer GEMM may saturate); Qwen3's widest input is 25600.
+const limbMaxIn = (1<<31 - 1) / (wire.Int8QMax * 128)
+
+// limbOffset is added to each word before its bytes are read as limbs.
+const limbOffset = 0x80808080
+
+// uploadInt8 keeps an Int8 matrix's values as an Int8 buffer and its row
+// scales as a Float32 one.
+func (d *Device) uploadInt8(name string, w *wire.Matrix) error {
+	q := make([]int8, w.Rows*w.Cols)
+	scale := make([]float32, w.Rows)
+	for j := range w.Rows {
+		row := w.Row(j)
+		for i, b := range row[:w.Cols] {
+			q[j*w.Cols+i] = int8(b)
+		}
+		scale[j] = wire.RowScaleInt8(row)
+	}
+	return d.uploadScaled(name, q, dtypes.Int8, scale, w.Rows, w.Cols)
+}
+
+// MatMulU32 computes y[m, rows] = c[m, cols] W_q^T modulo 2^32 for a
+// resident int8 weight (wire.Int8, uploaded with UploadQ), reading its
+// int8 values and ignoring its scales. c goes in, y comes back into the
+// caller's slice, nothing else moves; one executable is compiled per
+// (m, rows, cols) and cached as MatMul's are.
+func (d *Device) MatMulU32(op, weightName string, c []uint32, m int, y []uint32) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return fmt.Errorf("gomlx %s %q: device is closed", op, weightName)
+	}
+	w, ok := d.weights[weightName]
+	if !ok {
+		return fmt.Errorf("gomlx %s: weight %q was never uploaded", op, weightName)
+	}
+	if w.dtype != dtypes.Int8 {
+		return fmt.Errorf("gomlx %s %q: the u32 product needs an int8 weight (wire.Int8 through UploadQ), this one is %s", op, weightName, w.dtype)
+	}
+	if w.cols > limbMaxIn {
+		return fmt.Errorf("gomlx %s %q: d_in %d is past %d, where an int8 limb dot product can leave int32", op, weightName, w.cols, limbMaxIn)
+	}
+	if m <= 0 || len(c)%w.cols != 0 || len(c)/w.cols != m || len(y)%w.rows != 0 || len(y)/w.rows != m {
+		return fmt.Errorf("gomlx %s %q: c holds %d words and y %d, want %d x %d and %d x %d",
+			op, weightName, len(c), len(y), m, w.cols, m, w.rows)
+	}
+	exe, err := d.executable(execKey{m: m, rows: w.rows, cols: w.cols, blocks: w.blocks, dtype: w.dtype, u32: true})
+	if err != nil {
+		return fmt.Errorf("gomlx %s %q: %w", op, weightName, err)
+	}
+	// The executable's int32 result has y's bits: read it through an
+	// int32 view of y rather than converting in the graph.
+	yi := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(y))), len(y))
+	err = guard("u32 matmul", func() error {
+		cb, err := d.be.BufferFromFlatData(0, c, shapes.Make(dtypes.Uint32, m, w.cols))
+		if err != nil {
+			return err
+		}
+		return d.run(exe, cb, []backends.Buffer{w.buf}, yi)
+	})
+	if err != nil {
+		return fmt.Errorf("gomlx %s %q (m=%d): %w", op, weightName, m, err)
+	}
+	return nil
+}
+
+// compileMatMulU32 builds c[m, cols] uint32, W[...] int8 -> y[m, rows]
+// int32 with y's bits (see the comment at the top of this file).
+func compileMatMulU32(be backends.Backend, k execKey) (exe backends.Executable, err error) {
+	defer catchBuild(&err)
+	g := fb{be.Builder(fmt.Sprintf("gelo_u32_m%d_%dx%d_b%d", k.m, k.rows, k.cols, k.blocks))}
+	c := g.m(g.b.Parameter("c", shapes.Make(dtypes.Uint32, k.m, k.cols), nil))
+	w := g.m(g.b.Parameter("w", weightShape(dtypes.Int8, k.rows, k.cols, k.blocks), nil))
+	limbs := g.reshape(splitLimbs(g, c, k.m, k.cols), 4*k.m, k.cols)
+	p := rowsProduct(g, limbs, g.m(g.b.ConvertDType(w, dtypes.Int32)), 4*k.m, k)
+	y := recombine(g, g.reshape(p, 4, k.m, k.rows), k.m, k.rows)
+	return g.b.Compile([]backends.Op{y}, nil)
+}
+
+// splitLimbs turns c [m, cols] uint32 into its signed byte limbs
+// [4, m, cols] int32, limb l at index l: byte l of c + 0x80808080, less
+// 128.
+func splitLimbs(g fb, c backends.Op, m, cols int) backends.Op {
+	off := g.m(g.b.Constant([]uint32{limbOffset}))
+	t := g.m(g.b.Add(c, g.bcast(off, nil, m, cols)))
+	t4 := g.bcast(t, []int{1, 2}, 4, m, cols)
+	shift := g.bcast(g.m(g.b.Constant([]uint32{1, 1 << 8, 1 << 16, 1 << 24}, 4)), []int{0}, 4, m, cols)
+	mask := g.bcast(g.m(g.b.Constant([]uint32{0xff})), nil, 4, m, cols)
+	u := g.m(g.b.BitwiseAnd(g.m(g.b.Div(t4, shift)), mask))
+	return g.m(g.b.Sub(g.m(g.b.ConvertDType(u, dtypes.Int32)), g.constI(128, 4, m, cols)))
+}
+
+// recombine sums the limb products p [4, m, rows] int32 as
+// sum_l p[l] 2^(8l), wrapping modulo 2^32.
+func recombine(g fb, p backends.Op, m, rows int) backends.Op {
+	pow := g.bcast(g.m(g.b.Constant([]int32{1, 1 << 8, 1 << 16, 1 << 24}, 4)), []int{0}, 4, m, rows)
+	return g.m(g.b.ReduceSum(g.m(g.b.Mul(p, pow)), 0))
+}

@@ -24,7 +24,8 @@ var forwardDeclined = lower.DeclineAll(ir.ProtectionOps(), declinedProtection)
 // cache inputs are f32). A protected plan keeps its TEE side on the cpu
 // backend and sends its matmuls to Device, which takes every format but
 // the bf16 dot product's (block formats are expanded to f32 at upload,
-// UploadQ; Device is no device.BF16Dotter).
+// UploadQ; Device is no device.BF16Dotter) and runs the lwe level's
+// product (Device is a device.Lattice: MatMulU32, int8 limb products).
 func Capabilities() lower.Capabilities {
 	return lower.Capabilities{
 		Backend:   "gomlx",
@@ -34,6 +35,6 @@ func Capabilities() lower.Capabilities {
 		KVDTypes:  []string{ir.F32.String()},
 		Protected: lower.ProtectedViaDevice,
 		Device: lower.Device{Family: "gomlx", Names: []string{"gomlx:go", "gomlx:xla:cpu", "gomlx:xla:cuda"},
-			Weights: formats.DeviceNames(formats.DeviceGomlx)},
+			Weights: formats.DeviceNames(formats.DeviceGomlx), Lattice: true},
 	}
 }

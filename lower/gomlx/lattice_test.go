@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 
+	"gelo/device"
 	"gelo/device/wire"
 	"gelo/lwe"
 )
@@ -377,5 +378,13 @@ func BenchmarkMatMulU32(b *testing.B) {
 			}
 			b.ReportMetric(ops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// The record says what Device is: a device.Lattice, so Device.Lattice.
+func TestCapabilitiesLattice(t *testing.T) {
+	_, ok := any(newGo(t, false)).(device.Lattice)
+	if got := Capabilities().Device.Lattice; got != ok {
+		t.Errorf("Capabilities().Device.Lattice = %v, Device is a device.Lattice: %v", got, ok)
 	}
 }

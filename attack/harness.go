@@ -28,6 +28,7 @@ import (
 	"gelo/attack/dict"
 	"gelo/attack/invert"
 	"gelo/attack/rowspace"
+	"gelo/attack/uniform"
 	"gelo/device"
 	"gelo/device/record"
 	"gelo/models"
@@ -182,7 +183,17 @@ type payload struct {
 	deep  *mat.Dense
 }
 
+// dense is a crossing's payload as the attacks read it: its float values,
+// or an lwe ciphertext's words as centred int32 values (what a device
+// would try first: c = A s + e + Delta x_q, read as signed numbers).
 func dense(c device.Crossing) *mat.Dense {
+	if c.Words != nil {
+		d := make([]float64, len(c.Words))
+		for i, w := range c.Words {
+			d[i] = float64(int32(w))
+		}
+		return mat.NewDense(c.Rows, c.Cols, d)
+	}
 	d := make([]float64, len(c.Data))
 	for i, x := range c.Data {
 		d[i] = float64(x)
@@ -190,11 +201,45 @@ func dense(c device.Crossing) *mat.Dense {
 	return mat.NewDense(c.Rows, c.Cols, d)
 }
 
+// LatticeHintOp is the op name of the crossings that compute an lwe
+// plan's public hints (A's public columns sent as rows, at engine start):
+// no pass's payload, so the attacks skip them.
+const LatticeHintOp = device.LatticeHintOp
+
+// UniformFigure is the uniformity verdict on ciphertext words as a
+// figure: the smallest of the six chi-square p-values (attack/uniform)
+// times six; chance is uniform.FalseAlarm, below which uniform words are
+// flagged 0.1 % of the time. Below chance breaks the condition.
+func UniformFigure(metric string, words []uint32) (Figure, error) {
+	ps, adj, err := uniform.Uniformity(words)
+	if err != nil {
+		return Figure{}, fmt.Errorf("%s: %w", metric, err)
+	}
+	note := "p-values:"
+	for i, t := range uniform.WordTests {
+		note += fmt.Sprintf(" %s %.3g", t.Name, ps[i])
+	}
+	return Figure{Attack: "chi-square", Metric: metric + " (min p x 6)", Value: adj, Chance: uniform.FalseAlarm,
+		N: len(words), Note: note + "; broken below chance"}, nil
+}
+
+// words gathers the u32 words of every device-bound crossing of a
+// recording (none for a float plan).
+func words(rec *record.Recording) []uint32 {
+	var w []uint32
+	for _, c := range rec.Crossings {
+		if c.Dir == device.ToDevice && c.Op != LatticeHintOp {
+			w = append(w, c.Words...)
+		}
+	}
+	return w
+}
+
 // passes groups a recording by pass and picks each pass's payloads.
 func passes(run Run) ([]payload, error) {
 	byPass := map[int][]device.Crossing{}
 	for _, c := range run.Rec.Crossings {
-		if c.Dir == device.ToDevice {
+		if c.Dir == device.ToDevice && c.Op != LatticeHintOp {
 			byPass[c.Pass] = append(byPass[c.Pass], c)
 		}
 	}
@@ -282,6 +327,14 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 		if opt.Progress != nil {
 			opt.Progress(run.Condition, a)
 		}
+	}
+	if w := words(run.Rec); len(w) > 0 {
+		say("chi-square")
+		f, err := UniformFigure("uniformity of the ciphertext words", w)
+		if err != nil {
+			return nil, err
+		}
+		rep.Figures = append(rep.Figures, f)
 	}
 	add := func(f Figure) { rep.Figures = append(rep.Figures, f) }
 	var prefill, decode, batched []payload

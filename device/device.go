@@ -57,9 +57,16 @@ type BF16Dotter interface {
 // same bits: a device's result is checked word for word against the
 // portable Go form. The TEE also sends A's columns as rows to compute the
 // public hint H^T = (W_q A)^T, which it then checks (lwe.VerifyHints).
+//
+// A hint computation is a MatMulU32 call whose op is LatticeHintOp: its
+// rows are A's public columns, not a payload.
 type Lattice interface {
 	MatMulU32(op, weight string, c []uint32, m int, y []uint32) error
 }
+
+// LatticeHintOp is the op of the MatMulU32 calls that compute an lwe
+// plan's public hint H^T = (W_q A)^T at engine start.
+const LatticeHintOp = "lwe_hint"
 
 // WeightName is the model weight an uploaded name stands for: the cpu
 // backend prefixes a converted weight's name with its format ("bf16:",

@@ -308,20 +308,14 @@ func padMode(st *Setup, cond string) encodeFunc {
 	}
 }
 
-// uniformFigure is the uniformity verdict on words as a figure: the
-// smallest of the six p-values times six (chance: FalseAlarm, the level
-// below which uniform words are flagged 0.1 % of the time).
+// uniformFigure is the uniformity verdict on words as a figure
+// (attack.UniformFigure).
 func uniformFigure(metric string, words []uint32) (attack.Figure, error) {
-	ps, adj, err := Uniformity(words)
+	f, err := attack.UniformFigure(metric, words)
 	if err != nil {
-		return attack.Figure{}, fmt.Errorf("lwebreak: %s: %w", metric, err)
+		return attack.Figure{}, fmt.Errorf("lwebreak: %w", err)
 	}
-	note := "p-values:"
-	for i, t := range WordTests {
-		note += fmt.Sprintf(" %s %.3g", t.Name, ps[i])
-	}
-	return attack.Figure{Attack: "chi-square", Metric: metric + " (min p x 6)", Value: adj, Chance: FalseAlarm,
-		N: len(words), Note: note + "; broken below chance"}, nil
+	return f, nil
 }
 
 // dictionaryAttacks runs the harness's existing attacks (attack/rowspace,

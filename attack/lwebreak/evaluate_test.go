@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"gelo/attack"
+	"gelo/attack/uniform"
 )
 
 // smallConfig is the configuration CI runs: the level's lambda and h at a
@@ -72,8 +73,8 @@ func TestJudgeRules(t *testing.T) {
 		{"recovery at chance", attack.Figure{Attack: "nn", Metric: "m", Value: 0.002, Chance: 0.002, N: 512}, false},
 		{"one lucky hit in few trials", attack.Figure{Attack: "nn", Metric: "m", Value: 1.0 / 3, Chance: 0.1, N: 3}, false},
 		{"divisible words at 1 / Delta", attack.Figure{Attack: "pad-difference", Metric: "m", Value: 0.0635, Chance: 0.0625, N: 65536}, false},
-		{"chi-square below the false alarm", attack.Figure{Attack: "chi-square", Metric: "m", Value: 1e-5, Chance: FalseAlarm}, true},
-		{"chi-square above it", attack.Figure{Attack: "chi-square", Metric: "m", Value: 0.01, Chance: FalseAlarm}, false},
+		{"chi-square below the false alarm", attack.Figure{Attack: "chi-square", Metric: "m", Value: 1e-5, Chance: uniform.FalseAlarm}, true},
+		{"chi-square above it", attack.Figure{Attack: "chi-square", Metric: "m", Value: 0.01, Chance: uniform.FalseAlarm}, false},
 		{"gram-error readable", attack.Figure{Attack: "gram-error", Metric: "distance", Value: 0.1, Chance: 0.35}, true},
 		{"gram-error near its chance", attack.Figure{Attack: "gram-error", Metric: "distance", Value: 0.32, Chance: 0.35}, false},
 		{"ica above null", attack.Figure{Attack: "jade", Metric: "p95 |cos|", Value: 0.5, Chance: 0.19}, true},

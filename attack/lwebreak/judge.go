@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"gelo/attack"
+	"gelo/attack/uniform"
 )
 
 // controls are the figures that must show a break: the toy instances and
@@ -14,7 +15,7 @@ import (
 var controls = []struct {
 	cond, attack, metric string
 	min                  float64 // for recovery figures: the least value
-	nonUniform           bool    // for a chi-square figure: must be below FalseAlarm
+	nonUniform           bool    // for a chi-square figure: must be below uniform.FalseAlarm
 }{
 	{CondPrimal, "primal (fplll)", "rows with s recovered", 1, false},
 	{CondMitM, "mitm", "rows with s recovered", 1, false},
@@ -41,7 +42,7 @@ func Judge(reports []*attack.Report) ([]attack.Gate, []attack.Verdict) {
 	for _, c := range controls {
 		g := attack.Gate{Name: fmt.Sprintf("%s %s %s", c.cond, c.attack, c.metric), Measured: math.NaN()}
 		if c.nonUniform {
-			g.Required = fmt.Sprintf("< %g", FalseAlarm)
+			g.Required = fmt.Sprintf("< %g", uniform.FalseAlarm)
 		} else {
 			g.Required = fmt.Sprintf(">= %.0f %%", 100*c.min)
 		}
@@ -49,7 +50,7 @@ func Judge(reports []*attack.Report) ([]attack.Gate, []attack.Verdict) {
 			if f, ok := r.Get(c.attack, c.metric); ok && f.NA == "" {
 				g.Measured = f.Value
 				if c.nonUniform {
-					g.Pass = f.Value < FalseAlarm
+					g.Pass = f.Value < uniform.FalseAlarm
 				} else {
 					g.Pass = f.Value >= c.min
 				}

@@ -1,4 +1,8 @@
-package lwebreak
+// Package uniform tests ciphertext words against the uniform
+// distribution: what an lwe payload must look like to a device that does
+// not hold the pads. The lattice attacks (attack/lwebreak) and the
+// harness's run on recorded lwe crossings (attack) both use it.
+package uniform
 
 import (
 	"fmt"
@@ -39,7 +43,7 @@ const FalseAlarm = 1e-3
 func (t WordTest) ChiSquare(words []uint32) (stat, p float64, err error) {
 	bins := 1 << t.Bits
 	if len(words) < 5*bins {
-		return 0, 0, fmt.Errorf("lwebreak: chi-square %s: %d words for %d bins (need >= 5 a bin)", t.Name, len(words), bins)
+		return 0, 0, fmt.Errorf("uniform: chi-square %s: %d words for %d bins (need >= 5 a bin)", t.Name, len(words), bins)
 	}
 	count := make([]int, bins)
 	mask := uint32(bins - 1)

@@ -56,6 +56,7 @@ var conditions = []condition{
 	{"span", "--security span, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelSpan)},
 	{"whiten", "--security whiten, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelWhiten)},
 	{"exact", "--security exact, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelExact)},
+	{"lwe", "--security lwe (int8 weights), every linear op offloaded (prefill and decode cross as lwe ciphertexts)", levelCondition(passes.LevelLWE)},
 }
 
 // levelCondition is a named security level with every linear op
@@ -213,7 +214,11 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	var reports []*attack.Report
 	for _, c := range chosen {
 		o := c.opt()
-		o.Weights = mf.weights
+		if lv, ok := passes.LookupLevel(o.Security); !ok || !lv.Lattice() || mf.weights != formats.F32 {
+			// A lattice level multiplies int8 weights: it keeps the format
+			// its level gave it unless --weights names another.
+			o.Weights = mf.weights
+		}
 		if lv, ok := passes.LookupLevel(o.Security); ok && lv.FullSpan && *levelOffload == "attacked" {
 			o.OffloadAll, o.OffloadOnly = false, []string{"model.layers.0.self_attn.q_proj", deep}
 			c.label = strings.Replace(c.label, "every linear op offloaded", "only the attacked crossings offloaded (layer 0's QKV and "+deep+"'s; the rest in the TEE)", 1)

@@ -185,6 +185,32 @@ func TestAttackLevels(t *testing.T) {
 	}
 }
 
+// TestAttackLattice is the harness on level lwe's compiled plan: on the
+// built-in tiny model with every linear op offloaded (the cost model keeps
+// its 64-wide projections local), what crossed is lwe ciphertext words;
+// every attack of the harness, read on the words as centred int32
+// values, and the chi-square uniformity of the words stay at chance,
+// while the control's gates pass. (The lattice attacks proper, primal
+// with fplll, MitM and the reused pad, are attack/lwebreak's.)
+func TestAttackLattice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	out := t.TempDir()
+	stdout, r := runAttackCLI(t, out, "--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--known-len", "32",
+		"--seq-prompts", "2", "--conditions", "C0,lwe")
+	t.Logf("\n%s", stdout)
+	r.checkGates(t)
+	for _, v := range r.Verdicts {
+		if v.Condition == "lwe" && !v.Secure {
+			t.Error("lwe: an attack beats chance (see the report above)")
+		}
+	}
+	if v := r.value(t, "lwe", "chi-square", "uniformity of the ciphertext words (min p x 6)"); !(v >= 1e-3) {
+		t.Errorf("lwe: the ciphertext words fail the uniformity test (adjusted p %.3g)", v)
+	}
+}
+
 // TestRecordAttackRefusals: bad flags and bad inputs of record and attack
 // are usage errors (exit 2) or refusals (exit 1) that say what is wrong.
 func TestRecordAttackRefusals(t *testing.T) {

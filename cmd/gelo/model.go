@@ -161,6 +161,9 @@ func (mf *modelFlags) options() (plan.Options, error) {
 			}
 			o.NoFuse = splitList(mf.noFuse)
 			o.Verify, o.VerifyPool = mf.verify, mf.verifyPool
+			if l.Lattice() && !mf.flagSet("verify") {
+				o.Verify = 0 // no probes of u32 products yet: the level's default is none
+			}
 			if err := o.Check(); err != nil {
 				return o, fmt.Errorf("%w: %v", errUsage, err)
 			}
@@ -191,6 +194,15 @@ func (mf *modelFlags) options() (plan.Options, error) {
 		return o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return o, nil
+}
+
+// flagSet reports whether the protection flag name was given.
+func (mf *modelFlags) flagSet(name string) bool {
+	set := false
+	if mf.protectFS != nil {
+		mf.protectFS.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	}
+	return set
 }
 
 // topologySet reports whether --topology was given.

@@ -195,7 +195,7 @@ func (b *Backend) latticeWeightOf(p *Program, w ir.ValueID, lambda int) (*lattic
 
 // HintOp is the op name the device sees when it computes a hint: A's
 // columns (public) cross as rows, and no secret does.
-const HintOp = "lwe_hint"
+const HintOp = device.LatticeHintOp
 
 // int8Weights reads a wire.Int8 matrix (rows of int8 values then a
 // float32 scale) into lwe's form.

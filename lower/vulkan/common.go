@@ -113,8 +113,12 @@ const (
 var kindNames = [numKinds]string{"matvec", "rows", "tiled"}
 
 // hasShader reports whether a (kind, format) module exists: the mat-vec
-// shader is f32's and bf16's only.
-func hasShader(kind, format int) bool { return kind != kindMatVec || format <= fmtBF16 }
+// shader is f32's, bf16's and the u32 product's (the quantized formats and
+// int8 by f32 rows keep an order of their sums that a subgroup reduction
+// would not).
+func hasShader(kind, format int) bool {
+	return kind != kindMatVec || format <= fmtBF16 || format == fmtU32
+}
 
 // quantized reports whether a weight format multiplies q8_0 activation
 // rows (MatMulQ).

@@ -135,7 +135,7 @@ func TestMatMulU32Wraps(t *testing.T) {
 		d := open(t, o.opt)
 		r := rand.New(rand.NewPCG(9, 10))
 		for _, v := range []int8{127, -127} {
-			const out, in, m = 9, 100, 17
+			const out, in = 9, 100
 			q := make([]int8, out*in)
 			for i := range q {
 				q[i] = v
@@ -144,11 +144,13 @@ func TestMatMulU32Wraps(t *testing.T) {
 			if err := d.UploadQ("wrap", wm); err != nil {
 				t.Fatal(err)
 			}
-			c := make([]uint32, m*in)
-			for i := range c {
-				c[i] = math.MaxUint32 - uint32(r.IntN(16))
+			for _, m := range []int{3, 17} { // the gpu choice: mat-vec, tiled
+				c := make([]uint32, m*in)
+				for i := range c {
+					c[i] = math.MaxUint32 - uint32(r.IntN(16))
+				}
+				t.Run(fmt.Sprintf("%s/w=%d/m=%d", o.name, v, m), func(t *testing.T) { checkU32(t, d, "wrap", w, c, m) })
 			}
-			t.Run(fmt.Sprintf("%s/w=%d", o.name, v), func(t *testing.T) { checkU32(t, d, "wrap", w, c, m) })
 		}
 	}
 }

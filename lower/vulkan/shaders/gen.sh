@@ -1,6 +1,6 @@
 #!/bin/sh
 # Compiles the GLSL matmul shaders to SPIR-V, one per (kind, format), the
-# lwe level's u32 product (u32.comp, as rows_u32 and tiled_u32) and the
+# lwe level's u32 product (u32.comp, in each kind's layout) and the
 # whole-forward op shaders:
 # go generate runs it into this directory; the regeneration test runs it
 # into a temporary one and compares. Usage: gen.sh OUTDIR
@@ -13,9 +13,9 @@ for kind in matvec rows tiled; do
 		glslangValidator -V --target-env vulkan1.1 -DFMT="${f%%:*}" -o "$out/${kind}_${f#*:}.spv" "$kind.comp" >"$out/.log" || { cat "$out/.log"; exit 1; }
 	done
 done
-# An int8 weight by uint32 words mod 2^32 (FMT 5), in both layouts.
-for kind in 0:rows 1:tiled; do
-	glslangValidator -V --target-env vulkan1.1 -DFMT=5 -DTILED="${kind%%:*}" -o "$out/${kind#*:}_u32.spv" u32.comp >"$out/.log" || { cat "$out/.log"; exit 1; }
+# An int8 weight by uint32 words mod 2^32 (FMT 5), in the three layouts.
+for kind in 0:matvec 1:rows 2:tiled; do
+	glslangValidator -V --target-env vulkan1.1 -DFMT=5 -DKIND="${kind%%:*}" -o "$out/${kind#*:}_u32.spv" u32.comp >"$out/.log" || { cat "$out/.log"; exit 1; }
 done
 # The whole-forward engine's op shaders (fwd.glsl), one module each.
 for op in embed rmsnorm rope attention ew quant; do

@@ -8,15 +8,61 @@
 // Each int8 value is sign-extended to 32 bits and every multiply-add is a
 // 32-bit OpIMul/OpIAdd, which wraps: arithmetic mod 2^32, where the sum is
 // exact, so any order, tiling or split gives the bits of the Go reference.
-// The row scales are not read. TILED 0 is a lane per weight row over up
-// to 8 ciphertext rows (rows.comp's layout: the CPU device's, and few rows
-// on a GPU), TILED 1 a 16 x 16 tile of y through shared memory (tiled.comp's
-// layout, many rows on a GPU).
+// The row scales are not read. KIND is the layout, as the Go side's kinds:
+// 0 a subgroup per weight row over at most 8 ciphertext rows, its lanes
+// striding over the row's words (matvec.comp's: few rows on a GPU; the
+// order of the sum is free here, so subgroupAdd reduces it), 1 a lane per
+// weight row over up to 8 ciphertext rows (rows.comp's: the CPU device's),
+// 2 a 16 x 16 tile of y through shared memory (tiled.comp's: many rows on
+// a GPU).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
-#if TILED
+#if KIND == 0
+layout(local_size_x = 64) in;
+
+#define MAXM 8
+
+void main() {
+	uint m = min(params.m, MAXM);
+	uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+	uint nwg = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+	uint lane = gl_SubgroupInvocationID;
+	uint L = gl_SubgroupSize;
+	uint cols = pc.cols, c4 = cols >> 2;
+	for (uint row = wg * gl_NumSubgroups + gl_SubgroupID; row < pc.rows; row += nwg * gl_NumSubgroups) {
+		uint base = row * I8_WORDS(cols);
+		uint acc[MAXM];
+		[[unroll]] for (uint i = 0; i < MAXM; i++) acc[i] = 0u;
+		for (uint j = lane; j < c4; j += L) {
+			uint v = w[base + j];
+			uint q0 = uint(bitfieldExtract(int(v), 0, 8)), q1 = uint(bitfieldExtract(int(v), 8, 8));
+			uint q2 = uint(bitfieldExtract(int(v), 16, 8)), q3 = uint(bitfieldExtract(int(v), 24, 8));
+			[[unroll]] for (uint i = 0; i < MAXM; i++) {
+				if (i < m) {
+					uint xb = i * cols + 4u * j;
+					acc[i] += q0 * c[xb] + q1 * c[xb + 1u] + q2 * c[xb + 2u] + q3 * c[xb + 3u];
+				}
+			}
+		}
+		// The last word's values when cols is not a multiple of 4.
+		for (uint k = (c4 << 2) + lane; k < cols; k += L) {
+			uint q = uint(w8(base, k));
+			[[unroll]] for (uint i = 0; i < MAXM; i++) {
+				if (i < m) acc[i] += q * c[i * cols + k];
+			}
+		}
+		[[unroll]] for (uint i = 0; i < MAXM; i++) {
+			if (i < m) {
+				uint s = subgroupAdd(acc[i]);
+				if (subgroupElect()) y[i * pc.ystride + pc.r0 + row] = s;
+			}
+		}
+	}
+}
+
+#elif KIND == 2
 layout(local_size_x = 16, local_size_y = 16) in;
 
 shared uint xs[16][33];
@@ -44,7 +90,7 @@ void main() {
 	if (i < m && r < pc.rows) y[i * pc.ystride + pc.r0 + r] = acc;
 }
 
-#else
+#elif KIND == 1
 layout(local_size_x = 64) in;
 
 #define MR 8
@@ -85,4 +131,6 @@ void main() {
 		}
 	}
 }
+#else
+#error "KIND is 0 (matvec), 1 (rows) or 2 (tiled)"
 #endif

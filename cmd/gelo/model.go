@@ -147,8 +147,8 @@ func (mf *modelFlags) options() (plan.Options, error) {
 				return o, fmt.Errorf("%w: --plan-rows %d / --plan-batch %d: want 1..%d and 1..%d", errUsage, mf.planRows, mf.planBatch, 1<<20, 1<<16)
 			}
 			o.PlanRows, o.PlanBatch = mf.planRows, mf.planBatch
-			if mf.weights != "" {
-				o.Weights = mf.weights
+			if mf.weights != "" && (!l.Lattice() || mf.flagSet("weights")) {
+				o.Weights = mf.weights // a lattice level keeps its int8 unless told
 			}
 			if mf.topology != "" && !l.FullSpan {
 				o.Topology = mf.topology

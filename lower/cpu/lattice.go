@@ -166,7 +166,8 @@ func (b *Backend) latticeWeightOf(p *Program, w ir.ValueID, lambda int) (*lattic
 	if err := dev.MatMulU32(HintOp, name, a.T, lambda, ht); err != nil {
 		return nil, fmt.Errorf("hint of %q: %w", name, err)
 	}
-	b.traffic.add(lambda, 4*lambda*qm.Cols, 4*lambda*qm.Rows)
+	// (Not counted in Traffic: a load-time exchange of public values,
+	// not a payload of any pass.)
 	h, err := lwe.NewHint(qm.Rows, lambda, ht)
 	if err != nil {
 		return nil, err

@@ -43,7 +43,8 @@ type frontierRow struct {
 
 // frontier prices one forward pass of rows tokens (the LM head reads one
 // row at prefill, every row at decode) under level l with the compiler's
-// offload decision (every op offloaded for levels that are not full-span).
+// offload decision (every op offloaded for levels that are neither
+// full-span nor lattice: the levels whose offload is costed).
 func frontier(cfg *models.Config, l passes.Level, rows int, prefill bool, perSequence bool) frontierRow {
 	var tee, local, dev, bytes float64
 	var r frontierRow
@@ -53,7 +54,7 @@ func frontier(cfg *models.Config, l passes.Level, rows int, prefill bool, perSeq
 			n = 1
 		}
 		c := passes.CostOfBatch(l, sh.op, n, sh.d, sh.dOut, perSequence && !prefill)
-		off := !l.FullSpan || c.Offload
+		off := (!l.FullSpan && !l.Lattice()) || c.Offload
 		k := float64(sh.perPass)
 		local += k * c.Local
 		r.total += sh.perPass

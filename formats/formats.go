@@ -377,10 +377,10 @@ func init() {
 	// activations are not rounded here; the lwe level adds its own
 	// activation encoding on top. The quantizer is lwe.Quantize's
 	// (per row s_w = max|W_j|/127, ties to even). Not a GGUF type, so not
-	// an export format. The Vulkan device has no int8 upload.
+	// an export format.
 	mustRegister(Format{Name: Int8, Doc: "int8 weights with a float32 scale per output row (W8A8 per-channel), f32 input rows: the lwe level's integers",
 		DType: ir.I8, Input: ir.F32, Plan: true,
-		Wire: wire.Int8, Devices: []string{DeviceLocal, DeviceGomlx}, Encode: wire.QuantizeInt8, Decode: wire.DequantizeInt8})
+		Wire: wire.Int8, Devices: all, Encode: wire.QuantizeInt8, Decode: wire.DequantizeInt8})
 }
 
 // checkLen validates an element encoding's lengths.

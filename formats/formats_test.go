@@ -35,7 +35,7 @@ func TestBuiltinRecords(t *testing.T) {
 		{"q8_0", ir.Q8_0, ir.Q8_0, false, "", true, true, gguf.Q8_0, 7, wire.Q8_0, "local gomlx vulkan"},
 		{"q4_0", ir.Q4_0, ir.Q8_0, false, "", true, true, gguf.Q4_0, 2, wire.Q4_0, "local gomlx vulkan"},
 		{"q4_k", ir.Q4_K, ir.Q8_0, false, "q8_0", true, true, gguf.Q4_K, 14, wire.Q4_K, "local gomlx"},
-		{"int8", ir.I8, ir.F32, false, "", true, false, 0, 0, wire.Int8, "local gomlx"},
+		{"int8", ir.I8, ir.F32, false, "", true, false, 0, 0, wire.Int8, "local gomlx vulkan"},
 	}
 	var got []row
 	for _, f := range formats.All() {
@@ -215,7 +215,7 @@ func TestDeviceNames(t *testing.T) {
 	for kind, want := range map[string][]string{
 		"local":  {"f32", "bf16", "bf16dot", "q8_0", "q4_0", "q4_k", "int8"},
 		"gomlx":  {"f32", "bf16", "q8_0", "q4_0", "q4_k", "int8"},
-		"vulkan": {"f32", "bf16", "q8_0", "q4_0"},
+		"vulkan": {"f32", "bf16", "q8_0", "q4_0", "int8"},
 		"tpu":    nil,
 	} {
 		if got := formats.DeviceNames(kind); !slices.Equal(got, want) {

@@ -78,7 +78,3 @@ func checkLWEAttrs(n *Node) error {
 	}
 	return nil
 }
-
-// LatticeOps are the ops only an lwe plan holds (its encode and decode);
-// a backend without the lwe level declines exactly these.
-func LatticeOps() []string { return []string{OpLWEEncode, OpLWEDecode} }

@@ -247,8 +247,9 @@ func rowOp(n *Node, in []Type) (Type, error) {
 }
 
 // ProtectionOps are the ops only a protected plan holds: the mask and its
-// inverse, the shield rows, the centring of full-span crossings. A
-// backend that runs only the mask-none baseline declines exactly these.
+// inverse, the shield rows, the centring of full-span crossings, the lwe
+// level's encode and decode. A backend that runs only the mask-none
+// baseline declines exactly these.
 func ProtectionOps() []string {
-	return []string{OpMask, OpUnmask, OpShieldStack, OpShieldStrip, OpMeanRows, OpSubRow, OpAddRow}
+	return []string{OpMask, OpUnmask, OpShieldStack, OpShieldStrip, OpMeanRows, OpSubRow, OpAddRow, OpLWEEncode, OpLWEDecode}
 }

@@ -13,7 +13,7 @@ import (
 
 // TestDryRun runs run.sh on the CPU (gomlx's go engine in place of XLA's
 // CUDA plugin, Vulkan on lavapipe, qwen3-tiny, short runs) against a gelo
-// built from this tree, and checks that every parity line says identical,
+// and a lower/gomlx test binary built from this tree, and checks that every parity line says identical,
 // every section printed its figures and nothing failed: what a lent run
 // would do, without the GPU.
 func TestDryRun(t *testing.T) {
@@ -33,6 +33,12 @@ func TestDryRun(t *testing.T) {
 	build := exec.Command("go", "build", "-o", gelo, "../../cmd/gelo")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// The lwe product's check runs lower/gomlx's test binary, which
+	// prepare.sh builds beside gelo for a lent run.
+	build = exec.Command("go", "test", "-c", "-o", filepath.Join(dir, "lower_gomlx.test"), "../../lower/gomlx")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go test -c ./lower/gomlx: %v\n%s", err, out)
 	}
 	run := exec.Command("bash", "run.sh")
 	run.Env = append(os.Environ(), "GELO_GPU_MODE=dry", "GELO_BIN="+gelo, "OUT="+filepath.Join(dir, "out"), "WORK="+filepath.Join(dir, "work"))
@@ -57,7 +63,8 @@ func TestDryRun(t *testing.T) {
 		t.Errorf("%d parity lines identical, want 6", n)
 	}
 	for _, want := range []string{"speed tiny bf16 cpu", "speed tiny bf16 gomlx", "speed tiny bf16 n=32: cpu", "batch tiny bf16 vulkan B=8: none",
-		"device suite: security gelo-8x4", "vulkan     TPOT over local", "whole forward on", "done in"} {
+		"device suite: security gelo-8x4", "vulkan     TPOT over local", "whole forward on", "done in",
+		"lattice u32 go: bit-exact against lwe.MulRef (11 cases)", "lattice bench 256x256 m=64: u32 "} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q", want)
 		}

@@ -9,6 +9,9 @@
 #      decode of the whole forward on XLA and on Vulkan, the cpu backend on
 #      the same machine's CPU as the baseline, at the 0.6B widths (2 layers)
 #      and the 4B widths (2 layers, bf16 and q8_0)
+#   1b. the lwe level's product on the gomlx device (MatMulU32 on XLA):
+#      bit-exact against lwe.MulRef, then its time against the float
+#      product on the same int8 weight
 #   3. offload under protection: the cost of a crossing on the real device
 #      (bench --suite device) for every device
 #
@@ -184,6 +187,42 @@ if [ "$mode" = gpu ]; then
 		-test.run 'TestGomlxCUDAParity|TestGomlxForwardParity|TestVulkanParity$|TestVulkanForwardParity'
 	say "parity tests: $(grep -cE '^(    )?--- PASS' "$work/logs/tests-parity.log") passed, $(grep -cE '^(    )?--- FAIL' "$work/logs/tests-parity.log") failed, $(grep -cE '^(    )?--- SKIP' "$work/logs/tests-parity.log") skipped"
 	grep -E 'max logit deviation|--- (FAIL|SKIP)' "$work/logs/tests-parity.log" | head -20 | tee -a "$summary"
+fi
+
+# --- 1b. the lwe level's device product on the gomlx device (MatMulU32: each
+# u32 word as four int8 limbs, int32 products, wrapping recombination):
+# word for word against lwe.MulRef on XLA's CUDA plugin, then its time
+# against the float product on the same resident int8 weight (4096 x 4096,
+# m = 1, 64, 512). The dry run checks the same on the go engine, small.
+if [ "$mode" = gpu ]; then
+	lat=xla:cuda latargs=(-test.benchtime 20x)
+else
+	lat=go latargs=(-test.short -test.benchtime 3x)
+fi
+if [ -x "$bin/lower_gomlx.test" ]; then
+	step lattice-u32 150 env GELO_GOMLX_U32=$lat "$bin/lower_gomlx.test" -test.v \
+		-test.run 'TestMatMulU32Backend$' -test.bench 'BenchmarkMatMulU32$' "${latargs[@]}"
+	log=$work/logs/lattice-u32.log
+	if grep -q '^--- PASS: TestMatMulU32Backend' "$log"; then
+		say "lattice u32 $lat: bit-exact against lwe.MulRef ($(grep -cE '^    --- PASS: TestMatMulU32Backend/' "$log") cases)"
+		awk '$4 == "ns/op" && $1 ~ /^BenchmarkMatMulU32\// {
+			split($1, a, "/"); k = a[4] " " a[5]; sub(/-[0-9]+$/, "", k)
+			if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+			ns[a[3] " " k] = $3; rate[a[3] " " k] = $7 " " $8
+		}
+		END {
+			for (i = 1; i <= n; i++) {
+				k = order[i]; u = ns["u32 " k]; f = ns["f32 " k]
+				printf "lattice bench %s: u32 %s ns/op (%s), f32 %s ns/op (%s), u32/f32 time %.2f\n", k, u, rate["u32 " k], f, rate["f32 " k], (f > 0 ? u / f : 0)
+			}
+		}' "$log" | tee -a "$summary"
+	elif grep -q '^--- SKIP: TestMatMulU32Backend' "$log"; then
+		say "lattice u32 $lat: NOT RUN: $(grep -A1 '^--- SKIP: TestMatMulU32Backend' "$log" | tail -1 | cut -c1-200)"
+	else
+		say "lattice u32 $lat: FAILED ($(grep -cE '^    --- FAIL: TestMatMulU32Backend/' "$log") cases differ; logs/lattice-u32.log)"
+	fi
+else
+	say "lattice u32 $lat: FAILED: no $bin/lower_gomlx.test (prepare.sh builds it)"
 fi
 
 # --- 2. speed of the plain accelerator (whole forward), cpu as baseline

@@ -213,7 +213,7 @@ func TestBadInput(t *testing.T) {
 // TestXLA runs the MatMul check on XLA's CPU plugin, or checks that its
 // absence is reported cleanly.
 func TestXLA(t *testing.T) {
-	d := openXLA(t, "xla:cpu")
+	d := openOrSkip(t, "xla:cpu")
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, s := range testShapes {
 		w, x := randSlice(r, s.rows*s.cols), randSlice(r, s.m*s.cols)
@@ -230,11 +230,12 @@ func TestXLA(t *testing.T) {
 	}
 }
 
-// openXLA opens an XLA backend, or skips saying why it is unavailable
-// after checking that the reason is reported cleanly (ErrNoXLA where XLA
-// is not linked, ErrNoPlugin with the directories searched where it is).
-// The device is closed at the end of the test.
-func openXLA(t *testing.T, name string) *Device {
+// openOrSkip opens the named backend (an XLA one, or go), or skips saying
+// why it is unavailable after checking that the reason is reported
+// cleanly (ErrNoXLA where XLA is not linked, ErrNoPlugin with the
+// directories searched where it is). The device is closed at the end of
+// the test.
+func openOrSkip(t *testing.T, name string) *Device {
 	t.Helper()
 	d, err := New(name)
 	if err != nil {

@@ -32,15 +32,18 @@ import (
 // lwe.SplitLimbs writes.
 //
 // Engine arithmetic this relies on: uint32 addition (the offset) and
-// int32 multiplication and addition (the recombination) wrap modulo 2^32.
-// In simplego they are Go's uint32/int32 operators, which wrap by the Go
-// specification. In XLA they lower to LLVM add and mul without the nsw
-// and nuw flags, which wrap (two's complement), and XLA's own evaluator
-// computes signed integer arithmetic in the unsigned type for the same
-// result. The int32 product itself never leaves int32 below limbMaxIn,
-// so it relies on no wrap. No shift is used: simplego has no shift ops
-// in gomlx v0.26.0, so a byte is (t / 2^(8l)) & 255 and a shift left is a
-// multiplication by 2^(8l).
+// int32 multiplication and addition (the recombination, a ReduceSum)
+// wrap modulo 2^32. In simplego they are Go's uint32/int32 operators,
+// which wrap by the Go specification. XLA's elemental IR emitter
+// (xla/service/elemental_ir_emitter.cc, EmitIntegerBinaryOp) emits
+// integer Add and Multiply as plain LLVM add and mul, without the nsw or
+// nuw flags (a TODO there says so), and those wrap; the StableHLO spec
+// says only "integer addition". The version inside a given PJRT plugin is
+// checked by TestMatMulU32Backend's wrap case, not assumed. The int32
+// product itself never leaves int32 below limbMaxIn, so it relies on no
+// wrap. No shift is used: simplego has no shift ops in gomlx v0.26.0, so
+// a byte is (t / 2^(8l)) & 255 and a shift left is a multiplication by
+// 2^(8l).
 //
 // gomlx v0.26.0's backends.Builder has no int8 x int8 -> int32 product:
 // DotGeneral's output takes its operands' dtype (simplego's and XLA's,

@@ -135,15 +135,16 @@ func TestMatMulU32MatchesMulRef(t *testing.T) {
 	}
 }
 
-// TestXLAMatMulU32 is the same check on an XLA backend: $GELO_GOMLX_U32
-// names it (default xla:cpu; bench/gpu/run.sh sets xla:cuda on a lent
-// GPU). It skips, saying why, where the backend is unavailable.
-func TestXLAMatMulU32(t *testing.T) {
+// TestMatMulU32Backend is the same check on the backend $GELO_GOMLX_U32
+// names (default xla:cpu; bench/gpu/run.sh sets xla:cuda on a lent GPU,
+// go in its dry run). It skips, saying why, where the backend is
+// unavailable (XLA not linked, or no PJRT plugin).
+func TestMatMulU32Backend(t *testing.T) {
 	name := os.Getenv("GELO_GOMLX_U32")
 	if name == "" {
 		name = "xla:cpu"
 	}
-	d := openXLA(t, name)
+	d := openOrSkip(t, name)
 	t.Logf("backend %s: %s", name, d.Description())
 	r := rand.New(rand.NewPCG(50, 2))
 	for _, tc := range u32Cases {
@@ -330,7 +331,8 @@ func TestMatMulU32BadInput(t *testing.T) {
 // same resident int8 weight (MatMul widens it to f32), on the backend
 // $GELO_GOMLX_U32 names (default go; bench/gpu/run.sh sets xla:cuda), at
 // a Qwen3-4B/8B-like width [4096, 4096] and the row counts of B = 1
-// decode, B = 64 decode and a prefill chunk. Gop/s counts one multiply-add
+// decode, B = 64 decode and a prefill chunk ([256, 256] and m = 1, 64
+// under -short). Gop/s counts one multiply-add
 // of the product as two operations, as GFLOP/s does for the float one
 // (the limb form does four int32 multiply-adds for each).
 func BenchmarkMatMulU32(b *testing.B) {
@@ -346,13 +348,16 @@ func BenchmarkMatMulU32(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	const rows, cols = 4096, 4096
+	rows, cols, ms := 4096, 4096, []int{1, 64, 512}
+	if testing.Short() { // the dry run's: seconds on simplego
+		rows, cols, ms = 256, 256, []int{1, 64}
+	}
 	r := rand.New(rand.NewPCG(50, 7))
 	_, wm, _ := u32Operands(b, r, u32Case{m: 1, rows: rows, cols: cols, words: "uniform", weights: "uniform"})
 	if err := d.UploadQ("w", wm); err != nil {
 		b.Fatal(err)
 	}
-	for _, m := range []int{1, 64, 512} {
+	for _, m := range ms {
 		c := make([]uint32, m*cols)
 		for i := range c {
 			c[i] = r.Uint32()
@@ -360,7 +365,7 @@ func BenchmarkMatMulU32(b *testing.B) {
 		y := make([]uint32, m*rows)
 		x, yf := randSlice(r, m*cols), make([]float32, m*rows)
 		ops := float64(2 * m * rows * cols)
-		b.Run(fmt.Sprintf("%s/u32/m=%d", name, m), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/u32/%dx%d/m=%d", name, rows, cols, m), func(b *testing.B) {
 			b.SetBytes(int64(4 * (len(c) + len(y))))
 			for b.Loop() {
 				if err := d.MatMulU32("matmul", "w", c, m, y); err != nil {
@@ -369,7 +374,7 @@ func BenchmarkMatMulU32(b *testing.B) {
 			}
 			b.ReportMetric(ops*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gop/s")
 		})
-		b.Run(fmt.Sprintf("%s/f32/m=%d", name, m), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/f32/%dx%d/m=%d", name, rows, cols, m), func(b *testing.B) {
 			b.SetBytes(int64(4 * (len(x) + len(yf))))
 			for b.Loop() {
 				if err := d.MatMul("matmul", "w", x, m, yf); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // benchSuites are what --suite takes (besides all).
-var benchSuites = []string{"masks", "fusion", "weights", "replay", "batch", "security", "verify", "serve", "device"}
+var benchSuites = []string{"masks", "fusion", "weights", "replay", "batch", "security", "verify", "serve", "device", "lwe"}
 
 // runBench parses bench's flags, loads the model, probes the machine and
 // runs each suite of package bench in turn.
@@ -29,7 +29,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	prefillList := fs.String("prefill", "128", "comma-separated prompt lengths for TTFT")
 	decodeSteps := fs.Int("decode", 16, "decode steps measured for TPOT (B = 1)")
 	reps := fs.Int("reps", 1, "prefill repetitions per length (the median is reported)")
-	suite := fs.String("suite", "masks", "comma-separated suites: masks (TTFT/TPOT per family, per-bucket split), fusion, weights, replay, batch, security (the levels' frontier), verify (integrity probes' cost), serve (a loopback load run of gelo serve at 1, 8 and 32 clients, --prefill tokens in, --decode out), device (local against --device, or with --backend vulkan the cpu backend against the whole-forward Vulkan engine, its default suite: TTFT, TPOT, submits, dispatches and bytes per token, the cost of one crossing), or all")
+	suite := fs.String("suite", "masks", "comma-separated suites: masks (TTFT/TPOT per family, per-bucket split), fusion, weights, replay, batch, security (the levels' frontier), verify (integrity probes' cost), serve (a loopback load run of gelo serve at 1, 8 and 32 clients, --prefill tokens in, --decode out), device (local against --device, or with --backend vulkan the cpu backend against the whole-forward Vulkan engine, its default suite: TTFT, TPOT, submits, dispatches and bytes per token, the cost of one crossing), lwe (the lwe level's TEE work as a share of the TEE-local pass, on a --lwe-layers model of the --model's widths), or all")
+	lweLayers := fs.Int("lwe-layers", 2, "lwe suite: layers of the model it builds at the --model's widths")
 	measure := fs.Bool("measure", true, "security suite: also measure TTFT, TPOT and batched tok/s per level (slow on wide models)")
 	batch := fs.Int("batch", 8, "B of the batch suite")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the suites (not the probes) to this file, for go tool pprof")
@@ -47,7 +48,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, s := range suites {
 		if !slices.Contains(benchSuites, s) {
-			return fmt.Errorf("%w: --suite %q: want masks, fusion, weights, replay, batch, security, verify, serve, device or all", errUsage, s)
+			return fmt.Errorf("%w: --suite %q: want masks, fusion, weights, replay, batch, security, verify, serve, device, lwe or all", errUsage, s)
 		}
 	}
 	if slices.Contains(suites, "device") && mf.backendName != "vulkan" && (mf.device == "" || mf.device == "local") {
@@ -93,7 +94,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	mf.maxContext = max(mf.maxContext, slices.Max(lengths)+*decodeSteps+2)
 	if _, cfg, err := mf.resolve(); err != nil {
 		return err
-	} else if costOnly := len(suites) == 1 && suites[0] == "security" && !*measure; !costOnly {
+	} else if costOnly := len(suites) == 1 && (suites[0] == "security" && !*measure || suites[0] == "lwe"); !costOnly {
+		// (The lwe suite builds its own small model at the widths.)
 		// The cost model alone builds no engine: nothing to fit in memory.
 		// Only the suites that decode a batch hold B sequences at once.
 		seqs := 1
@@ -153,6 +155,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			err = bench.Serve(env, bench.ServeClients, n, *decodeSteps)
 		case "device":
 			err = bench.Device(env, deviceOpts, n)
+		case "lwe":
+			if *lweLayers < 1 {
+				return fmt.Errorf("%w: --lwe-layers must be positive", errUsage)
+			}
+			_, err = bench.Lattice(env, *lweLayers, n, *batch)
 		}
 		if errors.Is(err, plan.ErrEngine) {
 			// The flags ask for an engine this build or machine cannot make.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"gelo/device"
 	"gelo/device/wire"
@@ -303,7 +304,8 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 	}
 	p, x, out := l.p, l.in[0], l.out
 	rows, d := l.rows, l.dims(x)[1]
-	lat := l.b.latticeState()
+	b := l.b
+	lat := b.latticeState()
 	return func() error {
 		for len(sl.pads) < rows {
 			sl.pads = append(sl.pads, sl.gen.New())
@@ -313,11 +315,20 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 		}
 		xs, c := p.f32[p.storage(x)], p.u32[out]
 		start := lat.reserve(sl.name, rows)
+		var t0 time.Time
+		if b.profiling {
+			t0 = time.Now()
+		}
 		for r := range rows {
-			pad := sl.pads[r]
-			if err := sl.gen.Fill(start+uint64(r), pad); err != nil {
+			if err := sl.gen.Fill(start+uint64(r), sl.pads[r]); err != nil {
 				return err
 			}
+		}
+		if b.profiling {
+			b.padNanos.Add(int64(time.Since(t0)))
+		}
+		for r := range rows {
+			pad := sl.pads[r]
 			row, err := sl.enc.Encode(xs[r*d:(r+1)*d], pad, c[r*d:(r+1)*d])
 			if err != nil {
 				return fmt.Errorf("lwe_encode slot %s row %d: %w", sl.name, r, err)

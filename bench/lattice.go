@@ -166,4 +166,3 @@ func medianProfile(ps []cpu.Profile) cpu.Profile {
 	}
 	return best[len(best)/2]
 }
-

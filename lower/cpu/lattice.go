@@ -327,15 +327,7 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 		if b.profiling {
 			b.padNanos.Add(int64(time.Since(t0)))
 		}
-		for r := range rows {
-			pad := sl.pads[r]
-			row, err := sl.enc.Encode(xs[r*d:(r+1)*d], pad, c[r*d:(r+1)*d])
-			if err != nil {
-				return fmt.Errorf("lwe_encode slot %s row %d: %w", sl.name, r, err)
-			}
-			sl.rows[r] = row
-		}
-		return nil
+		return encodeRows(b, sl, xs, c, rows, d)
 	}, nil
 }
 
@@ -357,21 +349,80 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 	if dout != iw.Out {
 		return nil, fmt.Errorf("lwe_decode slot %d: %d outputs, the weight has %d rows", id, dout, iw.Out)
 	}
-	v := make([]int32, dout)
 	b := l.b
+	vs := make([][]int32, b.ctx.Workers())
+	for i := range vs {
+		vs[i] = make([]int32, dout)
+	}
 	return func() error {
-		ys, o := p.u32[y], p.f32[out]
-		for r := range rows {
-			if err := lwe.Decode(iw, sl.rows[r], ys[r*dout:(r+1)*dout], sl.pads[r], hint, v, o[r*dout:(r+1)*dout]); err != nil {
+		j := &rowJob{rows: rows, do: func(r, w int) error {
+			v := vs[w]
+			err := lwe.Decode(iw, sl.rows[r], p.u32[y][r*dout:(r+1)*dout], sl.pads[r], hint, v, p.f32[out][r*dout:(r+1)*dout])
+			clear(v)
+			if err != nil {
 				if errors.Is(err, lwe.ErrRange) {
 					b.failed.Store(true)
 				}
 				return fmt.Errorf("lwe_decode slot %s row %d: %w", sl.name, r, err)
 			}
-		}
-		clear(v)
-		return nil
+			return nil
+		}}
+		return j.run(b)
 	}, nil
+}
+
+// encodeRows encodes rows of width d with the slot's filled pads, the rows
+// split over the backend's workers (each row's encode reads only its own
+// row and pad).
+func encodeRows(b *Backend, sl *latticeSlot, xs []float32, c []uint32, rows, d int) error {
+	j := &rowJob{rows: rows, do: func(r, _ int) error {
+		row, err := sl.enc.Encode(xs[r*d:(r+1)*d], sl.pads[r], c[r*d:(r+1)*d])
+		if err != nil {
+			return fmt.Errorf("lwe_encode slot %s row %d: %w", sl.name, r, err)
+		}
+		sl.rows[r] = row
+		return nil
+	}}
+	return j.run(b)
+}
+
+// rowJob runs do for every row on the backend's pool, in chunks of rows,
+// keeping the first error.
+type rowJob struct {
+	rows, per int
+	do        func(row, worker int) error
+	mu        sync.Mutex
+	err       error
+}
+
+func (j *rowJob) run(b *Backend) error {
+	w := b.ctx.Workers()
+	if j.rows <= 1 || w <= 1 {
+		for r := range j.rows {
+			if err := j.do(r, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tasks := min(j.rows, 4*w)
+	j.per = (j.rows + tasks - 1) / tasks
+	b.ctx.Pool().Run(j, (j.rows+j.per-1)/j.per)
+	return j.err
+}
+
+// Do is pool.Job's: task t's rows.
+func (j *rowJob) Do(task, worker int) {
+	for r := task * j.per; r < min(j.rows, (task+1)*j.per); r++ {
+		if err := j.do(r, worker); err != nil {
+			j.mu.Lock()
+			if j.err == nil {
+				j.err = err
+			}
+			j.mu.Unlock()
+			return
+		}
+	}
 }
 
 // lowerLatticeDevice sends the ciphertext rows of a u32 x int8 product to

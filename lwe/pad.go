@@ -223,41 +223,13 @@ func sampleCBD2(s *keystream.Stream, e []uint32) {
 const colBlock = 1024
 
 // addColumns sets dst += sum_k sgn_k col_{idx_k}, the columns being the
-// len(dst)-word rows of t: four columns a pass over one block of dst, so
-// dst is loaded and stored h / 4 times and stays in L1.
+// len(dst)-word rows of t: all h columns over one block of dst at a time
+// (addColumnsAt: four a pass), so dst is loaded and stored h / 4 times and
+// stays in L1 while each column is read once.
 func addColumns(dst, t []uint32, idx []int32, sgn []uint32) {
 	n := len(dst)
-	col := func(k, i0, i1 int) []uint32 { return t[int(idx[k])*n+i0 : int(idx[k])*n+i1] }
 	for i0 := 0; i0 < n; i0 += colBlock {
-		i1 := min(n, i0+colBlock)
-		d := dst[i0:i1]
-		k := 0
-		for ; k+4 <= len(idx); k += 4 {
-			add4(d, col(k, i0, i1), col(k+1, i0, i1), col(k+2, i0, i1), col(k+3, i0, i1), sgn[k:k+4])
-		}
-		for ; k < len(idx); k++ {
-			addSigned(d, col(k, i0, i1), sgn[k])
-		}
-	}
-}
-
-// add4 is four addSigned in one pass.
-func add4(dst, a, b, c, d []uint32, sgn []uint32) {
-	na, nb, nc, nd := sgn[0], sgn[1], sgn[2], sgn[3]
-	one := na&1 + nb&1 + nc&1 + nd&1
-	a, b, c, d = a[:len(dst)], b[:len(dst)], c[:len(dst)], d[:len(dst)]
-	for i := range dst {
-		dst[i] += (a[i] ^ na) + (b[i] ^ nb) + (c[i] ^ nc) + (d[i] ^ nd) + one
-	}
-}
-
-// addSigned sets dst += col (neg = 0) or dst -= col (neg = all ones)
-// mod 2^32, without a branch on the sign: -x = ^x + 1.
-func addSigned(dst, col []uint32, neg uint32) {
-	one := neg & 1
-	col = col[:len(dst)]
-	for i, v := range col {
-		dst[i] += v ^ neg + one
+		addColumnsAt(dst[i0:min(n, i0+colBlock)], t, i0, n, idx, sgn)
 	}
 }
 

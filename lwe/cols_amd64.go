@@ -1,0 +1,19 @@
+//go:build amd64 && !purego
+
+package lwe
+
+import "golang.org/x/sys/cpu"
+
+// useAsm selects the AVX2 column-sum kernel, decided once from CPU feature
+// detection (tests flip it to compare with the portable Go form).
+var useAsm = cpu.X86.HasAVX2
+
+//go:noescape
+func addCols4AVX2(dst *uint32, n8 int, base *uint32, stride int, idx *int32, sgn *uint32, k4 int)
+
+// addCols4 sets dst += the signed columns of t (see addColumnsAt) in AVX2,
+// four columns a pass over dst: len(dst) and len(idx) are positive
+// multiples of 8 and 4, and checkColumns has passed for them.
+func addCols4(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
+	addCols4AVX2(&dst[0], len(dst), &t[off], stride*4, &idx[0], &sgn[0], len(idx)/4)
+}

@@ -34,7 +34,17 @@
 // A pad is (m = A s + e, u = H s) for one row: h column additions of A
 // (d_in h word additions) and of each hint (d_out h), from the pseudorandom
 // stream of its counter (PadGen). It does not depend on the data, so a Pool
-// fills pads ahead of time. Encode is x_q = round(x / step),
+// fills pads ahead of time. Fill makes one pad and reads h whole columns
+// of each public matrix: 4 h (d_in + d_out) bytes a row from memory, the
+// row's cost. FillBatch makes the pads of consecutive counters together
+// (the same words): once the batch reads at least lambda columns
+// (rows h >= lambda, e.g. 52 rows at lambda 4096, h 80), it tiles the
+// output words, copies each tile of A^T and of each H^T (lambda slices,
+// 1 MiB) once into a buffer that stays in L2, and adds every row's h
+// signed slices from there, so each public matrix leaves memory once per
+// batch (a prefill's n rows, a pool's bulk) and the rows cost additions
+// only. The column sums run four columns a pass in AVX2 (addColumnsAt;
+// portable Go without it, the same words). Encode is x_q = round(x / step),
 // c = m + Delta x_q: O(d_in). Decode is v = centre(y - u) and
 // y_j = v_j step s_w[j] / Delta: O(d_out). The hint costs d_out d_in lambda
 // multiply-adds in the TEE (ComputeHint) or, computed by the device,
@@ -81,7 +91,11 @@
 // start) is estimated elsewhere (issue 50). This package keeps pads secret
 // and single-use: Encode refuses a pad whose m was used, Decode one whose u
 // was, and both wipe what they consumed. The column additions read A and H
-// at the secret support of s, so a cache-timing observer inside the host
-// could learn the support; the sign of each term is applied without a
-// branch, the membership test of the sampler scans all h positions.
+// (or FillBatch's packed tiles of them) at the secret support of s, so a
+// cache-timing observer inside the host could learn the support; the sign
+// of each term is applied without a branch, the instructions run depend on
+// h, lambda and the batch's shape only (the tiling's choice included), the
+// check of the column indices accumulates without a branch, the
+// membership test of the sampler scans all h positions. FillBatch wipes
+// every row's support and signs, and its streams, before it returns.
 package lwe

@@ -86,11 +86,31 @@ type PadGen struct {
 	a     *Public
 	hints []*Hint
 	key   []byte
-	kdf   keystream.KDF
-	s     keystream.Stream
-	info  []byte   // "pad" || uint64_be(n) || name
+	name  string
+	d     drawer   // Fill's stream (and FillBatch's first worker's)
 	idx   []int32  // support of s
 	sgn   []uint32 // 0 (+1) or 0xffffffff (-1) per support entry
+	tile  int      // FillBatch's tile width in words (tileWords)
+	batch batchScratch
+}
+
+// drawer is one stream of pad secrets: the KDF (its cache of the key),
+// the stream it keys per counter and the info it keys it with. Fill uses
+// one; FillBatch one per worker, each counter's stream being independent.
+type drawer struct {
+	kdf  keystream.KDF
+	s    keystream.Stream
+	info []byte // "pad" || uint64_be(n) || name
+}
+
+func newDrawer(name string) *drawer {
+	return &drawer{info: append(append([]byte("pad"), make([]byte, 8)...), name...)}
+}
+
+// forget wipes the stream and the KDF's cache of the key.
+func (d *drawer) forget() {
+	d.s.Wipe()
+	d.kdf.Forget()
 }
 
 // NewPadGen checks that A and the hints agree with p and keeps a copy of
@@ -111,9 +131,9 @@ func NewPadGen(p Params, a *Public, hints []*Hint, key []byte, name string) (*Pa
 			return nil, fmt.Errorf("lwe: pad generator: hint %d has %d columns, lambda is %d", i, h.Lambda, p.Lambda)
 		}
 	}
-	g := &PadGen{p: p, a: a, hints: hints, key: append([]byte(nil), key...),
-		idx: make([]int32, p.H), sgn: make([]uint32, p.H)}
-	g.info = append(append([]byte("pad"), make([]byte, 8)...), name...)
+	g := &PadGen{p: p, a: a, hints: hints, key: append([]byte(nil), key...), name: name,
+		idx: make([]int32, p.H), sgn: make([]uint32, p.H), tile: tileWords(p.Lambda)}
+	g.d = *newDrawer(name)
 	return g, nil
 }
 
@@ -153,23 +173,30 @@ func (g *PadGen) fits(p *Pad) bool {
 	return true
 }
 
-// draw keys the stream of counter n, draws s (into idx, sgn) and writes e
-// into m.
+// draw keys g's stream for counter n, draws s (into g.idx, g.sgn) and
+// writes e into m.
 func (g *PadGen) draw(n uint64, m []uint32) error {
-	binary.BigEndian.PutUint64(g.info[3:11], n)
-	if err := g.kdf.Key(&g.s, g.key, PadSalt, g.info); err != nil {
+	return g.d.draw(g.key, g.p.Lambda, n, g.idx, g.sgn, m)
+}
+
+// draw keys d's stream for counter n under key, draws s (len(idx) = h
+// positions in [0, lambda) into idx, their signs into sgn) and writes e
+// into m, in the stream order PadGen documents.
+func (d *drawer) draw(key []byte, lambda int, n uint64, idx []int32, sgn, m []uint32) error {
+	binary.BigEndian.PutUint64(d.info[3:11], n)
+	if err := d.kdf.Key(&d.s, key, PadSalt, d.info); err != nil {
 		return fmt.Errorf("lwe: pad %d: %w", n, err)
 	}
-	sampleSupport(&g.s, g.p.Lambda, g.idx)
-	for k := range g.sgn {
+	sampleSupport(&d.s, lambda, idx)
+	for k := range sgn {
 		if k%64 == 0 {
-			w := g.s.Uint64()
-			for b := k; b < min(k+64, len(g.sgn)); b++ {
-				g.sgn[b] = -uint32(w >> (b - k) & 1)
+			w := d.s.Uint64()
+			for b := k; b < min(k+64, len(sgn)); b++ {
+				sgn[b] = -uint32(w >> (b - k) & 1)
 			}
 		}
 	}
-	sampleCBD2(&g.s, m)
+	sampleCBD2(&d.s, m)
 	return nil
 }
 
@@ -237,13 +264,18 @@ func addColumns(dst, t []uint32, idx []int32, sgn []uint32) {
 func (g *PadGen) wipeSecret() {
 	clear(g.idx)
 	clear(g.sgn)
-	g.s.Wipe()
+	g.d.s.Wipe()
 }
 
-// Forget wipes everything g keeps of the key; g is unusable afterwards.
+// Forget wipes everything g keeps of the key (FillBatch's worker streams
+// included); g is unusable afterwards.
 func (g *PadGen) Forget() {
 	g.wipeSecret()
-	g.kdf.Forget()
+	g.d.forget()
+	g.wipeBatch()
+	for _, d := range g.batch.drawers {
+		d.forget()
+	}
 	clear(g.key)
 	g.key = nil
 }

@@ -1,0 +1,176 @@
+package lwe
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// batchCase is one generator shape for FillBatch's tests.
+type batchCase struct {
+	lambda, h, in int
+	outs          []int // the hints' widths
+}
+
+func (c batchCase) String() string {
+	return fmt.Sprintf("lambda%d-h%d-in%d-outs%v", c.lambda, c.h, c.in, c.outs)
+}
+
+// batchScheme builds A, hints of random-looking words (Fill and FillBatch
+// sum any words alike; the true hints are TestPadDefinition's) and a
+// generator for c.
+func batchScheme(t testing.TB, c batchCase) *PadGen {
+	t.Helper()
+	p := Params{Lambda: c.lambda, H: c.h, Delta: 16}
+	a, err := NewPublic(testSeed(9), c.in, c.lambda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hints []*Hint
+	for i, out := range c.outs {
+		b, _ := NewPublic(testSeed(byte(20+i)), out, c.lambda) // words to sum
+		h, err := NewHint(out, c.lambda, b.T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hints = append(hints, h)
+	}
+	g, err := NewPadGen(p, a, hints, testKey, "batch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestFillBatchEqualsFill: FillBatch's pads equal Fill's word for word (M,
+// every U, the counter, freshness) for shapes with odd widths, h = lambda,
+// no hint and two hints; rows 1..300 (below and above the tiling's
+// rows h >= lambda), workers 1..4 and tile widths of one tile, several
+// tiles and a ragged last tile. Its scratch holds no secret afterwards.
+func TestFillBatchEqualsFill(t *testing.T) {
+	cases := []batchCase{
+		{lambda: 40, h: 7, in: 24, outs: []int{6, 3}},
+		{lambda: 100, h: 70, in: 21, outs: []int{17, 5}},
+		{lambda: 16, h: 16, in: 9, outs: nil},
+		{lambda: 4096, h: 80, in: 33, outs: []int{9}},
+		{lambda: 64, h: 8, in: 1031, outs: []int{77}},
+	}
+	for _, c := range cases {
+		g := batchScheme(t, c)
+		tiles := []int{g.tile, 8, 5}
+		for _, rows := range []int{1, 2, 3, 17, 64, 300} {
+			const start = 1000
+			want := make([]*Pad, rows)
+			for r := range want {
+				want[r] = g.New()
+				if err := g.Fill(start+uint64(r), want[r]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, tile := range tiles {
+				for workers := 1; workers <= 4; workers++ {
+					name := fmt.Sprintf("%v/rows%d/tile%d/workers%d", c, rows, tile, workers)
+					g.tile = tile
+					got := make([]*Pad, rows)
+					for r := range got {
+						got[r] = g.New()
+						fillWords(got[r], 0xdead) // overwritten, not added to
+					}
+					if err := g.FillBatch(start, got, workers); err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					for r := range rows {
+						samePad(t, fmt.Sprintf("%s: row %d", name, r), got[r], want[r])
+					}
+					if slices.ContainsFunc(g.batch.idx, func(v int32) bool { return v != 0 }) ||
+						slices.ContainsFunc(g.batch.sgn, func(v uint32) bool { return v != 0 }) {
+						t.Fatalf("%s: supports or signs left in the batch scratch", name)
+					}
+					for i, d := range g.batch.drawers {
+						if d.s.Live() {
+							t.Fatalf("%s: worker %d's stream left keyed", name, i+1)
+						}
+					}
+				}
+			}
+		}
+		g.Forget()
+	}
+}
+
+// samePad fails unless got is want's pad: counter, M, every U and their
+// freshness.
+func samePad(t *testing.T, what string, got, want *Pad) {
+	t.Helper()
+	if got.Counter != want.Counter || got.mFresh != want.mFresh || !slices.Equal(got.uFresh, want.uFresh) {
+		t.Fatalf("%s: counter %d fresh %v %v, want %d %v %v", what, got.Counter, got.mFresh, got.uFresh, want.Counter, want.mFresh, want.uFresh)
+	}
+	if i := firstDiff(got.M, want.M); i >= 0 {
+		t.Fatalf("%s: M[%d] = %#x, Fill's %#x", what, i, got.M[i], want.M[i])
+	}
+	for u := range want.U {
+		if i := firstDiff(got.U[u], want.U[u]); i >= 0 {
+			t.Fatalf("%s: U[%d][%d] = %#x, Fill's %#x", what, u, i, got.U[u][i], want.U[u][i])
+		}
+	}
+}
+
+// TestFillBatchRefuses: a batch with a pad of another shape (short M, a
+// missing or short U, nil), one pad twice, counters that wrap, or a
+// forgotten generator is refused by a message that names it, and no pad
+// of the batch is written or made fresh.
+func TestFillBatchRefuses(t *testing.T) {
+	g := batchScheme(t, batchCase{lambda: 40, h: 7, in: 24, outs: []int{6, 3}})
+	twice := g.New()
+	for _, tc := range []struct {
+		name  string
+		start uint64
+		bad   func() *Pad // the batch's last pad
+		want  string
+	}{
+		{"short M", 0, func() *Pad { p := g.New(); p.M = p.M[:23]; return p }, "shape does not match"},
+		{"missing U", 0, func() *Pad { p := g.New(); p.U = p.U[:1]; return p }, "shape does not match"},
+		{"short U", 0, func() *Pad { p := g.New(); p.U[1] = p.U[1][:2]; return p }, "shape does not match"},
+		{"nil", 0, func() *Pad { return nil }, "shape does not match"},
+		{"twice", 0, func() *Pad { return twice }, "the same pad as row 0"},
+		{"wrap", 1<<64 - 2, func() *Pad { return g.New() }, "wrap past 2^64 - 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pads := []*Pad{twice, g.New(), tc.bad()}
+			err := g.FillBatch(tc.start, pads, 2)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			for r, p := range pads {
+				if p != nil && (p.mFresh || slices.ContainsFunc(p.M, func(v uint32) bool { return v != 0 })) {
+					t.Fatalf("row %d written by a refused batch", r)
+				}
+			}
+		})
+	}
+	ok := []*Pad{g.New(), g.New()}
+	if err := g.FillBatch(1<<64-2, ok, 2); err != nil { // the last two counters
+		t.Fatalf("counters 2^64-2, 2^64-1: %v", err)
+	}
+	if err := g.FillBatch(5, nil, 3); err != nil {
+		t.Fatalf("empty batch: %v", err)
+	}
+	g.Forget()
+	fresh := []*Pad{g.New()}
+	if err := g.FillBatch(0, fresh, 1); err == nil || !strings.Contains(err.Error(), "forgotten") || fresh[0].mFresh {
+		t.Fatalf("FillBatch after Forget: %v (fresh %v)", err, fresh[0].mFresh)
+	}
+}
+
+// fillWords sets every word of p's M and U to v.
+func fillWords(p *Pad, v uint32) {
+	for i := range p.M {
+		p.M[i] = v
+	}
+	for _, u := range p.U {
+		for i := range u {
+			u[i] = v
+		}
+	}
+}

@@ -22,8 +22,9 @@ import (
 // [-128, 127]; the four limb matrices are multiplied by W_q in one integer
 // product of 4m rows, exact in int32 (|b_l . w_j| <= 128 * 127 * d_in <
 // 2^31 for d_in <= limbMaxIn); and the four products are recombined as
-// y = sum_l p_l 2^(8l) mod 2^32. All of it is one executable, so what
-// crosses is the words of c in and the words of y out.
+// y = sum_l p_l 2^(8l) mod 2^32. All of it is one executable (per call of
+// at most u32Rows rows), so what crosses is the words of c in and the
+// words of y out.
 //
 // The split needs no carry chain: the limbs are the bytes of
 // t = c + 0x80808080 (mod 2^32) less 128 each, since
@@ -117,24 +118,59 @@ func (d *Device) MatMulU32(op, weightName string, c []uint32, m int, y []uint32)
 		return fmt.Errorf("gomlx %s %q: c holds %d words and y %d, want %d x %d and %d x %d",
 			op, weightName, len(c), len(y), m, w.cols, m, w.rows)
 	}
-	exe, err := d.executable(execKey{m: m, rows: w.rows, cols: w.cols, blocks: w.blocks, dtype: w.dtype, u32: true})
-	if err != nil {
-		return fmt.Errorf("gomlx %s %q: %w", op, weightName, err)
-	}
 	// The executable's int32 result has y's bits: read it through an
 	// int32 view of y rather than converting in the graph.
 	yi := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(y))), len(y))
-	err = guard("u32 matmul", func() error {
+	chunk := d.u32Rows(w)
+	for r0 := 0; r0 < m; r0 += chunk {
+		mm := min(chunk, m-r0)
+		if err := d.matMulU32(w, c[r0*w.cols:(r0+mm)*w.cols], mm, yi[r0*w.rows:(r0+mm)*w.rows]); err != nil {
+			return fmt.Errorf("gomlx %s %q (m=%d, rows %d to %d): %w", op, weightName, m, r0, r0+mm, err)
+		}
+	}
+	return nil
+}
+
+// u32Rows is how many rows of c one executable call takes for w: every
+// row is independent, so MatMulU32 cuts a large m into calls of this many
+// rows (and one of the rest), each compiled once, and the bits do not
+// change. A call's limbs and limb products are [4, rows, width] int32
+// tensors; on simplego a call's peak is about 4.4 times the larger
+// (measured: 141 MB over the resident weight for [4, 256, 8192], 32 MiB),
+// so a hint computation (m = lambda = 4096) against a vocabulary-wide LM
+// head would need tens of GB in one call. Each call also widens the whole
+// int8 weight to int32 (4 bytes a value; XLA may fuse that into the
+// product, simplego does not), so a call is never made smaller than that
+// copy: the limb tensors get max(budget, 4 rows cols) bytes.
+func (d *Device) u32Rows(w *weight) int {
+	budget := u32BudgetXLA
+	if d.split {
+		budget = u32BudgetGo
+	}
+	return max(1, max(budget, 4*w.rows*w.cols)/(4*4*max(w.rows, w.cols)))
+}
+
+// The bytes of one [4, rows, width] int32 tensor of a MatMulU32 call
+// (u32Rows) where the weight's int32 copy is smaller: 16 MiB on simplego
+// (a [512, 64] weight: 2048 rows a call; a [4096, 4096] one: 1024, by
+// its copy's 64 MiB); 256 MiB on XLA (4096 rows a call at width 4096, so
+// a prefill's n = 2048 is one call).
+var u32BudgetGo, u32BudgetXLA = 16 << 20, 256 << 20
+
+// matMulU32 runs one call of MatMulU32's executable: m rows of c, the
+// int32 view yi of their products.
+func (d *Device) matMulU32(w *weight, c []uint32, m int, yi []int32) error {
+	exe, err := d.executable(execKey{m: m, rows: w.rows, cols: w.cols, blocks: w.blocks, dtype: w.dtype, u32: true})
+	if err != nil {
+		return err
+	}
+	return guard("u32 matmul", func() error {
 		cb, err := d.be.BufferFromFlatData(0, c, shapes.Make(dtypes.Uint32, m, w.cols))
 		if err != nil {
 			return err
 		}
 		return d.run(exe, cb, []backends.Buffer{w.buf}, yi)
 	})
-	if err != nil {
-		return fmt.Errorf("gomlx %s %q (m=%d): %w", op, weightName, m, err)
-	}
-	return nil
 }
 
 // compileMatMulU32 builds c[m, cols] uint32, W[...] int8 -> y[m, rows]

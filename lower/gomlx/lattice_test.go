@@ -122,13 +122,23 @@ func checkU32(t *testing.T, d *Device, r *rand.Rand, tc u32Case) {
 }
 
 // TestMatMulU32MatchesMulRef: the limb product on the go engine, with and
-// without the row-block split, equals lwe.MulRef word for word.
+// without the row-block split, and with m cut into the smallest calls
+// u32Rows makes (no budget: min(rows, cols) / 4 rows a call, 7 and a rest
+// of 1 at m = 64 against [31, 100]), equals lwe.MulRef word for word.
 func TestMatMulU32MatchesMulRef(t *testing.T) {
 	r := rand.New(rand.NewPCG(50, 1))
-	for _, split := range []bool{false, true} {
-		d := newGo(t, split)
+	defer func(b int) { u32BudgetGo = b }(u32BudgetGo)
+	for _, mode := range []string{"unsplit", "split", "small calls"} {
+		d := newGo(t, mode != "unsplit")
+		if mode == "small calls" {
+			u32BudgetGo = 0
+		}
 		for _, tc := range u32Cases {
-			t.Run(fmt.Sprintf("split=%v/%s/m=%d/%dx%d", split, tc.name, tc.m, tc.rows, tc.cols), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/m=%d/%dx%d", mode, tc.name, tc.m, tc.rows, tc.cols), func(t *testing.T) {
+				per := d.u32Rows(&weight{rows: tc.rows, cols: tc.cols})
+				if calls := (tc.m + per - 1) / per; mode == "small calls" && tc.m == 64 && calls < 4 {
+					t.Fatalf("m = 64 in %d calls, want at least 4", calls)
+				}
 				checkU32(t, d, r, tc)
 			})
 		}

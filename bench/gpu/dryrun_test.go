@@ -64,7 +64,7 @@ func TestDryRun(t *testing.T) {
 	}
 	for _, want := range []string{"speed tiny bf16 cpu", "speed tiny bf16 gomlx", "speed tiny bf16 n=32: cpu", "batch tiny bf16 vulkan B=8: none",
 		"device suite: security gelo-8x4", "vulkan     TPOT over local", "whole forward on", "done in",
-		"lattice u32 go: bit-exact against lwe.MulRef (11 cases)", "lattice bench 256x256 m=64: u32 "} {
+		"lattice u32 go: bit-exact against lwe.MulRef (26 cases, int32 and f32 forms)", "lattice bench 256x256 m=64: u32 int32 form "} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q", want)
 		}

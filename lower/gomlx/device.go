@@ -102,6 +102,10 @@ type Device struct {
 	// split cuts each weight's rows into row blocks laid out as a batch
 	// axis (simplego only; see splitFor).
 	split bool
+	// f32Limbs makes MatMulU32 multiply its limbs in float32 chunks
+	// (limbProductF32) instead of int32; both are exact, which is faster
+	// on a GPU is BenchmarkMatMulU32's to measure (lattice.go).
+	f32Limbs bool
 
 	mu      sync.RWMutex // guards weights and closed; held shared by MatMul
 	weights map[string]*weight
@@ -133,8 +137,9 @@ type execKey struct {
 	m, rows, cols, blocks int
 	dtype                 dtypes.DType // the resident weight's: Float32, BFloat16 or Int8
 	// u32 selects the lwe product (MatMulU32: uint32 rows times the int8
-	// values mod 2^32) instead of MatMul's float product.
-	u32 bool
+	// values mod 2^32) instead of MatMul's float product; f32Limbs, its
+	// float32 form (limbProductF32).
+	u32, f32Limbs bool
 }
 
 // New opens the named backend: "go" (or "go:<options>"), "xla:cpu",

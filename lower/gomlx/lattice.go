@@ -53,7 +53,12 @@ import (
 // to int32 inside the executable and multiplied as int32 x int32 -> int32;
 // the weight stays resident as int8 (one byte a value), widened per call
 // as bf16 weights are. Whether XLA's GPU compiler turns that into an
-// int8 tensor-core GEMM is for a lent GPU to measure (bench/gpu/run.sh).
+// int8 tensor-core GEMM, or runs an int32 dot at all fast, is for a lent
+// GPU to measure (bench/gpu/run.sh). The second form, limbProductF32,
+// multiplies the same limbs as float32 GEMMs over chunks of at most 1024
+// columns, where every partial sum is an integer below 2^24 and so exact:
+// the product every accelerator runs fastest, with the same bits
+// (Device.f32Limbs selects it; int32 stays the default until measured).
 
 var _ device.Lattice = (*Device)(nil)
 
@@ -160,7 +165,7 @@ var u32BudgetGo, u32BudgetXLA = 16 << 20, 256 << 20
 // matMulU32 runs one call of MatMulU32's executable: m rows of c, the
 // int32 view yi of their products.
 func (d *Device) matMulU32(w *weight, c []uint32, m int, yi []int32) error {
-	exe, err := d.executable(execKey{m: m, rows: w.rows, cols: w.cols, blocks: w.blocks, dtype: w.dtype, u32: true})
+	exe, err := d.executable(execKey{m: m, rows: w.rows, cols: w.cols, blocks: w.blocks, dtype: w.dtype, u32: true, f32Limbs: d.f32Limbs})
 	if err != nil {
 		return err
 	}
@@ -177,11 +182,16 @@ func (d *Device) matMulU32(w *weight, c []uint32, m int, yi []int32) error {
 // int32 with y's bits (see the comment at the top of this file).
 func compileMatMulU32(be backends.Backend, k execKey) (exe backends.Executable, err error) {
 	defer catchBuild(&err)
-	g := fb{be.Builder(fmt.Sprintf("gelo_u32_m%d_%dx%d_b%d", k.m, k.rows, k.cols, k.blocks))}
+	g := fb{be.Builder(fmt.Sprintf("gelo_u32_m%d_%dx%d_b%d_f%v", k.m, k.rows, k.cols, k.blocks, k.f32Limbs))}
 	c := g.m(g.b.Parameter("c", shapes.Make(dtypes.Uint32, k.m, k.cols), nil))
 	w := g.m(g.b.Parameter("w", weightShape(dtypes.Int8, k.rows, k.cols, k.blocks), nil))
 	limbs := g.reshape(splitLimbs(g, c, k.m, k.cols), 4*k.m, k.cols)
-	p := rowsProduct(g, limbs, g.m(g.b.ConvertDType(w, dtypes.Int32)), 4*k.m, k)
+	var p backends.Op
+	if k.f32Limbs {
+		p = limbProductF32(g, limbs, w, 4*k.m, k)
+	} else {
+		p = rowsProduct(g, limbs, g.m(g.b.ConvertDType(w, dtypes.Int32)), 4*k.m, k)
+	}
 	y := recombine(g, g.reshape(p, 4, k.m, k.rows), k.m, k.rows)
 	return g.b.Compile([]backends.Op{y}, nil)
 }
@@ -204,4 +214,36 @@ func splitLimbs(g fb, c backends.Op, m, cols int) backends.Op {
 func recombine(g fb, p backends.Op, m, rows int) backends.Op {
 	pow := g.bcast(g.m(g.b.Constant([]int32{1, 1 << 8, 1 << 16, 1 << 24}, 4)), []int{0}, 4, m, rows)
 	return g.m(g.b.ReduceSum(g.m(g.b.Mul(p, pow)), 0))
+}
+
+// f32ChunkMax is the longest run of limb products limbProductF32 sums in
+// float32: every partial sum of up to 1024 terms of magnitude at most
+// 128 * 127 = 16256 is an integer below 1024 * 16256 = 16646144 < 2^24,
+// so it is exact in float32 whatever the order, blocking or fusion.
+const f32ChunkMax = 1024
+
+// limbProductF32 is rowsProduct's limb product x[mm, cols] int32 times
+// the int8 weight w, exact, through a float32 GEMM: the kind every
+// accelerator runs fastest and XLA hands to its GEMM library. Limbs
+// (|b| <= 128) and weights (|w| <= 127) are exact in float32, and in the
+// reduced inputs a GPU may use for it (TF32's 11 significant bits,
+// bfloat16's 8); the contraction is cut into chunks of at most
+// f32ChunkMax columns (d_in padded with zero columns to chunks x K, fewer
+// than chunks of them), each chunk's sum is exact (f32ChunkMax), and the
+// chunks are summed in int32, exact below limbMaxIn. The result is the
+// int32 product's, bit for bit.
+func limbProductF32(g fb, x, w backends.Op, mm int, k execKey) backends.Op {
+	chunks := (k.cols + f32ChunkMax - 1) / f32ChunkMax
+	kk := (k.cols + chunks - 1) / chunks
+	pad := chunks*kk - k.cols
+	xf := g.m(g.b.ConvertDType(x, dtypes.Float32))
+	// The row blocks are contiguous row ranges: [rows, cols] is a reshape.
+	wf := g.reshape(g.m(g.b.ConvertDType(w, dtypes.Float32)), k.rows, k.cols)
+	if pad > 0 {
+		xf = g.m(g.b.Concatenate(1, xf, g.constF(0, mm, pad)))
+		wf = g.m(g.b.Concatenate(1, wf, g.constF(0, k.rows, pad)))
+	}
+	x3, w3 := g.reshape(xf, mm, chunks, kk), g.reshape(wf, k.rows, chunks, kk)
+	p := g.m(g.b.DotGeneral(x3, []int{2}, []int{1}, w3, []int{2}, []int{1})) // [chunks, mm, rows]
+	return g.m(g.b.ReduceSum(g.m(g.b.ConvertDType(p, dtypes.Int32)), 0))
 }

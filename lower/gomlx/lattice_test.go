@@ -31,7 +31,9 @@ type u32Case struct {
 // extremes: words near 2^32 - 1 with every weight 127 (the sum wraps many
 // times), and words whose every limb is 127 or -128/-127 against weights
 // of the opposite sign (the largest limb dot products, |p| near
-// 128 * 127 * d_in).
+// 128 * 127 * d_in; at d_in = 1024 the float32 form's largest chunk sum,
+// 16646144, just under 2^24); and d_in = 2048 (two float32 chunks, no
+// padding; 1031 and 4099 pad one zero column).
 var u32Cases = []u32Case{
 	{"tiny", 1, 1, 1, "uniform", "uniform"},
 	{"odd", 1, 7, 13, "uniform", "uniform"},
@@ -44,6 +46,8 @@ var u32Cases = []u32Case{
 	{"limb127", 3, 5, 4099, "0x7f7f7f7f", "min"},
 	{"limb-128", 1, 5, 4099, "0x80808080", "min"},
 	{"limb-128max", 3, 3, 511, "0x80808080", "max"},
+	{"chunks", 3, 10, 2048, "uniform", "uniform"},
+	{"chunkmax", 1, 3, 1024, "0x80808080", "min"},
 }
 
 // u32Operands draws c [m, cols] and W_q [rows, cols] for tc and returns
@@ -121,15 +125,17 @@ func checkU32(t *testing.T, d *Device, r *rand.Rand, tc u32Case) {
 	}
 }
 
-// TestMatMulU32MatchesMulRef: the limb product on the go engine, with and
-// without the row-block split, and with m cut into the smallest calls
-// u32Rows makes (no budget: min(rows, cols) / 4 rows a call, 7 and a rest
-// of 1 at m = 64 against [31, 100]), equals lwe.MulRef word for word.
+// TestMatMulU32MatchesMulRef: the limb product on the go engine, in its
+// int32 and float32 forms, with and without the row-block split, and with
+// m cut into the smallest calls u32Rows makes (no budget: min(rows, cols)
+// / 4 rows a call, 7 and a rest of 1 at m = 64 against [31, 100]), equals
+// lwe.MulRef word for word.
 func TestMatMulU32MatchesMulRef(t *testing.T) {
 	r := rand.New(rand.NewPCG(50, 1))
 	defer func(b int) { u32BudgetGo = b }(u32BudgetGo)
-	for _, mode := range []string{"unsplit", "split", "small calls"} {
-		d := newGo(t, mode != "unsplit")
+	for _, mode := range []string{"unsplit", "split", "f32 unsplit", "f32 split", "small calls"} {
+		d := newGo(t, !strings.Contains(mode, "unsplit"))
+		d.f32Limbs = strings.HasPrefix(mode, "f32")
 		if mode == "small calls" {
 			u32BudgetGo = 0
 		}
@@ -145,8 +151,8 @@ func TestMatMulU32MatchesMulRef(t *testing.T) {
 	}
 }
 
-// TestMatMulU32Backend is the same check on the backend $GELO_GOMLX_U32
-// names (default xla:cpu; bench/gpu/run.sh sets xla:cuda on a lent GPU,
+// TestMatMulU32Backend is the same check, in both forms, on the backend
+// $GELO_GOMLX_U32 names (default xla:cpu; bench/gpu/run.sh sets xla:cuda on a lent GPU,
 // go in its dry run). It skips, saying why, where the backend is
 // unavailable (XLA not linked, or no PJRT plugin).
 func TestMatMulU32Backend(t *testing.T) {
@@ -157,10 +163,13 @@ func TestMatMulU32Backend(t *testing.T) {
 	d := openOrSkip(t, name)
 	t.Logf("backend %s: %s", name, d.Description())
 	r := rand.New(rand.NewPCG(50, 2))
-	for _, tc := range u32Cases {
-		t.Run(fmt.Sprintf("%s/m=%d/%dx%d", tc.name, tc.m, tc.rows, tc.cols), func(t *testing.T) {
-			checkU32(t, d, r, tc)
-		})
+	for _, form := range []string{"int32", "f32"} {
+		d.f32Limbs = form == "f32"
+		for _, tc := range u32Cases {
+			t.Run(fmt.Sprintf("%s/%s/m=%d/%dx%d", form, tc.name, tc.m, tc.rows, tc.cols), func(t *testing.T) {
+				checkU32(t, d, r, tc)
+			})
+		}
 	}
 }
 
@@ -337,8 +346,9 @@ func TestMatMulU32BadInput(t *testing.T) {
 	}
 }
 
-// BenchmarkMatMulU32 is the lwe product against the float product on the
-// same resident int8 weight (MatMul widens it to f32), on the backend
+// BenchmarkMatMulU32 is the lwe product, in its int32 form (u32) and its
+// float32 form (u32f32), against the float product (f32) on the same
+// resident int8 weight (MatMul widens it to f32), on the backend
 // $GELO_GOMLX_U32 names (default go; bench/gpu/run.sh sets xla:cuda), at
 // a Qwen3-4B/8B-like width [4096, 4096] and the row counts of B = 1
 // decode, B = 64 decode and a prefill chunk ([256, 256] and m = 1, 64
@@ -375,15 +385,18 @@ func BenchmarkMatMulU32(b *testing.B) {
 		y := make([]uint32, m*rows)
 		x, yf := randSlice(r, m*cols), make([]float32, m*rows)
 		ops := float64(2 * m * rows * cols)
-		b.Run(fmt.Sprintf("%s/u32/%dx%d/m=%d", name, rows, cols, m), func(b *testing.B) {
-			b.SetBytes(int64(4 * (len(c) + len(y))))
-			for b.Loop() {
-				if err := d.MatMulU32("matmul", "w", c, m, y); err != nil {
-					b.Fatal(err)
+		for _, form := range []string{"u32", "u32f32"} {
+			b.Run(fmt.Sprintf("%s/%s/%dx%d/m=%d", name, form, rows, cols, m), func(b *testing.B) {
+				d.f32Limbs = form == "u32f32"
+				b.SetBytes(int64(4 * (len(c) + len(y))))
+				for b.Loop() {
+					if err := d.MatMulU32("matmul", "w", c, m, y); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(ops*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gop/s")
-		})
+				b.ReportMetric(ops*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gop/s")
+			})
+		}
 		b.Run(fmt.Sprintf("%s/f32/%dx%d/m=%d", name, rows, cols, m), func(b *testing.B) {
 			b.SetBytes(int64(4 * (len(x) + len(yf))))
 			for b.Loop() {

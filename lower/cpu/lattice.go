@@ -319,10 +319,10 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 		if b.profiling {
 			t0 = time.Now()
 		}
-		for r := range rows {
-			if err := sl.gen.Fill(start+uint64(r), sl.pads[r]); err != nil {
-				return err
-			}
+		// All rows at once: each public matrix streamed once per batch
+		// (lwe.PadGen.FillBatch), the same pads as one Fill a row.
+		if err := sl.gen.FillBatch(start, sl.pads[:rows], b.ctx.Workers()); err != nil {
+			return fmt.Errorf("lwe_encode slot %s: %w", sl.name, err)
 		}
 		if b.profiling {
 			b.padNanos.Add(int64(time.Since(t0)))

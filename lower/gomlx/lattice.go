@@ -146,13 +146,18 @@ func (d *Device) MatMulU32(op, weightName string, c []uint32, m int, y []uint32)
 // head would need tens of GB in one call. Each call also widens the whole
 // int8 weight to int32 (4 bytes a value; XLA may fuse that into the
 // product, simplego does not), so a call is never made smaller than that
-// copy: the limb tensors get max(budget, 4 rows cols) bytes.
+// copy: the limb tensors get max(budget, 4 rows cols) bytes. The float32
+// form's chunk products are a chunk count times wider.
 func (d *Device) u32Rows(w *weight) int {
 	budget := u32BudgetXLA
 	if d.split {
 		budget = u32BudgetGo
 	}
-	return max(1, max(budget, 4*w.rows*w.cols)/(4*4*max(w.rows, w.cols)))
+	width := max(w.rows, w.cols)
+	if d.f32Limbs { // its chunk products: [chunks, 4 rows of c, rows of w]
+		width = max(w.cols, w.rows*(w.cols+f32ChunkMax-1)/f32ChunkMax)
+	}
+	return max(1, max(budget, 4*w.rows*w.cols)/(4*4*width))
 }
 
 // The bytes of one [4, rows, width] int32 tensor of a MatMulU32 call

@@ -104,7 +104,8 @@ type Device struct {
 	split bool
 	// f32Limbs makes MatMulU32 multiply its limbs in float32 chunks
 	// (limbProductF32) instead of int32; both are exact, which is faster
-	// on a GPU is BenchmarkMatMulU32's to measure (lattice.go).
+	// on a GPU is BenchmarkMatMulU32's to measure (lattice.go). Set it
+	// before the first MatMulU32, not while one runs.
 	f32Limbs bool
 
 	mu      sync.RWMutex // guards weights and closed; held shared by MatMul

@@ -101,8 +101,9 @@ func (d *Device) uploadInt8(name string, w *wire.Matrix) error {
 // MatMulU32 computes y[m, rows] = c[m, cols] W_q^T modulo 2^32 for a
 // resident int8 weight (wire.Int8, uploaded with UploadQ), reading its
 // int8 values and ignoring its scales. c goes in, y comes back into the
-// caller's slice, nothing else moves; one executable is compiled per
-// (m, rows, cols) and cached as MatMul's are.
+// caller's slice, nothing else moves. A large m runs as calls of u32Rows
+// rows; one executable is compiled per call size and weight shape and
+// cached as MatMul's are.
 func (d *Device) MatMulU32(op, weightName string, c []uint32, m int, y []uint32) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()

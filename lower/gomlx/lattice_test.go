@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -416,5 +417,47 @@ func TestCapabilitiesLattice(t *testing.T) {
 	_, ok := any(newGo(t, false)).(device.Lattice)
 	if got := Capabilities().Device.Lattice; got != ok {
 		t.Errorf("Capabilities().Device.Lattice = %v, Device is a device.Lattice: %v", got, ok)
+	}
+}
+
+// Concurrent MatMulU32 calls on one weight (and the compiles racing them)
+// each get their own product, word for word.
+func TestConcurrentMatMulU32(t *testing.T) {
+	d := newGo(t, true)
+	r := rand.New(rand.NewPCG(50, 8))
+	_, wm, wq := u32Operands(t, r, u32Case{m: 1, rows: 48, cols: 40, words: "uniform", weights: "uniform"})
+	if err := d.UploadQ("w", wm); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		c := make([]uint32, (1+g%3)*40)
+		for i := range c {
+			c[i] = r.Uint32()
+		}
+		go func() {
+			m := len(c) / 40
+			want, got := make([]uint32, m*48), make([]uint32, m*48)
+			if err := lwe.MulRef(wq, c, want); err != nil {
+				errs <- err
+				return
+			}
+			for range 20 {
+				if err := d.MatMulU32("matmul", "w", c, m, got); err != nil {
+					errs <- err
+					return
+				}
+				if !slices.Equal(got, want) {
+					errs <- fmt.Errorf("goroutine %d: product differs from lwe.MulRef", g)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

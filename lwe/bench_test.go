@@ -118,3 +118,69 @@ func BenchmarkMulRef(b *testing.B) {
 	}
 	b.ReportMetric(float64(rows*in*in)*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "MAC/ns")
 }
+
+// BenchmarkPadBatch: the per-row cost of Fill (one pad at a time) and
+// FillBatch (one worker, so the two compare on one core) at the Qwen3-8B
+// widths: d_in 4096, one hint of the fused qkv (d_out 6144) or gate|up
+// (24576) product, lambda 4096, h 80, for 1, 64 and 2048 rows. Reports
+// ns/row and the public words each row streams from memory (pubMB/row):
+// h (d_in + d_out) words for Fill and for batches too small to tile,
+// lambda (d_in + d_out) / rows for a tiled one. Setup expands A and a
+// random hint (the cost does not depend on H's values); run with
+// -benchtime=1x: one op of 2048 gate|up rows is about a second of Fill.
+func BenchmarkPadBatch(b *testing.B) {
+	const in = 4096
+	p := Default
+	a, err := NewPublic(testSeed(1), in, p.Lambda)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, hint := range []struct {
+		name string
+		out  int
+	}{{"qkv", 6144}, {"gateup", 24576}} {
+		ht := make([]uint32, hint.out*p.Lambda)
+		for i := range ht {
+			ht[i] = rng.Uint32()
+		}
+		h, _ := NewHint(hint.out, p.Lambda, ht)
+		g, err := NewPadGen(p, a, []*Hint{h}, testKey, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, rows := range []int{1, 64, 2048} {
+			pads := make([]*Pad, rows)
+			for r := range pads {
+				pads[r] = g.New()
+			}
+			for _, mode := range []string{"fill", "batch"} {
+				b.Run(fmt.Sprintf("%s/rows=%d/%s", hint.name, rows, mode), func(b *testing.B) {
+					var n uint64
+					for b.Loop() {
+						if mode == "fill" {
+							for _, pad := range pads {
+								if err := g.Fill(n, pad); err != nil {
+									b.Fatal(err)
+								}
+								n++
+							}
+						} else {
+							if err := g.FillBatch(n, pads, 1); err != nil {
+								b.Fatal(err)
+							}
+							n += uint64(rows)
+						}
+					}
+					cols := float64(p.H)
+					if mode == "batch" && tiled(rows, p.H, p.Lambda) {
+						cols = float64(p.Lambda) / float64(rows)
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+					b.ReportMetric(4*cols*float64(in+hint.out)/1e6, "pubMB/row")
+				})
+			}
+		}
+		g.Forget()
+	}
+}

@@ -39,6 +39,35 @@ func addColumnsAt(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 	addColsGo(dst, t, off, stride, idx[k4:], sgn[k4:])
 }
 
+// addTileAt is addColumnsAt for a packed tile's short rows (FillBatch's
+// sub-tiles, 64 words at lambda 4096): with AVX2 each 64-word chunk of dst
+// sums all h columns in registers (addTile64) and reads dst once, at the
+// end, so a cache miss on it (each row's dst is another pad) overlaps the
+// column loads; what is left goes to addColumnsAt. The same words as
+// addColumnsAt.
+func addTileAt(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
+	n := len(dst)
+	if n == 0 || len(idx) == 0 {
+		return
+	}
+	checkColumns(len(t), n, off, stride, idx, sgn)
+	addTileChecked(dst, t, off, stride, idx, sgn)
+}
+
+// addTileChecked is addTileAt once checkColumns has passed for (len(t),
+// len(dst), off, stride, idx, sgn), or for a wider dst at off.
+func addTileChecked(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
+	n := len(dst)
+	n64 := 0
+	if useAsm {
+		n64 = n &^ 63
+		if n64 > 0 {
+			addTile64(dst[:n64], t, off, stride, idx, sgn[:len(idx)])
+		}
+	}
+	addColumnsAt(dst[n64:], t, off+n64, stride, idx, sgn)
+}
+
 // checkColumns panics unless every column idx_k (k < len(idx) <= len(sgn))
 // of n words lies inside a matrix of tlen words. The comparisons are
 // accumulated without a branch on idx.

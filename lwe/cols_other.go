@@ -9,3 +9,8 @@ var useAsm = false
 func addCols4(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 	panic("lwe: addCols4 without AVX2")
 }
+
+// addTile64 has no assembly here (useAsm is false, so it is never called).
+func addTile64(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
+	panic("lwe: addTile64 without AVX2")
+}

@@ -52,14 +52,14 @@ func colsCase(r *rand.Rand, cols, stride, n, h int) (t, dst []uint32, idx []int3
 	return t, dst, idx, sgn
 }
 
-// TestAddColumns: addColumnsAt (AVX2 where the CPU has it) and the
-// portable addColsGo each equal the definition word for word, for widths
-// around the kernel's 8-word step, column counts around its 4-column
-// groups, a packed tile (stride = n) and a block inside longer columns
+// TestAddColumns: addColumnsAt and addTileAt (AVX2 where the CPU has it)
+// and the portable addColsGo each equal the definition word for word, for
+// widths around the kernels' 8- and 64-word steps, column counts around
+// the 4-column groups, a packed tile (stride = n) and a block inside longer columns
 // (stride > n, offset > 0), with extreme words and all-negative signs.
 func TestAddColumns(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
-	for _, n := range []int{1, 7, 8, 9, 15, 16, 31, 64, 100, 1024, 1031} {
+	for _, n := range []int{1, 7, 8, 9, 15, 16, 31, 63, 64, 65, 100, 128, 200, 1024, 1031} {
 		for _, h := range []int{1, 3, 4, 5, 7, 8, 80} {
 			for _, layout := range []struct{ extra, off int }{{0, 0}, {13, 5}, {n, n}} {
 				name := fmt.Sprintf("n%d-h%d-stride+%d-off%d", n, h, layout.extra, layout.off)
@@ -72,11 +72,14 @@ func TestAddColumns(t *testing.T) {
 				}
 				want := slices.Clone(dst)
 				colsRef(want, tm, layout.off, stride, idx, sgn)
-				for _, kind := range []string{"dispatch", "go"} {
+				for _, kind := range []string{"columns", "tile", "go"} {
 					got := slices.Clone(dst)
-					if kind == "go" {
+					switch kind {
+					case "go":
 						addColsGo(got, tm, layout.off, stride, idx, sgn)
-					} else {
+					case "tile":
+						addTileAt(got, tm, layout.off, stride, idx, sgn)
+					default:
 						addColumnsAt(got, tm, layout.off, stride, idx, sgn)
 					}
 					if i := firstDiff(got, want); i >= 0 {
@@ -88,9 +91,9 @@ func TestAddColumns(t *testing.T) {
 	}
 }
 
-// TestAddColumnsAsmVsGo: the AVX2 kernel and the Go form give the same
+// TestAddColumnsAsmVsGo: the AVX2 kernels and the Go form give the same
 // words on the pads' real shapes (a 1024-word block of 4096-word columns,
-// a 64-word packed tile, h = 80); the Go path is what a CPU without AVX2
+// a 64-word packed tile, h = 80) and ragged ones; the Go path is what a CPU without AVX2
 // (or a purego build) runs.
 func TestAddColumnsAsmVsGo(t *testing.T) {
 	if !useAsm {
@@ -98,16 +101,21 @@ func TestAddColumnsAsmVsGo(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(6, 6))
 	for _, tc := range []struct{ cols, stride, off, n, h int }{
-		{4096, 4096, 1024, 1024, 80}, {4096, 64, 0, 64, 80}, {512, 40, 0, 40, 81}, {300, 1031, 1024, 7, 80},
+		{4096, 4096, 1024, 1024, 80}, {4096, 64, 0, 64, 80}, {512, 40, 0, 40, 81}, {300, 1031, 1024, 7, 80}, {100, 200, 3, 197, 5},
 	} {
 		tm, dst, idx, sgn := colsCase(r, tc.cols, tc.stride, tc.n, tc.h)
-		asm, gold := slices.Clone(dst), slices.Clone(dst)
-		addColumnsAt(asm, tm, tc.off, tc.stride, idx, sgn)
-		useAsm = false
-		addColumnsAt(gold, tm, tc.off, tc.stride, idx, sgn)
-		useAsm = true
-		if i := firstDiff(asm, gold); i >= 0 {
-			t.Fatalf("%+v: word %d asm %#x, go %#x", tc, i, asm[i], gold[i])
+		for _, kernel := range []struct {
+			name string
+			f    func(dst, t []uint32, off, stride int, idx []int32, sgn []uint32)
+		}{{"columns", addColumnsAt}, {"tile", addTileAt}} {
+			asm, gold := slices.Clone(dst), slices.Clone(dst)
+			kernel.f(asm, tm, tc.off, tc.stride, idx, sgn)
+			useAsm = false
+			kernel.f(gold, tm, tc.off, tc.stride, idx, sgn)
+			useAsm = true
+			if i := firstDiff(asm, gold); i >= 0 {
+				t.Fatalf("%s %+v: word %d asm %#x, go %#x", kernel.name, tc, i, asm[i], gold[i])
+			}
 		}
 	}
 }
@@ -133,24 +141,28 @@ func TestAddColumnsRefusesOutside(t *testing.T) {
 		{"block past the end", 8, 16, []int32{9, 0, 0, 0}, true},
 		{"block inside", 8, 8, []int32{9, 0, 0, 0}, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dst := make([]uint32, tc.n)
-			var msg string
-			func() {
-				defer func() {
-					if p := recover(); p != nil {
-						msg = fmt.Sprint(p)
-					}
+		for kernel, f := range map[string]func(dst, t []uint32, off, stride int, idx []int32, sgn []uint32){
+			"columns": addColumnsAt, "tile": addTileAt,
+		} {
+			t.Run(tc.name+"/"+kernel, func(t *testing.T) {
+				dst := make([]uint32, tc.n)
+				var msg string
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							msg = fmt.Sprint(p)
+						}
+					}()
+					f(dst, tm, tc.off, 16, tc.idx, make([]uint32, len(tc.idx)))
 				}()
-				addColumnsAt(dst, tm, tc.off, 16, tc.idx, make([]uint32, len(tc.idx)))
-			}()
-			if tc.wantPanic != (msg != "") || (msg != "" && !strings.Contains(msg, "lwe: column sum")) {
-				t.Fatalf("panic %q, want a panic: %v", msg, tc.wantPanic)
-			}
-			if tc.wantPanic && slices.ContainsFunc(dst, func(v uint32) bool { return v != 0 }) {
-				t.Fatal("dst written before the refusal")
-			}
-		})
+				if tc.wantPanic != (msg != "") || (msg != "" && !strings.Contains(msg, "lwe: column sum")) {
+					t.Fatalf("panic %q, want a panic: %v", msg, tc.wantPanic)
+				}
+				if tc.wantPanic && slices.ContainsFunc(dst, func(v uint32) bool { return v != 0 }) {
+					t.Fatal("dst written before the refusal")
+				}
+			})
+		}
 	}
 }
 

@@ -37,14 +37,15 @@
 // fills pads ahead of time. Fill makes one pad and reads h whole columns
 // of each public matrix: 4 h (d_in + d_out) bytes a row from memory, the
 // row's cost. FillBatch makes the pads of consecutive counters together
-// (the same words): once the batch reads at least lambda columns
-// (rows h >= lambda, e.g. 52 rows at lambda 4096, h 80), it tiles the
-// output words, copies each tile of A^T and of each H^T (lambda slices,
-// 1 MiB) once into a buffer that stays in L2, and adds every row's h
+// (the same words): once the batch reads at least 2 lambda columns
+// (rows h >= 2 lambda, 103 rows at lambda 4096, h 80), it tiles the output
+// words, copies each tile of A^T and of each H^T once into sub-tiles that
+// stay in L2 (lambda slices of 64 words, 1 MiB), and adds every row's h
 // signed slices from there, so each public matrix leaves memory once per
 // batch (a prefill's n rows, a pool's bulk) and the rows cost additions
-// only. The column sums run four columns a pass in AVX2 (addColumnsAt;
-// portable Go without it, the same words). Encode is x_q = round(x / step),
+// from L2 only. The column sums run in AVX2 (addColumnsAt: four columns a
+// pass; addTileAt: 64 words in registers over all h columns), in
+// portable Go without it (the same words). Encode is x_q = round(x / step),
 // c = m + Delta x_q: O(d_in). Decode is v = centre(y - u) and
 // y_j = v_j step s_w[j] / Delta: O(d_out). The hint costs d_out d_in lambda
 // multiply-adds in the TEE (ComputeHint) or, computed by the device,

@@ -7,27 +7,25 @@ import (
 	"sync"
 )
 
-// packBudget is the bytes of public columns FillBatch packs per worker and
-// tile: half of a 2 MiB L2, so the packed tile stays there while every
-// row of the batch reads its h columns from it.
+// packBudget is the bytes of one sub-tile of FillBatch (lambda column
+// slices): half of a 2 MiB L2, so it stays there while every row of the
+// batch reads its h slices from it.
 const packBudget = 1 << 20
 
-// tileWords is FillBatch's tile width for lambda columns: the widest
+// tileWords is FillBatch's sub-tile width for lambda columns: the widest
 // multiple of 8 words whose lambda column slices fit packBudget, between 8
-// and colBlock (64 at lambda = 4096).
+// and colBlock (64 at lambda = 4096, addTile64's width).
 func tileWords(lambda int) int {
 	return min(colBlock, max(8, packBudget/(4*lambda)&^7))
 }
 
 // batchScratch is what FillBatch keeps between calls: every row's support
-// and signs (secret: wiped after each batch), the streams of workers past
-// the first (keyed per counter, wiped after each batch) and each worker's
-// packed tile (public words).
+// and signs (secret: wiped after each batch) and the streams of workers
+// past the first (keyed per counter, wiped after each batch).
 type batchScratch struct {
 	idx     []int32
 	sgn     []uint32
 	drawers []*drawer // worker w >= 1 draws with drawers[w-1]
-	packs   [][]uint32
 }
 
 // FillBatch writes into pads[r] the pad of counter start + r, bit for bit
@@ -35,21 +33,23 @@ type batchScratch struct {
 // neither the tiling nor workers changes a word). Each row's s and e come
 // from its counter's own stream, drawn by up to workers goroutines (a
 // stream each). Then M = A s + E and every U_i = H_i S are summed for all
-// rows together: when the batch reads at least lambda columns in all
-// (rows h >= lambda), tiled over the output words, each tile of A^T or
-// H_i^T (lambda slices of tileWords words) copied once into a contiguous
-// buffer that stays in L2 while every row adds its h signed slices from
-// it, so each public matrix is streamed from memory once per batch instead
-// of once per row; tiles are split over the workers. Smaller batches sum
-// each row as Fill does.
+// rows together. When the batch reads at least tileColumns lambda columns
+// in all (rows h >= 2 lambda: 103 rows at lambda 4096, h 80), the sums are
+// tiled over the output words: each page of A^T or H_i^T (a 4 KiB run of
+// every column) is copied once into sub-tiles of tileWords words, and
+// each sub-tile (1 MiB at lambda 4096) stays in L2 while every row adds
+// its h signed slices from it, so each public matrix is streamed from
+// memory once per batch instead of once per row; sub-tiles and the copy
+// are split over the workers. Smaller batches sum each row as Fill does.
 //
-// The pads must be distinct, of the generator's shape (New), and the
-// counters must not wrap past 2^64 - 1; otherwise nothing is written. If
-// a stream cannot be keyed (after Forget) every pad is wiped. The rows'
-// supports and signs are wiped before FillBatch returns. Cost: Fill's
-// additions per row, plus a copy of each public matrix per batch when
-// tiled; memory: 8 h bytes a row of secrets (wiped) and, per worker,
-// lambda tileWords 4 bytes of packed columns (1 MiB).
+// The pads must be distinct and of the generator's shape (New), the
+// counters must not wrap past 2^64 - 1 and the generator must not be
+// forgotten; otherwise nothing is written. If a stream cannot be keyed
+// every pad is wiped. The rows' supports and signs, and the streams, are
+// wiped before FillBatch returns. Cost: Fill's additions per row, plus one
+// copy of each public matrix per tiled batch; memory: 8 h bytes a row of
+// secrets (wiped) and, shared through a pool, lambda colBlock 4 bytes of
+// copied public words (16 MiB at lambda 4096).
 func (g *PadGen) FillBatch(start uint64, pads []*Pad, workers int) error {
 	if err := g.checkBatch(start, pads); err != nil {
 		return err
@@ -121,9 +121,6 @@ func (g *PadGen) growBatch(rows, workers int) {
 	for len(b.drawers) < workers-1 {
 		b.drawers = append(b.drawers, newDrawer(g.name))
 	}
-	for len(b.packs) < workers {
-		b.packs = append(b.packs, nil) // allocated by the worker that tiles
-	}
 }
 
 // wipeBatch clears every row's support and signs and the workers' streams.
@@ -163,11 +160,19 @@ func (g *PadGen) drawBatch(start uint64, pads []*Pad, workers int) error {
 
 // sumBatch adds, for every row r < rows, its signed columns of t (lambda
 // columns of n words) into dst(r): tiled and packed when the batch reads
-// at least lambda columns, row by row otherwise (see FillBatch).
+// enough columns (tiled), row by row otherwise (see FillBatch).
+//
+// The tiling has two levels, both for the memory system: a page tile of
+// about colBlock words (a 4 KiB run of each column, so the copy reads
+// whole pages in order, as Fill does) is split while it is copied into
+// sub-tiles of g.tile words, each contiguous (lambda slices, 1 MiB at
+// lambda 4096): one sub-tile stays in L2 while every row adds its h
+// slices from it. A single g.tile-wide copy instead reads one 256-byte
+// run per page, a TLB miss each: three times Fill's cost per byte.
 func (g *PadGen) sumBatch(t []uint32, n, rows, workers int, dst func(int) []uint32) {
 	h, lambda := g.p.H, g.p.Lambda
 	idx, sgn := g.batch.idx, g.batch.sgn
-	if rows*h < lambda {
+	if !tiled(rows, h, lambda) {
 		parallel(rows, workers, func(_, r0, r1 int) {
 			for r := r0; r < r1; r++ {
 				addColumns(dst(r), t, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
@@ -175,33 +180,77 @@ func (g *PadGen) sumBatch(t []uint32, n, rows, workers int, dst func(int) []uint
 		})
 		return
 	}
-	tw := min(g.tile, n)
-	tiles := (n + tw - 1) / tw
-	parallel(tiles, workers, func(w, t0, t1 int) {
-		if len(g.batch.packs[w]) < lambda*tw {
-			g.batch.packs[w] = make([]uint32, lambda*tw)
-		}
-		for tile := t0; tile < t1; tile++ {
-			i0 := tile * tw
-			width := min(tw, n-i0)
-			buf := g.batch.packs[w][:lambda*width]
-			packTile(buf, t, n, i0, width)
-			for r := range rows {
-				addColumnsAt(dst(r)[i0:i0+width], buf, 0, width, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
+	sub := min(g.tile, n)
+	page := min(n, max(sub, colBlock/sub*sub))
+	subs := (page + sub - 1) / sub
+	buf := getPack(lambda * sub * subs)
+	defer putPack(buf)
+	for p0 := 0; p0 < n; p0 += page {
+		width := min(page, n-p0)
+		subs := (width + sub - 1) / sub
+		parallel(lambda, workers, func(_, k0, k1 int) {
+			packPage(buf, t, n, p0, width, sub, lambda, k0, k1)
+		})
+		parallel(subs, workers, func(_, s0, s1 int) {
+			for r0 := 0; r0 < rows; r0 += rowBlock {
+				r1 := min(rows, r0+rowBlock)
+				for s := s0; s < s1; s++ {
+					i0 := p0 + s*sub
+					sw := min(sub, n-i0)
+					tile := buf[lambda*sub*s : lambda*sub*s+lambda*sw]
+					checkColumns(len(tile), sw, 0, sw, idx[r0*h:r1*h], sgn[r0*h:r1*h])
+					for r := r0; r < r1; r++ {
+						addTileChecked(dst(r)[i0:i0+sw], tile, 0, sw, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
+					}
+				}
 			}
-		}
-	})
-}
-
-// packTile copies words [i0, i0 + width) of each of the columns of t (of n
-// words each) into buf, column after column: the tile's public words,
-// contiguous, so that reading them back does not hit the cache-set
-// conflicts of a power-of-two column stride.
-func packTile(buf, t []uint32, n, i0, width int) {
-	for k := range len(buf) / width {
-		copy(buf[k*width:(k+1)*width], t[k*n+i0:k*n+i0+width])
+		})
 	}
 }
+
+// rowBlock is the rows that pass over the sub-tiles of a page together:
+// their supports and signs (8 h bytes a row) and dst slices (4 g.tile
+// bytes) stay in L2 beside the sub-tile, where all rows' supports (1.3 MB
+// for 2048 rows at h 80) would push it out.
+const rowBlock = 256
+
+// tiled reports whether FillBatch packs tiles for rows rows: when they
+// read at least tileColumns lambda columns in all. Below that, streaming
+// each row's h columns (Fill's way) costs less than copying the whole
+// matrix once. Public: it depends on the batch's shape only.
+func tiled(rows, h, lambda int) bool { return rows*h >= tileColumns*lambda }
+
+// tileColumns is the columns read, in units of lambda, from which a batch
+// is tiled: the copy streams all lambda columns once, into a buffer, where
+// Fill streams only h of them per row (measured with BenchmarkPadBatch).
+const tileColumns = 2
+
+// packPage copies words [p0, p0 + width) of columns k0..k1-1 of t (n
+// words each) into buf as sub-tiles of sub words: sub-tile s, at
+// buf[lambda sub s:], holds its sw words of column k at k sw, contiguous.
+func packPage(buf, t []uint32, n, p0, width, sub, lambda, k0, k1 int) {
+	for k := k0; k < k1; k++ {
+		src := t[k*n+p0 : k*n+p0+width]
+		for s, i := 0, 0; i < width; s, i = s+1, i+sub {
+			sw := min(sub, width-i)
+			copy(buf[lambda*sub*s+k*sw:lambda*sub*s+(k+1)*sw], src[i:i+sw])
+		}
+	}
+}
+
+// packBufs recycles the packed pages (public words, 16 MiB at lambda
+// 4096) across batches and generators: a generator per crossing keeping
+// its own would hold gigabytes at full depth.
+var packBufs sync.Pool
+
+func getPack(words int) []uint32 {
+	if p, ok := packBufs.Get().(*[]uint32); ok && cap(*p) >= words {
+		return (*p)[:words]
+	}
+	return make([]uint32, words)
+}
+
+func putPack(b []uint32) { packBufs.Put(&b) }
 
 // parallel runs f(w, i0, i1) over [0, count) split into up to workers
 // contiguous ranges, worker 0 in the calling goroutine, and waits.

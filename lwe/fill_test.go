@@ -46,8 +46,9 @@ func batchScheme(t testing.TB, c batchCase) *PadGen {
 // TestFillBatchEqualsFill: FillBatch's pads equal Fill's word for word (M,
 // every U, the counter, freshness) for shapes with odd widths, h = lambda,
 // no hint and two hints; rows 1..300 (below and above the tiling's
-// rows h >= lambda), workers 1..4 and tile widths of one tile, several
-// tiles and a ragged last tile. Its scratch holds no secret afterwards.
+// threshold, both paths checked to run), workers 1..4 and sub-tile widths
+// of one sub-tile, 64 (addTile64's), several and a ragged last one, in
+// one or two pages. Its scratch holds no secret afterwards.
 func TestFillBatchEqualsFill(t *testing.T) {
 	cases := []batchCase{
 		{lambda: 40, h: 7, in: 24, outs: []int{6, 3}},
@@ -56,9 +57,10 @@ func TestFillBatchEqualsFill(t *testing.T) {
 		{lambda: 4096, h: 80, in: 33, outs: []int{9}},
 		{lambda: 64, h: 8, in: 1031, outs: []int{77}},
 	}
+	paths := map[bool]int{} // batches by tiled()
 	for _, c := range cases {
 		g := batchScheme(t, c)
-		tiles := []int{g.tile, 8, 5}
+		tiles := []int{g.tile, 64, 8, 5}
 		for _, rows := range []int{1, 2, 3, 17, 64, 300} {
 			const start = 1000
 			want := make([]*Pad, rows)
@@ -68,6 +70,7 @@ func TestFillBatchEqualsFill(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			paths[tiled(rows, c.h, c.lambda)]++
 			for _, tile := range tiles {
 				for workers := 1; workers <= 4; workers++ {
 					name := fmt.Sprintf("%v/rows%d/tile%d/workers%d", c, rows, tile, workers)
@@ -96,6 +99,9 @@ func TestFillBatchEqualsFill(t *testing.T) {
 			}
 		}
 		g.Forget()
+	}
+	if paths[true] == 0 || paths[false] == 0 {
+		t.Fatalf("batches tiled / not tiled: %d / %d: both paths must run", paths[true], paths[false])
 	}
 }
 

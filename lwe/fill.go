@@ -51,7 +51,13 @@ type batchScratch struct {
 // secrets (wiped) and, shared through a pool, lambda colBlock 4 bytes of
 // copied public words (16 MiB at lambda 4096).
 func (g *PadGen) FillBatch(start uint64, pads []*Pad, workers int) error {
-	if err := g.checkBatch(start, pads); err != nil {
+	return g.fillBatch(start, 1, pads, workers)
+}
+
+// fillBatch is FillBatch for the counters start + r step (step >= 1): a
+// Pool worker's counters are its worker count apart.
+func (g *PadGen) fillBatch(start, step uint64, pads []*Pad, workers int) error {
+	if err := g.checkBatch(start, step, pads); err != nil {
 		return err
 	}
 	rows := len(pads)
@@ -65,7 +71,7 @@ func (g *PadGen) FillBatch(start uint64, pads []*Pad, workers int) error {
 		p.mFresh = false
 		clear(p.uFresh)
 	}
-	if err := g.drawBatch(start, pads, workers); err != nil {
+	if err := g.drawBatch(start, step, pads, workers); err != nil {
 		for _, p := range pads {
 			p.Wipe()
 		}
@@ -76,7 +82,7 @@ func (g *PadGen) FillBatch(start uint64, pads []*Pad, workers int) error {
 		g.sumBatch(h.T, h.Out, rows, workers, func(r int) []uint32 { return pads[r].U[i] })
 	}
 	for r, p := range pads {
-		p.Counter, p.mFresh, p.err = start+uint64(r), true, nil
+		p.Counter, p.mFresh, p.err = start+uint64(r)*step, true, nil
 		for i := range p.uFresh {
 			p.uFresh[i] = true
 		}
@@ -88,7 +94,7 @@ func (g *PadGen) FillBatch(start uint64, pads []*Pad, workers int) error {
 // another shape, one pad twice (its words would be summed twice, in
 // parallel), counters past 2^64 - 1 (counter 0 again: a reused pad) or a
 // forgotten generator.
-func (g *PadGen) checkBatch(start uint64, pads []*Pad) error {
+func (g *PadGen) checkBatch(start, step uint64, pads []*Pad) error {
 	rows := len(pads)
 	if rows == 0 {
 		return nil
@@ -96,16 +102,16 @@ func (g *PadGen) checkBatch(start uint64, pads []*Pad) error {
 	if g.key == nil {
 		return fmt.Errorf("lwe: pads %d..: the generator's key is forgotten", start)
 	}
-	if uint64(rows-1) > math.MaxUint64-start {
+	if step == 0 || uint64(rows-1) > (math.MaxUint64-start)/step {
 		return fmt.Errorf("lwe: pads %d..: %d counters wrap past 2^64 - 1", start, rows)
 	}
 	seen := make(map[*Pad]int, rows)
 	for r, p := range pads {
 		if !g.fits(p) {
-			return fmt.Errorf("lwe: pad %d (row %d of a batch): shape does not match its generator", start+uint64(r), r)
+			return fmt.Errorf("lwe: pad %d (row %d of a batch): shape does not match its generator", start+uint64(r)*step, r)
 		}
 		if q, ok := seen[p]; ok {
-			return fmt.Errorf("lwe: pad %d (row %d of a batch): the same pad as row %d", start+uint64(r), r, q)
+			return fmt.Errorf("lwe: pad %d (row %d of a batch): the same pad as row %d", start+uint64(r)*step, r, q)
 		}
 		seen[p] = r
 	}
@@ -135,7 +141,7 @@ func (g *PadGen) wipeBatch() {
 
 // drawBatch draws every row's s (into the batch scratch) and e (into
 // pads[r].M), and clears each U, over up to workers goroutines.
-func (g *PadGen) drawBatch(start uint64, pads []*Pad, workers int) error {
+func (g *PadGen) drawBatch(start, step uint64, pads []*Pad, workers int) error {
 	h := g.p.H
 	errs := make([]error, workers)
 	parallel(len(pads), workers, func(w, r0, r1 int) {
@@ -145,7 +151,7 @@ func (g *PadGen) drawBatch(start uint64, pads []*Pad, workers int) error {
 		}
 		for r := r0; r < r1; r++ {
 			p := pads[r]
-			if err := d.draw(g.key, g.p.Lambda, start+uint64(r), g.batch.idx[r*h:(r+1)*h], g.batch.sgn[r*h:(r+1)*h], p.M); err != nil {
+			if err := d.draw(g.key, g.p.Lambda, start+uint64(r)*step, g.batch.idx[r*h:(r+1)*h], g.batch.sgn[r*h:(r+1)*h], p.M); err != nil {
 				errs[w] = err
 				return
 			}

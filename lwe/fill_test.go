@@ -180,3 +180,43 @@ func fillWords(p *Pad, v uint32) {
 		}
 	}
 }
+
+// TestPoolBatches: a pool whose workers are behind by enough buffers
+// fills them with FillBatch (counters a worker count apart) and still
+// hands out the generator's pads of counters start, start + 1, ... in
+// order; a pool too small to tile never batches.
+func TestPoolBatches(t *testing.T) {
+	p := Params{Lambda: 16, H: 4, Delta: 16} // tiled from 8 rows
+	w := quantized(t, wGauss, 7, 20, 1)
+	sc := newScheme(t, p, w)
+	const start, count = 7, 100
+	for _, tc := range []struct {
+		size, workers int
+		batches       bool
+	}{{16, 1, true}, {30, 2, true}, {48, 3, true}, {7, 1, false}, {14, 2, false}} {
+		t.Run(fmt.Sprintf("size%d-workers%d", tc.size, tc.workers), func(t *testing.T) {
+			pl, err := NewPool(p, sc.a, sc.hints, testKey, "test", start, tc.size, tc.workers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pl.Close()
+			for i := range count {
+				pad, err := pl.Get()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := sc.gen.New()
+				if err := sc.gen.Fill(start+uint64(i), want); err != nil {
+					t.Fatal(err)
+				}
+				samePad(t, fmt.Sprintf("pad %d", i), pad, want)
+				if err := pl.Put(pad); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := pl.batches.Load() > 0; got != tc.batches {
+				t.Fatalf("%d batches filled, want batching %v", pl.batches.Load(), tc.batches)
+			}
+		})
+	}
+}

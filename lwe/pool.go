@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrPoolClosed is returned by Get on a closed pool.
@@ -14,9 +15,10 @@ var ErrPoolClosed = errors.New("lwe: pad pool closed")
 // hands out the pads of counters start, start + 1, ... in order; worker w
 // fills the counters n with (n - start) mod workers = w into its own
 // bounded set of buffers, so a pad's bytes depend only on (key, n), never
-// on GOMAXPROCS, the worker count or scheduling. The pool holds at most
-// Size pads (Bytes, for the preflight); a buffer returns to its worker
-// through Put.
+// on GOMAXPROCS, the worker count or scheduling. A worker behind by
+// enough buffers fills them in one FillBatch (see work). The pool holds at
+// most Size pads (Bytes, for the preflight); a buffer returns to its
+// worker through Put.
 type Pool struct {
 	start   uint64
 	in      int
@@ -32,6 +34,7 @@ type Pool struct {
 	next    uint64
 	closed  bool
 	once    sync.Once
+	batches atomic.Int64 // FillBatch calls made (for tests)
 }
 
 // NewPool starts workers goroutines (at least one) filling up to size pads
@@ -65,18 +68,53 @@ func NewPool(p Params, a *Public, hints []*Hint, key []byte, name string, start 
 }
 
 // work fills worker w's counters in order while it has free buffers.
+// When it is behind, with enough buffers free for FillBatch to tile
+// (tiled), it fills them all in one batch: the public matrices are then
+// streamed once for the batch, not once per pad. Otherwise it fills them
+// one at a time, each handed over as soon as it is made. Either way pad n
+// holds the pad of counter n (FillBatch's words are Fill's).
 func (pl *Pool) work(w int) {
 	W := uint64(len(pl.gens))
-	for n := pl.start + uint64(w); ; n += W {
-		var pad *Pad
+	g := pl.gens[w]
+	batch := make([]*Pad, 0, pl.per)
+	for n := pl.start + uint64(w); ; {
+		batch = batch[:0]
 		select {
-		case pad = <-pl.free[w]:
+		case pad := <-pl.free[w]:
+			batch = append(batch, pad)
 		case <-pl.stop:
 			return
 		}
-		pad.err = pl.gens[w].Fill(n, pad)
-		pad.Counter = n
-		pl.ready[w] <- pad // never blocks: ready holds all of w's buffers
+	more:
+		for len(batch) < pl.per {
+			select {
+			case pad := <-pl.free[w]:
+				batch = append(batch, pad)
+			default:
+				break more
+			}
+		}
+		if tiled(len(batch), g.p.H, g.p.Lambda) {
+			err := g.fillBatch(n, W, batch, 1)
+			for r, pad := range batch {
+				pad.err, pad.Counter = err, n+uint64(r)*W
+				pl.ready[w] <- pad // never blocks: ready holds all of w's buffers
+			}
+			pl.batches.Add(1)
+			n += uint64(len(batch)) * W
+			continue
+		}
+		for _, pad := range batch {
+			select {
+			case <-pl.stop: // the unfilled buffers left are wiped ones: dropped
+				return
+			default:
+			}
+			pad.err = g.Fill(n, pad)
+			pad.Counter = n
+			pl.ready[w] <- pad
+			n += W
+		}
 	}
 }
 
@@ -84,7 +122,9 @@ func (pl *Pool) work(w int) {
 func (pl *Pool) Size() int { return pl.per * len(pl.gens) }
 
 // Bytes is the memory of the pool's pads (each worker's generator adds
-// about 4.3 KiB of stream buffer and 8 h bytes of scratch).
+// about 4.3 KiB of stream buffer and 8 h bytes of scratch, 8 h Size /
+// workers when it batches, and a batch in flight lambda 4 KiB of copied
+// public words, shared: see FillBatch).
 func (pl *Pool) Bytes() int { return pl.Size() * pl.padSize }
 
 // Get returns the pad of the next counter, waiting for its worker if it is

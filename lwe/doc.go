@@ -37,8 +37,8 @@
 // fills pads ahead of time. Fill makes one pad and reads h whole columns
 // of each public matrix: 4 h (d_in + d_out) bytes a row from memory, the
 // row's cost. FillBatch makes the pads of consecutive counters together
-// (the same words): once the batch reads at least 2 lambda columns
-// (rows h >= 2 lambda, 103 rows at lambda 4096, h 80), it tiles the output
+// (the same words): once the batch reads at least 6 lambda columns
+// (rows h >= 6 lambda, 308 rows at lambda 4096, h 80), it tiles the output
 // words, copies each tile of A^T and of each H^T once into sub-tiles that
 // stay in L2 (lambda slices of 64 words, 1 MiB), and adds every row's h
 // signed slices from there, so each public matrix leaves memory once per

@@ -186,14 +186,14 @@ func fillWords(p *Pad, v uint32) {
 // hands out the generator's pads of counters start, start + 1, ... in
 // order; a pool too small to tile never batches.
 func TestPoolBatches(t *testing.T) {
-	p := Params{Lambda: 16, H: 4, Delta: 16} // tiled from 8 rows
+	p := Params{Lambda: 16, H: 4, Delta: 16} // tiled from 24 rows (rows h >= tileColumns lambda)
 	w := quantized(t, wGauss, 7, 20, 1)
 	sc := newScheme(t, p, w)
 	const start, count = 7, 100
 	for _, tc := range []struct {
 		size, workers int
 		batches       bool
-	}{{16, 1, true}, {30, 2, true}, {48, 3, true}, {7, 1, false}, {14, 2, false}} {
+	}{{24, 1, true}, {50, 2, true}, {75, 3, true}, {23, 1, false}, {46, 2, false}} {
 		t.Run(fmt.Sprintf("size%d-workers%d", tc.size, tc.workers), func(t *testing.T) {
 			pl, err := NewPool(p, sc.a, sc.hints, testKey, "test", start, tc.size, tc.workers)
 			if err != nil {

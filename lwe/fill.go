@@ -198,27 +198,18 @@ func (g *PadGen) sumBatch(t []uint32, n, rows, workers int, dst func(int) []uint
 			packPage(buf, t, n, p0, width, sub, lambda, k0, k1)
 		})
 		parallel(subs, workers, func(_, s0, s1 int) {
-			for r0 := 0; r0 < rows; r0 += rowBlock {
-				r1 := min(rows, r0+rowBlock)
-				for s := s0; s < s1; s++ {
-					i0 := p0 + s*sub
-					sw := min(sub, n-i0)
-					tile := buf[lambda*sub*s : lambda*sub*s+lambda*sw]
-					checkColumns(len(tile), sw, 0, sw, idx[r0*h:r1*h], sgn[r0*h:r1*h])
-					for r := r0; r < r1; r++ {
-						addTileChecked(dst(r)[i0:i0+sw], tile, 0, sw, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
-					}
+			for s := s0; s < s1; s++ {
+				i0 := p0 + s*sub
+				sw := min(sub, n-i0)
+				tile := buf[lambda*sub*s : lambda*sub*s+lambda*sw]
+				checkColumns(len(tile), sw, 0, sw, idx[:rows*h], sgn[:rows*h])
+				for r := range rows {
+					addTileChecked(dst(r)[i0:i0+sw], tile, 0, sw, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
 				}
 			}
 		})
 	}
 }
-
-// rowBlock is the rows that pass over the sub-tiles of a page together:
-// their supports and signs (8 h bytes a row) and dst slices (4 g.tile
-// bytes) stay in L2 beside the sub-tile, where all rows' supports (1.3 MB
-// for 2048 rows at h 80) would push it out.
-const rowBlock = 256
 
 // tiled reports whether FillBatch packs tiles for rows rows: when they
 // read at least tileColumns lambda columns in all. Below that, streaming

@@ -188,6 +188,9 @@ func init() {
 				if k < 1 || pool < k || pool > MaxProbePool {
 					return Type{}, fmt.Errorf("k %d, pool %d: want 1 <= k <= pool <= %d", k, pool, MaxProbePool)
 				}
+				if in[0].DType == U32 {
+					return latticeProbeType(in)
+				}
 				if err := expect("y", in[0], true, 2); err != nil {
 					return Type{}, err
 				}
@@ -230,6 +233,29 @@ func init() {
 	} {
 		Register(info)
 	}
+}
+
+// latticeProbeType types a probe of an lwe product: u32 rows y of the
+// ciphertext rows c (u32) times an int8 weight, checked modulo 2^32; y
+// passes through.
+func latticeProbeType(in []Type) (Type, error) {
+	y, c, w := in[0], in[1], in[2]
+	if y.Rank() != 2 || c.DType != U32 || c.Rank() != 2 || w.DType != I8 || w.Rank() != 2 {
+		return Type{}, fmt.Errorf("a probe of u32 rows checks u32 ciphertext rows times an int8 weight, got %v, %v, %v", y, c, w)
+	}
+	if err := passCounter(in[3]); err != nil {
+		return Type{}, err
+	}
+	if err := sameDim("payload rows", c.Shape[0], y.Shape[0]); err != nil {
+		return Type{}, err
+	}
+	if err := sameDim("weight rows", w.Shape[0], y.Shape[1]); err != nil {
+		return Type{}, err
+	}
+	if err := sameDim("weight columns", w.Shape[1], c.Shape[1]); err != nil {
+		return Type{}, err
+	}
+	return y, nil
 }
 
 // rowOp types x [rows, d] op m [1, d].

@@ -118,6 +118,9 @@ func checkLatticeLevel(m *ir.Module, l Level) error {
 			case n.Op == ir.OpLWEDecode:
 				s, _ := n.Attrs.Int("slot")
 				y := g.Node(n.Inputs[0])
+				if y.Op == ir.OpProbe { // a checked product: the probe passes it through
+					y = g.Node(y.Inputs[0])
+				}
 				if y.Place != ir.Device || !ir.IsLinear(y.Op) {
 					bad("decodes %s, not a device product", describe(g, y.ID))
 					continue

@@ -164,11 +164,8 @@ func (o ProtectOptions) checkLattice() error {
 	if wf.DType != ir.I8 {
 		return fmt.Errorf("--security %s multiplies an integer matrix modulo 2^32: it takes --weights %s, not %s", LevelLWE, formats.Int8, o.Weights)
 	}
-	if o.Verify > 0 {
-		// The probes pass checks unmasked float products; a u32 product
-		// needs Freivalds modulo 2^32, not built yet. Refused rather than
-		// compiled without the checks asked for.
-		return fmt.Errorf("--verify %d with --security %s: integrity probes of u32 products (Freivalds modulo 2^32) are not built yet; lwe_decode's range check is the only check (use --verify 0)", o.Verify, LevelLWE)
+	if err := o.checkVerify(); err != nil {
+		return err
 	}
 	return o.level().LWE.Validate()
 }

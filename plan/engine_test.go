@@ -72,9 +72,9 @@ func TestNewEngineRefusesWhatTheRecordsDecline(t *testing.T) {
 		{"cpu with the gomlx device, bf16dot", plan.EngineOptions{Device: "gomlx:go"}, passes.LevelNone, formats.BF16Dot, ir.F32,
 			"--device gomlx:go takes --weights f32, bf16, q8_0, q4_0, q4_k or int8; this plan was compiled with --weights bf16dot"},
 		{"cpu with the vulkan device, q4_k", plan.EngineOptions{Device: "vulkan:0"}, passes.Level8x4, formats.Q4_K, ir.F32,
-			"--device vulkan:0 takes --weights f32, bf16, q8_0 or q4_0; this plan was compiled with --weights q4_k and multiplies on the device"},
+			"--device vulkan:0 takes --weights f32, bf16, q8_0, q4_0 or int8; this plan was compiled with --weights q4_k and multiplies on the device"},
 		{"recorded vulkan, bf16dot", plan.EngineOptions{Backend: "vulkan", Spy: true}, passes.LevelNone, formats.BF16Dot, ir.F32,
-			"the device of --backend vulkan (vulkan) takes --weights f32, bf16, q8_0 or q4_0"},
+			"the device of --backend vulkan (vulkan) takes --weights f32, bf16, q8_0, q4_0 or int8"},
 		{"unknown backend", plan.EngineOptions{Backend: "tpu"}, passes.LevelNone, formats.F32, ir.F32,
 			`--backend "tpu": want cpu, gomlx or vulkan`},
 	} {

@@ -1,10 +1,14 @@
 package plan_test
 
 import (
+	"errors"
 	"math"
+	"slices"
 	"testing"
 
+	"gelo/device"
 	"gelo/formats"
+	"gelo/lower/cpu"
 	"gelo/passes"
 )
 
@@ -45,6 +49,55 @@ func TestLatticeLogits(t *testing.T) {
 	for i := range refToks {
 		if toks[i] != refToks[i] {
 			t.Fatalf("step %d: lwe decodes %d, none %d (tokens %v vs %v)", i, toks[i], refToks[i], toks, refToks)
+		}
+	}
+}
+
+// TestLatticeProbes: under level lwe the probes (Freivalds modulo 2^32,
+// lwe.Probes) change nothing an honest device computes, and every liar
+// class on one product of a decode step aborts the session with the
+// integrity error, in several sessions (fresh keys: fresh probe vectors
+// and pads). The first 9 device calls compute the hints (checked at load
+// by their own Freivalds test), the next 9 are the prefill's. A decode
+// product at B = 1 is one row, which PermuteRows leaves as it is (no lie):
+// that class lies on a product of the prefill's 5 rows instead.
+func TestLatticeProbes(t *testing.T) {
+	ref, err, _ := integrityRun(t, passes.LevelLWE, formats.Int8, 0, 1, 24, nil)
+	if err != nil {
+		t.Fatalf("no probes: %v", err)
+	}
+	got, err, st := integrityRun(t, passes.LevelLWE, formats.Int8, 2, 1, 24, nil)
+	if err != nil {
+		t.Fatalf("an honest device fails its probes: %v", err)
+	}
+	if !slices.Equal(got, ref) {
+		t.Errorf("tokens %v with probes, %v without", got, ref)
+	}
+	if st.Checks == 0 {
+		t.Fatal("no probe ran")
+	}
+	const trials = 4
+	for _, lie := range device.Lies() {
+		caught := 0
+		for tr := range trials {
+			call := 40 + 7*tr
+			if lie == device.PermuteRows {
+				call = 9 + 2*tr
+			}
+			_, err, _ := integrityRun(t, passes.LevelLWE, formats.Int8, 2, byte(20+tr), 16, func(l *device.LiarDevice) {
+				l.Lie, l.Amount, l.Row = lie, 0.5, tr
+				l.At = func(c int, _ string) bool { return c == call }
+			})
+			switch {
+			case errors.Is(err, cpu.ErrIntegrity):
+				caught++
+			case err != nil:
+				t.Fatalf("%v: %v", lie, err)
+			}
+		}
+		t.Logf("%v: caught %d of %d", lie, caught, trials)
+		if caught != trials {
+			t.Errorf("%v: caught %d of %d lies", lie, caught, trials)
 		}
 	}
 }

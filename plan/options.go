@@ -46,9 +46,7 @@ func Level(name string) Options {
 		return o
 	}
 	o := Options{ProtectOptions: l.Options(passes.DefaultProtect())}
-	if !l.Lattice() { // probes of u32 products are not built: lwe runs none
-		o.Verify = passes.DefaultVerify
-	}
+	o.Verify = passes.DefaultVerify
 	return o
 }
 

@@ -13,7 +13,8 @@ import (
 )
 
 // TestLatticeDevices: an lwe plan (qwen3-tiny, every linear op offloaded)
-// gives bit-identical logits on every device that runs the lwe product,
+// gives bit-identical logits on every device that runs the lwe product
+// (Vulkan on lavapipe, gomlx's Go engine),
 // against the local device, over 32 greedy steps: the device's product is
 // exact in Z_2^32 and everything else runs in the same TEE, so any
 // difference is a wrong word. It also checks that what crossed is
@@ -37,7 +38,8 @@ func TestLatticeDevices(t *testing.T) {
 	wantToks, wantLogits := greedyRun(t, ls, prompt, steps)
 	checkWords(t, lspy.Record())
 	devices := map[string]func(t *testing.T) device.Device{
-		"vulkan": func(t *testing.T) device.Device { return vulkantest.Open(t) },
+		"vulkan":   func(t *testing.T) device.Device { return vulkantest.Open(t) },
+		"gomlx:go": func(t *testing.T) device.Device { return openGomlx(t, "go") },
 	}
 	for name, open := range devices {
 		t.Run(name, func(t *testing.T) {

@@ -161,9 +161,6 @@ func (mf *modelFlags) options() (plan.Options, error) {
 			}
 			o.NoFuse = splitList(mf.noFuse)
 			o.Verify, o.VerifyPool = mf.verify, mf.verifyPool
-			if l.Lattice() && !mf.flagSet("verify") {
-				o.Verify = 0 // no probes of u32 products yet: the level's default is none
-			}
 			if err := o.Check(); err != nil {
 				return o, fmt.Errorf("%w: %v", errUsage, err)
 			}

@@ -312,6 +312,10 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 		q: make([]*wire.Matrix, len(g.Nodes)), qa: make([]*wire.Activations, len(g.Nodes)),
 		b16: make([][]uint16, len(g.Nodes)), h16: make([][]uint16, len(g.Nodes)), store: make([]ir.ValueID, len(g.Nodes)),
 	}
+	if b.failed.Load() {
+		// An aborted session's key is wiped: nothing protected compiles.
+		return nil, fmt.Errorf("compile %s: %w", g.Name, ErrIntegrity)
+	}
 	bind, err := BindShieldDims(g, bind)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", g.Name, err)

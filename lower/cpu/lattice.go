@@ -40,6 +40,7 @@ type lattice struct {
 	weights map[string]*latticeWeight // by uploaded weight name and lambda
 	next    map[string]uint64         // pad counters by generator name
 	gens    []*lwe.PadGen             // every generator made, for Close
+	probes  map[string]*lwe.Probes    // probe vectors by weight and pool size
 }
 
 // latticeWeight is one device weight under the lwe level: its integers'
@@ -66,7 +67,8 @@ func (b *Backend) latticeState() *lattice {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.lat == nil {
-		b.lat = &lattice{publics: map[[2]int]*lwe.Public{}, weights: map[string]*latticeWeight{}, next: map[string]uint64{}}
+		b.lat = &lattice{publics: map[[2]int]*lwe.Public{}, weights: map[string]*latticeWeight{}, next: map[string]uint64{},
+			probes: map[string]*lwe.Probes{}}
 	}
 	return b.lat
 }
@@ -242,6 +244,10 @@ func (lat *lattice) forget() {
 		g.Forget()
 	}
 	lat.gens = nil
+	for _, pr := range lat.probes {
+		pr.Wipe()
+	}
+	lat.probes = nil
 }
 
 // latticeSlotOf builds (once per program) the crossing of encode node n:
@@ -357,11 +363,12 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 	return func() error {
 		j := &rowJob{rows: rows, do: func(r, w int) error {
 			v := vs[w]
-			err := lwe.Decode(iw, sl.rows[r], p.u32[y][r*dout:(r+1)*dout], sl.pads[r], hint, v, p.f32[out][r*dout:(r+1)*dout])
+			err := lwe.Decode(iw, sl.rows[r], p.u32[p.storage(y)][r*dout:(r+1)*dout], sl.pads[r], hint, v, p.f32[out][r*dout:(r+1)*dout])
 			clear(v)
 			if err != nil {
 				if errors.Is(err, lwe.ErrRange) {
-					b.failed.Store(true)
+					b.abort() // the device's result is not W_q c: as a failed probe
+					return ErrIntegrity
 				}
 				return fmt.Errorf("lwe_decode slot %s row %d: %w", sl.name, r, err)
 			}
@@ -440,6 +447,56 @@ func (b *Backend) lowerLatticeDevice(p *Program, n *ir.Node) (func() error, erro
 	wr, wc := qm.Rows, qm.Cols
 	return func() error {
 		tr.add(rows, 4*rows*wc, 4*rows*wr)
-		return dev.MatMulU32(n.Op, name, p.u32[x][:rows*wc], rows, p.u32[out][:rows*wr])
+		return dev.MatMulU32(n.Op, name, p.u32[p.storage(x)][:rows*wc], rows, p.u32[out][:rows*wr])
+	}, nil
+}
+
+// lowerLatticeProbe checks a u32 product against its ciphertext rows with
+// k of the weight's pool of secret vectors, drawn per pass by the
+// program's picker (lwe.Probes: Freivalds modulo 2^32, exact). A failure
+// ends the session, as a float probe's does.
+func lowerLatticeProbe(l *lowering) (func() error, error) {
+	p, n, in, rows, b := l.p, l.n, l.in, l.rows, l.b
+	k, _ := n.Attrs.Int("k")
+	size, _ := n.Attrs.Int("pool")
+	name, qm, err := b.int8Upload(p, in[2])
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	key := fmt.Sprintf("%s#%d", name, size)
+	lat := b.latticeState()
+	lat.mu.Lock()
+	pr, ok := lat.probes[key]
+	lat.mu.Unlock()
+	if !ok {
+		iw, err := int8Weights(qm)
+		if err != nil {
+			return nil, fmt.Errorf("probe %q: %w", name, err)
+		}
+		if len(b.key) == 0 {
+			return nil, errors.New("probe: the graph checks device results but the backend has no session key")
+		}
+		if pr, err = lwe.NewProbes(iw, b.key, key, int(size)); err != nil {
+			return nil, err
+		}
+		lat.mu.Lock()
+		if prev, ok := lat.probes[key]; ok {
+			pr = prev
+		} else {
+			lat.probes[key] = pr
+		}
+		lat.mu.Unlock()
+	}
+	p.probes = true
+	y, c := in[0], in[1]
+	return func() error {
+		idx := p.picker.Pick(int(k), pr.Size())
+		err := pr.Check(p.u32[p.storage(y)], p.u32[p.storage(c)], rows, idx)
+		b.probeStats.record(0)
+		if err != nil {
+			b.abort()
+			return ErrIntegrity
+		}
+		return nil
 	}, nil
 }

@@ -65,6 +65,9 @@ func (b *Backend) probePool(p *Program, n *ir.Node) (*probe.Pool, error) {
 // probes of the pass drawn from the pool, the payload as the device
 // received it (q8_0 blocks dequantized). A failure aborts the backend.
 func lowerProbe(l *lowering) (func() error, error) {
+	if l.p.g.Node(l.in[0]).Type.DType == ir.U32 {
+		return lowerLatticeProbe(l)
+	}
 	p, n, in, rows := l.p, l.n, l.in, l.rows
 	pl, err := l.b.probePool(p, n)
 	if err != nil {

@@ -19,9 +19,10 @@ func tileWords(lambda int) int {
 	return min(colBlock, max(8, packBudget/(4*lambda)&^7))
 }
 
-// batchScratch is what FillBatch keeps between calls: every row's support
-// and signs (secret: wiped after each batch) and the streams of workers
-// past the first (keyed per counter, wiped after each batch).
+// batchScratch is FillBatch's scratch: every row's support and signs
+// (secret: wiped and released after each batch, 8 h bytes a row) and the
+// streams of workers past the first (kept between batches, each keyed per
+// counter and wiped after each batch).
 type batchScratch struct {
 	idx     []int32
 	sgn     []uint32
@@ -48,8 +49,9 @@ type batchScratch struct {
 // every pad is wiped. The rows' supports and signs, and the streams, are
 // wiped before FillBatch returns. Cost: Fill's additions per row, plus one
 // copy of each public matrix per tiled batch; memory: 8 h bytes a row of
-// secrets (wiped) and, shared through a pool, lambda colBlock 4 bytes of
-// copied public words (16 MiB at lambda 4096).
+// secrets (wiped and released), a 4.3 KiB stream per worker and, shared
+// through a pool, lambda colBlock 4 bytes of copied public words (16 MiB
+// at lambda 4096).
 func (g *PadGen) FillBatch(start uint64, pads []*Pad, workers int) error {
 	return g.fillBatch(start, 1, pads, workers)
 }
@@ -65,7 +67,7 @@ func (g *PadGen) fillBatch(start, step uint64, pads []*Pad, workers int) error {
 		return nil
 	}
 	workers = max(1, workers)
-	g.growBatch(rows, workers)
+	g.growBatch(rows, min(workers, rows))
 	defer g.wipeBatch()
 	for _, p := range pads { // being overwritten: not fresh until the end
 		p.mFresh = false
@@ -118,21 +120,22 @@ func (g *PadGen) checkBatch(start, step uint64, pads []*Pad) error {
 	return nil
 }
 
-// growBatch sizes the scratch for rows rows and workers workers.
-func (g *PadGen) growBatch(rows, workers int) {
+// growBatch makes the scratch for rows rows drawn by drawers streams.
+func (g *PadGen) growBatch(rows, drawers int) {
 	b := &g.batch
-	if n := rows * g.p.H; len(b.idx) < n {
-		b.idx, b.sgn = make([]int32, n), make([]uint32, n)
-	}
-	for len(b.drawers) < workers-1 {
+	b.idx, b.sgn = make([]int32, rows*g.p.H), make([]uint32, rows*g.p.H)
+	for len(b.drawers) < drawers-1 {
 		b.drawers = append(b.drawers, newDrawer(g.name))
 	}
 }
 
-// wipeBatch clears every row's support and signs and the workers' streams.
+// wipeBatch clears and releases every row's support and signs (a
+// generator per crossing keeping a prefill's would hold megabytes each)
+// and wipes the workers' streams.
 func (g *PadGen) wipeBatch() {
 	clear(g.batch.idx)
 	clear(g.batch.sgn)
+	g.batch.idx, g.batch.sgn = nil, nil
 	for _, d := range g.batch.drawers {
 		d.s.Wipe()
 	}

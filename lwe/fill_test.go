@@ -86,9 +86,11 @@ func TestFillBatchEqualsFill(t *testing.T) {
 					for r := range rows {
 						samePad(t, fmt.Sprintf("%s: row %d", name, r), got[r], want[r])
 					}
-					if slices.ContainsFunc(g.batch.idx, func(v int32) bool { return v != 0 }) ||
-						slices.ContainsFunc(g.batch.sgn, func(v uint32) bool { return v != 0 }) {
-						t.Fatalf("%s: supports or signs left in the batch scratch", name)
+					if g.batch.idx != nil || g.batch.sgn != nil {
+						t.Fatalf("%s: supports or signs kept after the batch", name)
+					}
+					if len(g.batch.drawers) > 3 {
+						t.Fatalf("%s: %d worker streams for at most 4 workers", name, len(g.batch.drawers))
 					}
 					for i, d := range g.batch.drawers {
 						if d.s.Live() {
@@ -102,6 +104,28 @@ func TestFillBatchEqualsFill(t *testing.T) {
 	}
 	if paths[true] == 0 || paths[false] == 0 {
 		t.Fatalf("batches tiled / not tiled: %d / %d: both paths must run", paths[true], paths[false])
+	}
+}
+
+// TestWipeBatch: the batch's supports and signs are zeroed before they are
+// released, and every worker's stream is unkeyed.
+func TestWipeBatch(t *testing.T) {
+	g := batchScheme(t, batchCase{lambda: 40, h: 7, in: 24})
+	g.growBatch(3, 2)
+	idx, sgn := g.batch.idx, g.batch.sgn
+	for i := range idx {
+		idx[i], sgn[i] = int32(i+1), 0xffffffff
+	}
+	d := g.batch.drawers[0]
+	if err := d.draw(g.key, 40, 5, idx[:7], sgn[:7], make([]uint32, 24)); err != nil || !d.s.Live() {
+		t.Fatalf("draw: %v, stream keyed %v", err, d.s.Live())
+	}
+	g.wipeBatch()
+	if slices.ContainsFunc(idx, func(v int32) bool { return v != 0 }) || slices.ContainsFunc(sgn, func(v uint32) bool { return v != 0 }) {
+		t.Fatal("supports or signs not zeroed")
+	}
+	if g.batch.idx != nil || d.s.Live() {
+		t.Fatal("scratch kept or a worker's stream keyed after the wipe")
 	}
 }
 

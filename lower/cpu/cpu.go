@@ -276,6 +276,7 @@ type Program struct {
 	arena    []float32
 	slots    map[int64]*slot
 	lslots   map[int64]*latticeSlot // lwe crossings by slot
+	padBufs  map[string]*padBuf     // lwe pad buffers by shape
 	// live lists the slots sampled in the current pass.
 	live []*slot
 	// probes: the graph checks device results, drawing from picker.
@@ -306,8 +307,8 @@ func (b *Backend) Compile(g *ir.Graph, bind map[string]int) (*Program, error) {
 	var warms []func() // by instruction: a TEE matvec's warming of its weights
 	p := &Program{
 		g: g, f32: make([][]float32, len(g.Nodes)), i32: make([][]int32, len(g.Nodes)), u32: make([][]uint32, len(g.Nodes)),
-		lslots: map[int64]*latticeSlot{},
-		dims:   make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
+		lslots: map[int64]*latticeSlot{}, padBufs: map[string]*padBuf{},
+		dims: make([][]int, len(g.Nodes)), named: map[string]ir.ValueID{}, bound: map[ir.ValueID]bool{},
 		b: b, slots: map[int64]*slot{},
 		q: make([]*wire.Matrix, len(g.Nodes)), qa: make([]*wire.Activations, len(g.Nodes)),
 		b16: make([][]uint16, len(g.Nodes)), h16: make([][]uint16, len(g.Nodes)), store: make([]ir.ValueID, len(g.Nodes)),

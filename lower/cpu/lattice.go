@@ -59,8 +59,16 @@ type latticeSlot struct {
 	gen     *lwe.PadGen
 	weights []*lwe.Weights
 	hintOf  map[ir.ValueID]int // decode's weight operand -> pad.U index
-	pads    []*lwe.Pad
+	buf     *padBuf            // the pads of the pass in flight (shared by the slots of one shape)
 	rows    []lwe.Row
+}
+
+// padBuf holds pad buffers of one shape for a program: its slots of that
+// shape (every layer's q|k|v crossing, ...) run one after another, each
+// decoded before the next is encoded, so they share one set of rows.
+type padBuf struct {
+	pads  []*lwe.Pad
+	owner *latticeSlot // the slot whose pads they are now: its decodes check it
 }
 
 func (b *Backend) latticeState() *lattice {
@@ -293,6 +301,14 @@ func (b *Backend) latticeSlotOf(p *Program, n *ir.Node) (*latticeSlot, error) {
 	if sl.gen, err = lwe.NewPadGen(params, a, hints, b.key, sl.name); err != nil {
 		return nil, err
 	}
+	shape := fmt.Sprint(sl.weights[0].In)
+	for _, h := range hints {
+		shape += fmt.Sprintf(",%d", h.Out)
+	}
+	if sl.buf = p.padBufs[shape]; sl.buf == nil {
+		sl.buf = &padBuf{}
+		p.padBufs[shape] = sl.buf
+	}
 	lat := b.latticeState()
 	lat.mu.Lock()
 	lat.gens = append(lat.gens, sl.gen)
@@ -313,9 +329,10 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 	b := l.b
 	lat := b.latticeState()
 	return func() error {
-		for len(sl.pads) < rows {
-			sl.pads = append(sl.pads, sl.gen.New())
+		for len(sl.buf.pads) < rows {
+			sl.buf.pads = append(sl.buf.pads, sl.gen.New())
 		}
+		sl.buf.owner = sl
 		if len(sl.rows) < rows {
 			sl.rows = make([]lwe.Row, rows)
 		}
@@ -327,7 +344,7 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 		}
 		// All rows at once: each public matrix streamed once per batch
 		// (lwe.PadGen.FillBatch), the same pads as one Fill a row.
-		if err := sl.gen.FillBatch(start, sl.pads[:rows], b.ctx.Workers()); err != nil {
+		if err := sl.gen.FillBatch(start, sl.buf.pads[:rows], b.ctx.Workers()); err != nil {
 			return fmt.Errorf("lwe_encode slot %s: %w", sl.name, err)
 		}
 		if b.profiling {
@@ -361,9 +378,12 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 		vs[i] = make([]int32, dout)
 	}
 	return func() error {
+		if sl.buf.owner != sl {
+			return fmt.Errorf("lwe_decode slot %s: its pads were taken by another crossing before it was decoded", sl.name)
+		}
 		j := &rowJob{rows: rows, do: func(r, w int) error {
 			v := vs[w]
-			err := lwe.Decode(iw, sl.rows[r], p.u32[p.storage(y)][r*dout:(r+1)*dout], sl.pads[r], hint, v, p.f32[out][r*dout:(r+1)*dout])
+			err := lwe.Decode(iw, sl.rows[r], p.u32[p.storage(y)][r*dout:(r+1)*dout], sl.buf.pads[r], hint, v, p.f32[out][r*dout:(r+1)*dout])
 			clear(v)
 			if err != nil {
 				if errors.Is(err, lwe.ErrRange) {
@@ -383,7 +403,7 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 // row and pad).
 func encodeRows(b *Backend, sl *latticeSlot, xs []float32, c []uint32, rows, d int) error {
 	j := &rowJob{rows: rows, do: func(r, _ int) error {
-		row, err := sl.enc.Encode(xs[r*d:(r+1)*d], sl.pads[r], c[r*d:(r+1)*d])
+		row, err := sl.enc.Encode(xs[r*d:(r+1)*d], sl.buf.pads[r], c[r*d:(r+1)*d])
 		if err != nil {
 			return fmt.Errorf("lwe_encode slot %s row %d: %w", sl.name, r, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"gelo/formats"
 	"gelo/ir"
+	"gelo/lwe"
 	"gelo/models"
 )
 
@@ -43,6 +44,10 @@ type Run struct {
 	MaxContext, MaxTokens, PromptLen int
 	Workers                          int
 	ShieldK                          int
+	// LWE, for a plan at a lattice level, is its parameters: the hints,
+	// public matrices, pads and probe vectors it holds are counted as if
+	// every linear op were offloaded (an upper bound).
+	LWE *lwe.Params
 	// Limit is the memory the run may use, in bytes (0: the available
 	// memory, when the system says).
 	Limit int64
@@ -50,12 +55,16 @@ type Run struct {
 
 // Need is a run's memory, item by item (bytes).
 type Need struct {
-	Weights, DeviceWeights, KV, History, Arena, Shields, Workers, Total int64
+	Weights, DeviceWeights, KV, History, Arena, Shields, Lattice, Workers, Total int64
 }
 
 func (n Need) String() string {
-	return fmt.Sprintf("%s (weights %s, device weights %s, KV cache %s, history %s, arenas ~%s, shields %s, workers %s)",
-		Bytes(n.Total), Bytes(n.Weights), Bytes(n.DeviceWeights), Bytes(n.KV), Bytes(n.History), Bytes(n.Arena), Bytes(n.Shields), Bytes(n.Workers))
+	lat := ""
+	if n.Lattice > 0 {
+		lat = ", lwe hints, pads and probes " + Bytes(n.Lattice)
+	}
+	return fmt.Sprintf("%s (weights %s, device weights %s, KV cache %s, history %s, arenas ~%s, shields %s%s, workers %s)",
+		Bytes(n.Total), Bytes(n.Weights), Bytes(n.DeviceWeights), Bytes(n.KV), Bytes(n.History), Bytes(n.Arena), Bytes(n.Shields), lat, Bytes(n.Workers))
 }
 
 // Preflight range-checks the counts of r and computes the memory the run
@@ -127,8 +136,14 @@ func need(r Run) (Need, error) {
 	if r.Workers > 0 {
 		n.Workers, _ = models.Mul(r.Workers, 256<<10) // stack and scratch, an estimate
 	}
+	if r.LWE != nil {
+		rows := max(r.Sequences, r.PromptLen, min(r.MaxContext, 512))
+		if n.Lattice, err = latticeBytes(c, *r.LWE, rows); err != nil {
+			return n, err
+		}
+	}
 	if r.Sequences == 0 {
-		n.Total, err = models.Add(n.Weights, n.DeviceWeights, n.Workers)
+		n.Total, err = models.Add(n.Weights, n.DeviceWeights, n.Lattice, n.Workers)
 		return n, err
 	}
 	b, t := r.Sequences, r.MaxContext
@@ -167,8 +182,53 @@ func need(r Run) (Need, error) {
 	if n.Shields, err = models.Mul(b, r.ShieldK+rows, max(c.HiddenSize, c.IntermediateSize), 4, 4); err != nil {
 		return n, err
 	}
-	n.Total, err = models.Add(n.Weights, n.DeviceWeights, n.KV, n.History, n.Arena, n.Shields, n.Workers)
+	n.Total, err = models.Add(n.Weights, n.DeviceWeights, n.KV, n.History, n.Arena, n.Shields, n.Lattice, n.Workers)
 	return n, err
+}
+
+// latticeBytes is what an lwe plan holds beyond its weights, every linear
+// op offloaded: each matrix's hint (d_out x lambda words) and its integers
+// in the TEE (d_out x d_in bytes, read by decode's norms and the probes),
+// A for each input width (d_in x lambda words), the probe vectors
+// (DefaultProbePool of d_in + d_out words a matrix), and the pads of rows
+// rows for each crossing shape (q|k|v, o, gate|up, down, the LM head:
+// d_in + the outputs' words a row; a program's crossings of one shape
+// share them).
+func latticeBytes(c *models.Config, p lwe.Params, rows int) (int64, error) {
+	hd := c.HeadDimension()
+	d, q, kv, ff, v := c.HiddenSize, c.NumAttentionHeads*hd, c.NumKeyValueHeads*hd, c.IntermediateSize, c.VocabSize
+	L, lam := c.NumHiddenLayers, p.Lambda
+	type mat struct{ out, in, count int }
+	mats := []mat{{q + 2*kv, d, L}, {d, q, L}, {2 * ff, d, L}, {d, ff, L}, {v, d, 1}}
+	var total int64
+	add := func(f ...int) error {
+		b, err := models.Mul(f...)
+		if err == nil {
+			total, err = models.Add(total, b)
+		}
+		return err
+	}
+	for _, m := range mats {
+		if err := add(m.count, m.out, lam, 4); err != nil { // hint
+			return 0, err
+		}
+		if err := add(m.count, m.out, m.in); err != nil { // integers
+			return 0, err
+		}
+		if err := add(m.count, 8, m.in+m.out, 4); err != nil { // probe vectors (the default pool)
+			return 0, err
+		}
+		if err := add(rows, m.in+m.out, 4); err != nil { // pads of this shape
+			return 0, err
+		}
+	}
+	widths := map[int]bool{d: true, q: true, ff: true}
+	for w := range widths {
+		if err := add(w, lam, 4); err != nil { // A
+			return 0, err
+		}
+	}
+	return total, nil
 }
 
 // AvailableMemory is MemAvailable from /proc/meminfo in bytes, or 0 when

@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"gelo/formats"
 	"gelo/models"
+	"gelo/passes"
 	"gelo/plan"
+	"gelo/runtime"
 )
 
 // TestPreflight: the figures add up, counts out of range are ErrPreflight,
@@ -153,4 +156,47 @@ func matrixRows(cfg *models.Config) int64 {
 		}
 	}
 	return n
+}
+
+// TestPreflightLattice: an lwe plan's hints, public matrices, integers,
+// probe vectors and pads, as the backend holds them after a prefill and
+// decode steps with every op offloaded, stay within the preflight's
+// estimate for the run, which counts them in its total.
+func TestPreflightLattice(t *testing.T) {
+	const prompt, steps = 12, 8
+	m, w := compiledTiny(t, passes.LevelLWE, formats.Int8, 2, true)
+	eng, err := plan.NewEngine(plan.EngineOptions{}, w, make([]byte, 32), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int32, prompt)
+	for i := range ids {
+		ids[i] = int32(i + 1)
+	}
+	if _, err := s.Prefill(ids); err != nil {
+		t.Fatal(err)
+	}
+	for range steps {
+		if _, err := s.Decode(3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := eng.CPU.LatticeBytes()
+	lv, _ := passes.LookupLevel(passes.LevelLWE)
+	n, err := plan.Preflight(plan.Run{Config: w.Config, Weights: formats.Int8, Sequences: 1, MaxContext: 64, PromptLen: prompt, LWE: lv.LWE, Limit: 1 << 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lwe state held %s, preflight %s (of a total %s)", plan.Bytes(held), plan.Bytes(n.Lattice), plan.Bytes(n.Total))
+	if held == 0 || held > n.Lattice {
+		t.Errorf("the backend holds %d bytes of lwe state, the preflight counts %d", held, n.Lattice)
+	}
+	if none, _ := plan.Preflight(plan.Run{Config: w.Config, Weights: formats.Int8, Sequences: 1, MaxContext: 64, PromptLen: prompt, Limit: 1 << 50}); none.Total+n.Lattice != n.Total {
+		t.Errorf("the total %d does not count the lwe state %d (without it %d)", n.Total, n.Lattice, none.Total)
+	}
 }

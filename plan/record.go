@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strconv"
 
@@ -96,6 +97,13 @@ func finishRecording(eng *Engine, ro RecordOptions, passes, prompts int) *record
 	hdr["gelo.prompts"] = strconv.Itoa(prompts)
 	if ro.Batch > 1 {
 		hdr["gelo.batch"] = strconv.Itoa(ro.Batch)
+	}
+	if eng.CPU != nil {
+		if seed, ok := eng.CPU.PublicSeed(); ok {
+			// An lwe plan's public matrix A (lwe.ExpandColumn from this
+			// seed): what an outside lattice attack on the words needs.
+			hdr[record.KeyLWESeed] = hex.EncodeToString(seed[:])
+		}
 	}
 	return &record.Recording{Header: hdr, Crossings: append([]device.Crossing(nil), eng.Spy.Record()...)}
 }

@@ -136,6 +136,12 @@ func (mf *modelFlags) preflight(cfg *models.Config, m *ir.Module, sequences, pro
 		// A full-span stack carries as many shield rows as its width.
 		r.ShieldK = max(r.ShieldK, cfg.HiddenSize, cfg.IntermediateSize)
 	}
+	if l, ok := passes.LookupLevel(level); ok && l.Lattice() {
+		r.LWE = l.LWE
+		if m == nil && !mf.flagSet("weights") {
+			r.Weights = formats.Int8 // the level's format unless told
+		}
+	}
 	_, err := plan.Preflight(r)
 	if errors.Is(err, plan.ErrPreflight) {
 		return fmt.Errorf("%w: %v", errUsage, err)

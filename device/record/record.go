@@ -50,6 +50,9 @@ const (
 	KeyFormat   = "gelo.record"
 	KeyIdentity = "gelo.identity"
 	KeyPlan     = "gelo.plan"
+	// KeyLWESeed is an lwe plan's public seed (hex), from which
+	// lwe.ExpandColumn makes the public matrix A its ciphertexts use.
+	KeyLWESeed = "gelo.lwe.seed"
 )
 
 // Recording is a header and the crossings in the order they were seen.

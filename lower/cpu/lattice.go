@@ -41,6 +41,27 @@ type lattice struct {
 	next    map[string]uint64         // pad counters by generator name
 	gens    []*lwe.PadGen             // every generator made, for Close
 	probes  map[string]*lwe.Probes    // probe vectors by weight and pool size
+	padMem  int64                     // bytes of every pad buffer allocated
+}
+
+// LatticeBytes is the memory the backend's lwe state holds: the public
+// matrices, each weight's hint and integers, the probe vectors and the
+// pad buffers of its programs (what plan.Preflight estimates).
+func (b *Backend) LatticeBytes() int64 {
+	lat := b.latticeState()
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	n := lat.padMem
+	for _, a := range lat.publics {
+		n += int64(a.Bytes())
+	}
+	for _, w := range lat.weights {
+		n += int64(w.hint.Bytes()) + int64(len(w.w.Q))
+	}
+	for _, pr := range lat.probes {
+		n += int64(pr.Bytes())
+	}
+	return n
 }
 
 // latticeWeight is one device weight under the lwe level: its integers'
@@ -330,7 +351,11 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 	lat := b.latticeState()
 	return func() error {
 		for len(sl.buf.pads) < rows {
-			sl.buf.pads = append(sl.buf.pads, sl.gen.New())
+			pad := sl.gen.New()
+			sl.buf.pads = append(sl.buf.pads, pad)
+			lat.mu.Lock()
+			lat.padMem += int64(pad.Bytes())
+			lat.mu.Unlock()
 		}
 		sl.buf.owner = sl
 		if len(sl.rows) < rows {

@@ -20,8 +20,10 @@ const LatticeVocab = 8192
 // LatticeShare is one scenario of the lwe suite: per pass, the TEE-local
 // plan's whole time (every linear op in the TEE, int8 weights) and the lwe
 // plan's lwe work in the TEE, split into the online part (encode and
-// decode) and the pads (drawn in bulk ahead of time at decode: TEE work,
-// off the token's critical path), and its device time.
+// decode, with any wait for a pad) and the pads (at prefill drawn with the
+// encode, FillBatch over the prompt's rows; at decode drawn in bulk ahead
+// of time by a pool per crossing: TEE work off the token's critical path,
+// counted at its mean cost per pad), and its device time.
 type LatticeShare struct {
 	Scenario                     string
 	Local                        time.Duration // TEE-local plan, the whole pass
@@ -150,7 +152,11 @@ func (e *Env) profilePass(m *ir.Module, rows int, batch bool) (cpu.Profile, erro
 		}
 		profs = append(profs, eng.TakeProfile())
 	}
-	return medianProfile(profs), nil
+	p := medianProfile(profs)
+	// Decode pads come from pools that fill hundreds at once: a step's
+	// window holds a whole batch or none. Count each pass its share.
+	p[cpu.BucketPads] = eng.CPU.LatticePadsPerPass()
+	return p, nil
 }
 
 // medianProfile is the profile of median total time.

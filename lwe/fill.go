@@ -268,3 +268,8 @@ func parallel(count, workers int, f func(w, i0, i1 int)) {
 	f(0, 0, min(count, per))
 	wg.Wait()
 }
+
+// TiledRows is the smallest batch FillBatch tiles under p: a Pool that
+// can fill this many pads at once streams its public matrices once per
+// batch.
+func TiledRows(p Params) int { return (tileColumns*p.Lambda + p.H - 1) / p.H }

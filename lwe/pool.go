@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrPoolClosed is returned by Get on a closed pool.
@@ -35,6 +36,9 @@ type Pool struct {
 	closed  bool
 	once    sync.Once
 	batches atomic.Int64 // FillBatch calls made (for tests)
+	filling atomic.Int64 // nanoseconds the workers spent filling pads (TakeFillTime)
+	spent   atomic.Int64 // the same, never reset (FillCost)
+	filled  atomic.Int64 // pads filled (FillCost)
 }
 
 // NewPool starts workers goroutines (at least one) filling up to size pads
@@ -95,7 +99,9 @@ func (pl *Pool) work(w int) {
 			}
 		}
 		if tiled(len(batch), g.p.H, g.p.Lambda) {
+			t0 := time.Now()
 			err := g.fillBatch(n, W, batch, 1)
+			pl.account(time.Since(t0), len(batch))
 			for r, pad := range batch {
 				pad.err, pad.Counter = err, n+uint64(r)*W
 				pl.ready[w] <- pad // never blocks: ready holds all of w's buffers
@@ -110,13 +116,36 @@ func (pl *Pool) work(w int) {
 				return
 			default:
 			}
+			t0 := time.Now()
 			pad.err = g.Fill(n, pad)
+			pl.account(time.Since(t0), 1)
 			pad.Counter = n
 			pl.ready[w] <- pad
 			n += W
 		}
 	}
 }
+
+func (pl *Pool) account(d time.Duration, pads int) {
+	pl.filling.Add(int64(d))
+	pl.spent.Add(int64(d))
+	pl.filled.Add(int64(pads))
+}
+
+// FillCost is the workers' mean time per pad so far (0 before the first
+// fill): what each pad handed out costs the TEE, amortised over the
+// batches it was filled in.
+func (pl *Pool) FillCost() time.Duration {
+	n := pl.filled.Load()
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(pl.spent.Load() / n)
+}
+
+// TakeFillTime returns the time the workers spent filling pads since the
+// last call: the TEE work the pads cost, off the rows' critical path.
+func (pl *Pool) TakeFillTime() time.Duration { return time.Duration(pl.filling.Swap(0)) }
 
 // Size is the number of pads the pool holds.
 func (pl *Pool) Size() int { return pl.per * len(pl.gens) }

@@ -138,7 +138,7 @@ func need(r Run) (Need, error) {
 	}
 	if r.LWE != nil {
 		rows := max(r.Sequences, r.PromptLen, min(r.MaxContext, 512))
-		if n.Lattice, err = latticeBytes(c, *r.LWE, rows); err != nil {
+		if n.Lattice, err = latticeBytes(c, *r.LWE, rows, max(r.Sequences, 1)); err != nil {
 			return n, err
 		}
 	}
@@ -193,8 +193,9 @@ func need(r Run) (Need, error) {
 // (DefaultProbePool of d_in + d_out words a matrix), and the pads of rows
 // rows for each crossing shape (q|k|v, o, gate|up, down, the LM head:
 // d_in + the outputs' words a row; a program's crossings of one shape
-// share them).
-func latticeBytes(c *models.Config, p lwe.Params, rows int) (int64, error) {
+// share them), and each decode crossing's pool of lwe.TiledRows + 2 B
+// pads (filled in bulk ahead of the steps).
+func latticeBytes(c *models.Config, p lwe.Params, rows, batch int) (int64, error) {
 	hd := c.HeadDimension()
 	d, q, kv, ff, v := c.HiddenSize, c.NumAttentionHeads*hd, c.NumKeyValueHeads*hd, c.IntermediateSize, c.VocabSize
 	L, lam := c.NumHiddenLayers, p.Lambda
@@ -219,6 +220,9 @@ func latticeBytes(c *models.Config, p lwe.Params, rows int) (int64, error) {
 			return 0, err
 		}
 		if err := add(rows, m.in+m.out, 4); err != nil { // pads of this shape
+			return 0, err
+		}
+		if err := add(m.count, lwe.TiledRows(p)+2*batch, m.in+m.out, 4); err != nil { // decode pools
 			return 0, err
 		}
 	}

@@ -33,15 +33,33 @@ const HintChecks = 40
 // of each ciphertext kind. A pad's counter only grows within a backend, so
 // no (kind, counter) is drawn twice under its key.
 type lattice struct {
-	mu      sync.Mutex
-	seed    [lwe.SeedSize]byte
-	seeded  bool
-	publics map[[2]int]*lwe.Public    // by (d_in, lambda)
-	weights map[string]*latticeWeight // by uploaded weight name and lambda
-	next    map[string]uint64         // pad counters by generator name
-	gens    []*lwe.PadGen             // every generator made, for Close
-	probes  map[string]*lwe.Probes    // probe vectors by weight and pool size
-	padMem  int64                     // bytes of every pad buffer allocated
+	mu       sync.Mutex
+	seed     [lwe.SeedSize]byte
+	seeded   bool
+	publics  map[[2]int]*lwe.Public    // by (d_in, lambda)
+	weights  map[string]*latticeWeight // by uploaded weight name and lambda
+	next     map[string]uint64         // pad counters by generator name
+	gens     []*lwe.PadGen             // every generator made, for Close
+	probes   map[string]*lwe.Probes    // probe vectors by weight and pool size
+	padMem   int64                     // bytes of every pad buffer allocated
+	pools    []*lwe.Pool               // the decode crossings' pad pools
+	poolRows []int                     // rows each pool's crossing draws a pass
+}
+
+// LatticePadsPerPass is what the decode crossings' pads cost the TEE per
+// pass, amortised: each pool's mean fill time per pad times the rows its
+// crossing draws a pass, summed. (The pools fill in bulk, hundreds of pads
+// at once and off the rows' critical path, so the time spent within one
+// pass says little.)
+func (b *Backend) LatticePadsPerPass() time.Duration {
+	lat := b.latticeState()
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	var d time.Duration
+	for i, pl := range lat.pools {
+		d += pl.FillCost() * time.Duration(lat.poolRows[i])
+	}
+	return d
 }
 
 // LatticeBytes is the memory the backend's lwe state holds: the public
@@ -60,6 +78,9 @@ func (b *Backend) LatticeBytes() int64 {
 	}
 	for _, pr := range lat.probes {
 		n += int64(pr.Bytes())
+	}
+	for _, pl := range lat.pools {
+		n += int64(pl.Bytes())
 	}
 	return n
 }
@@ -82,6 +103,11 @@ type latticeSlot struct {
 	hintOf  map[ir.ValueID]int // decode's weight operand -> pad.U index
 	buf     *padBuf            // the pads of the pass in flight (shared by the slots of one shape)
 	rows    []lwe.Row
+	// pool, for a decode crossing (B rows), draws the pads ahead of time
+	// in bulk (lwe.Pool); held are the pads of the pass in flight, given
+	// back at the slot's next encode.
+	pool *lwe.Pool
+	held []*lwe.Pad
 }
 
 // padBuf holds pad buffers of one shape for a program: its slots of that
@@ -277,6 +303,25 @@ func (lat *lattice) forget() {
 		pr.Wipe()
 	}
 	lat.probes = nil
+	for _, pl := range lat.pools {
+		pl.Close()
+	}
+	lat.pools, lat.poolRows = nil, nil
+}
+
+// takePoolTime is the time every pad pool's workers spent filling pads
+// since the last call.
+func (lat *lattice) takePoolTime() time.Duration {
+	if lat == nil {
+		return 0
+	}
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	var d time.Duration
+	for _, pl := range lat.pools {
+		d += pl.TakeFillTime()
+	}
+	return d
 }
 
 // latticeSlotOf builds (once per program) the crossing of encode node n:
@@ -322,6 +367,22 @@ func (b *Backend) latticeSlotOf(p *Program, n *ir.Node) (*latticeSlot, error) {
 	if sl.gen, err = lwe.NewPadGen(params, a, hints, b.key, sl.name); err != nil {
 		return nil, err
 	}
+	if r := n.Type.Shape[0]; r.IsSym() && r.Sym == "B" {
+		// Decode: a pool draws the pads ahead, in batches FillBatch tiles,
+		// so a step's rows wait only for their encode and decode. Its
+		// counters are a range of their own.
+		rows := p.dims[n.ID][0]
+		size := lwe.TiledRows(params) + 2*rows
+		lat := b.latticeState()
+		start := lat.reserve(sl.name, 1<<48)
+		if sl.pool, err = lwe.NewPool(params, a, hints, b.key, sl.name, start, size, 1); err != nil {
+			return nil, err
+		}
+		lat.mu.Lock()
+		lat.pools = append(lat.pools, sl.pool)
+		lat.poolRows = append(lat.poolRows, rows)
+		lat.mu.Unlock()
+	}
 	shape := fmt.Sprint(sl.weights[0].In)
 	for _, h := range hints {
 		shape += fmt.Sprintf(",%d", h.Out)
@@ -349,6 +410,27 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 	rows, d := l.rows, l.dims(x)[1]
 	b := l.b
 	lat := b.latticeState()
+	if sl.pool != nil {
+		return func() error {
+			for _, pad := range sl.held { // the last pass's, decoded
+				if err := sl.pool.Put(pad); err != nil {
+					return err
+				}
+			}
+			sl.held = sl.held[:0]
+			for range rows {
+				pad, err := sl.pool.Get()
+				if err != nil {
+					return fmt.Errorf("lwe_encode slot %s: %w", sl.name, err)
+				}
+				sl.held = append(sl.held, pad)
+			}
+			if len(sl.rows) < rows {
+				sl.rows = make([]lwe.Row, rows)
+			}
+			return encodeRows(b, sl, sl.held, p.f32[p.storage(x)], p.u32[out], rows, d)
+		}, nil
+	}
 	return func() error {
 		for len(sl.buf.pads) < rows {
 			pad := sl.gen.New()
@@ -375,7 +457,7 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 		if b.profiling {
 			b.padNanos.Add(int64(time.Since(t0)))
 		}
-		return encodeRows(b, sl, xs, c, rows, d)
+		return encodeRows(b, sl, sl.buf.pads, xs, c, rows, d)
 	}, nil
 }
 
@@ -403,12 +485,16 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 		vs[i] = make([]int32, dout)
 	}
 	return func() error {
-		if sl.buf.owner != sl {
-			return fmt.Errorf("lwe_decode slot %s: its pads were taken by another crossing before it was decoded", sl.name)
+		pads := sl.held
+		if sl.pool == nil {
+			if sl.buf.owner != sl {
+				return fmt.Errorf("lwe_decode slot %s: its pads were taken by another crossing before it was decoded", sl.name)
+			}
+			pads = sl.buf.pads
 		}
 		j := &rowJob{rows: rows, do: func(r, w int) error {
 			v := vs[w]
-			err := lwe.Decode(iw, sl.rows[r], p.u32[p.storage(y)][r*dout:(r+1)*dout], sl.buf.pads[r], hint, v, p.f32[out][r*dout:(r+1)*dout])
+			err := lwe.Decode(iw, sl.rows[r], p.u32[p.storage(y)][r*dout:(r+1)*dout], pads[r], hint, v, p.f32[out][r*dout:(r+1)*dout])
 			clear(v)
 			if err != nil {
 				if errors.Is(err, lwe.ErrRange) {
@@ -426,9 +512,9 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 // encodeRows encodes rows of width d with the slot's filled pads, the rows
 // split over the backend's workers (each row's encode reads only its own
 // row and pad).
-func encodeRows(b *Backend, sl *latticeSlot, xs []float32, c []uint32, rows, d int) error {
+func encodeRows(b *Backend, sl *latticeSlot, pads []*lwe.Pad, xs []float32, c []uint32, rows, d int) error {
 	j := &rowJob{rows: rows, do: func(r, _ int) error {
-		row, err := sl.enc.Encode(xs[r*d:(r+1)*d], sl.buf.pads[r], c[r*d:(r+1)*d])
+		row, err := sl.enc.Encode(xs[r*d:(r+1)*d], pads[r], c[r*d:(r+1)*d])
 		if err != nil {
 			return fmt.Errorf("lwe_encode slot %s row %d: %w", sl.name, r, err)
 		}

@@ -244,3 +244,50 @@ func TestPoolBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolSteadyBatches: a pool of TiledRows + 4B pads serving a decode
+// (each step gives back its B pads, then takes B) keeps filling in tiled
+// batches in the steady state, not one pad at a time as buffers come
+// back: every pad after the first batch is filled in one, and the pads
+// are still those of their counters.
+func TestPoolSteadyBatches(t *testing.T) {
+	p := Params{Lambda: 16, H: 4, Delta: 16} // tiled from 24 rows
+	w := quantized(t, wGauss, 7, 20, 1)
+	sc := newScheme(t, p, w)
+	const B, steps = 2, 60
+	pl, err := NewPool(p, sc.a, sc.hints, testKey, "test", 0, TiledRows(p)+4*B, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	var held []*Pad
+	n := uint64(0)
+	for range steps {
+		for _, pad := range held {
+			if err := pl.Put(pad); err != nil {
+				t.Fatal(err)
+			}
+		}
+		held = held[:0]
+		for range B {
+			pad, err := pl.Get()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := sc.gen.New()
+			if err := sc.gen.Fill(n, want); err != nil {
+				t.Fatal(err)
+			}
+			samePad(t, fmt.Sprintf("pad %d", n), pad, want)
+			n++
+			held = append(held, pad)
+		}
+	}
+	// 120 pads taken: the first batch of 32 and, tiled, batches of at
+	// least 24 after it; a pad at a time would count no more batches.
+	filled := pl.filled.Load()
+	if got := pl.batches.Load(); got < 3 || filled > pl.batches.Load()*int64(TiledRows(p)+4*B) {
+		t.Errorf("%d batches for %d pads filled: the steady state does not batch", got, filled)
+	}
+	t.Logf("%d pads filled in %d batches", filled, pl.batches.Load())
+}

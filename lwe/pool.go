@@ -39,6 +39,10 @@ type Pool struct {
 	filling atomic.Int64 // nanoseconds the workers spent filling pads (TakeFillTime)
 	spent   atomic.Int64 // the same, never reset (FillCost)
 	filled  atomic.Int64 // pads filled (FillCost)
+	// tileRows is the batch a worker waits for (TiledRows, or its whole
+	// share when that is smaller) while at least lowWater pads are ready:
+	// half of what the share holds beyond tileRows.
+	tileRows, lowWater int
 }
 
 // NewPool starts workers goroutines (at least one) filling up to size pads
@@ -50,6 +54,8 @@ func NewPool(p Params, a *Public, hints []*Hint, key []byte, name string, start 
 		return nil, fmt.Errorf("lwe: pad pool: size %d", size)
 	}
 	pl := &Pool{start: start, next: start, in: a.In, per: (size + workers - 1) / workers, stop: make(chan struct{})}
+	pl.tileRows = min(pl.per, TiledRows(p))
+	pl.lowWater = (pl.per - pl.tileRows) / 2
 	for range workers {
 		g, err := NewPadGen(p, a, hints, key, name)
 		if err != nil {
@@ -81,6 +87,8 @@ func (pl *Pool) work(w int) {
 	W := uint64(len(pl.gens))
 	g := pl.gens[w]
 	batch := make([]*Pad, 0, pl.per)
+	tick := time.NewTimer(time.Hour)
+	defer tick.Stop()
 	for n := pl.start + uint64(w); ; {
 		batch = batch[:0]
 		select {
@@ -89,13 +97,34 @@ func (pl *Pool) work(w int) {
 		case <-pl.stop:
 			return
 		}
+		// Collect free buffers: wait for a batch FillBatch tiles while
+		// the ready pads last (above low water), else take what is free.
 	more:
 		for len(batch) < pl.per {
+			if len(batch) >= pl.tileRows || len(pl.ready[w]) < pl.lowWater {
+				for len(batch) < pl.per { // whatever else is free, without waiting
+					select {
+					case pad := <-pl.free[w]:
+						batch = append(batch, pad)
+					default:
+						break more
+					}
+				}
+				break
+			}
+			// (Woken now and then to look at the ready pads again: a
+			// caller that takes pads without giving any back must not wait
+			// on buffers this worker sits on.)
+			tick.Reset(time.Millisecond)
 			select {
 			case pad := <-pl.free[w]:
 				batch = append(batch, pad)
-			default:
-				break more
+			case <-tick.C:
+			case <-pl.stop:
+				for _, pad := range batch {
+					pad.Wipe()
+				}
+				return
 			}
 		}
 		if tiled(len(batch), g.p.H, g.p.Lambda) {

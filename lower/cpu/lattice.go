@@ -372,7 +372,7 @@ func (b *Backend) latticeSlotOf(p *Program, n *ir.Node) (*latticeSlot, error) {
 		// so a step's rows wait only for their encode and decode. Its
 		// counters are a range of their own.
 		rows := p.dims[n.ID][0]
-		size := lwe.TiledRows(params) + 2*rows
+		size := lwe.TiledRows(params) + 4*rows // low water 2B: the worker waits for a tiled batch while 2B are ready
 		lat := b.latticeState()
 		start := lat.reserve(sl.name, 1<<48)
 		if sl.pool, err = lwe.NewPool(params, a, hints, b.key, sl.name, start, size, 1); err != nil {

@@ -279,3 +279,6 @@ func (g *PadGen) Forget() {
 	clear(g.key)
 	g.key = nil
 }
+
+// Params are the generator's lattice parameters.
+func (g *PadGen) Params() Params { return g.p }

@@ -36,14 +36,49 @@ type lattice struct {
 	mu       sync.Mutex
 	seed     [lwe.SeedSize]byte
 	seeded   bool
-	publics  map[[2]int]*lwe.Public    // by (d_in, lambda)
-	weights  map[string]*latticeWeight // by uploaded weight name and lambda
-	next     map[string]uint64         // pad counters by generator name
-	gens     []*lwe.PadGen             // every generator made, for Close
-	probes   map[string]*lwe.Probes    // probe vectors by weight and pool size
-	padMem   int64                     // bytes of every pad buffer allocated
-	pools    []*lwe.Pool               // the decode crossings' pad pools
-	poolRows []int                     // rows each pool's crossing draws a pass
+	publics  map[[2]int]*lwe.Public        // by (d_in, lambda)
+	weights  map[string]*latticeWeight     // by uploaded weight name and lambda
+	next     map[string]uint64             // pad counters by generator name
+	gens     []*lwe.PadGen                 // every generator made, for Close
+	probes   map[string]*lwe.Probes        // probe vectors by weight and pool size
+	padMem   int64                         // bytes of every pad buffer allocated
+	pools    []*lwe.Pool                   // the decode crossings' pad pools
+	poolRows []int                         // rows each pool's crossing draws a pass
+	poolGen  []func() (*lwe.PadGen, error) // a generator of each pool's shape, under a throwaway key
+}
+
+// LatticePadsCalibrated is what the decode crossings' pads cost the TEE
+// per pass on one core, measured apart: for each pool's shape, one
+// FillBatch of lwe.TiledRows pads (the batch a pool fills in its steady
+// state) under a throwaway key, its time per pad times the rows the
+// crossing draws a pass. Unlike the pools' own timing it does not count
+// the time their workers wait for a core the decode holds.
+func (b *Backend) LatticePadsCalibrated() (time.Duration, error) {
+	lat := b.latticeState()
+	lat.mu.Lock()
+	gens, rows := append([]func() (*lwe.PadGen, error)(nil), lat.poolGen...), append([]int(nil), lat.poolRows...)
+	lat.mu.Unlock()
+	var total time.Duration
+	for i, mk := range gens {
+		g, err := mk()
+		if err != nil {
+			return 0, err
+		}
+		n := lwe.TiledRows(g.Params())
+		pads := make([]*lwe.Pad, n)
+		for k := range pads {
+			pads[k] = g.New()
+		}
+		t0 := time.Now()
+		err = g.FillBatch(0, pads, 1)
+		d := time.Since(t0)
+		g.Forget()
+		if err != nil {
+			return 0, err
+		}
+		total += d / time.Duration(n) * time.Duration(rows[i])
+	}
+	return total, nil
 }
 
 // LatticePadsPerPass is what the decode crossings' pads cost the TEE per
@@ -306,7 +341,7 @@ func (lat *lattice) forget() {
 	for _, pl := range lat.pools {
 		pl.Close()
 	}
-	lat.pools, lat.poolRows = nil, nil
+	lat.pools, lat.poolRows, lat.poolGen = nil, nil, nil
 }
 
 // takePoolTime is the time every pad pool's workers spent filling pads
@@ -381,6 +416,9 @@ func (b *Backend) latticeSlotOf(p *Program, n *ir.Node) (*latticeSlot, error) {
 		lat.mu.Lock()
 		lat.pools = append(lat.pools, sl.pool)
 		lat.poolRows = append(lat.poolRows, rows)
+		lat.poolGen = append(lat.poolGen, func() (*lwe.PadGen, error) {
+			return lwe.NewPadGen(params, a, hints, []byte("gelo lwe pad calibration, not a key"), "calibrate")
+		})
 		lat.mu.Unlock()
 	}
 	shape := fmt.Sprint(sl.weights[0].In)

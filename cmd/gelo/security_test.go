@@ -51,3 +51,19 @@ func TestBenchSecurityCostOnly(t *testing.T) {
 		t.Errorf("bench --suite security --measure=false: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// gelo inspect --lwe prints attack/lwe's estimate for each input width an
+// lwe plan's crossings have (qwen3-tiny, every op offloaded: widths 64 and
+// 192), and refuses a plan at another level.
+func TestInspectLatticeEstimate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the estimate takes seconds a width")
+	}
+	out, _ := must(t, "inspect", "--security", "lwe", "--offload", "all", "--summary", "--lwe")
+	for _, w := range []string{"lwe estimate (attack/lwe, MATZOV", "min", "4096"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("inspect --lwe does not print %q:\n%s", w, out)
+		}
+	}
+	usageCase(t, 2, []string{"--lwe: the plan is --security exact, not lwe"}, "inspect", "--summary", "--lwe")
+}

@@ -4,10 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	lweest "gelo/attack/lwe"
 	"gelo/ir"
 	"gelo/models"
 	"gelo/models/safetensors"
@@ -89,6 +92,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	mf.registerProtect(fs)
 	mf.registerDump(fs)
 	summaryOnly := fs.Bool("summary", false, "print only the summary, not the IR")
+	lweEst := fs.Bool("lwe", false, "for an lwe plan, also print the estimated cost in bits of every lattice attack on its ciphertexts, one instance per input width (attack/lwe, MATZOV cost model; about 10 s a width)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gelo inspect [flags] [ARTIFACT]   (IR text or a .gelo plan; no artifact: compile --model and inspect that)")
 		fs.PrintDefaults()
@@ -147,6 +151,52 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	io.WriteString(stdout, "// placement table:\n")
 	io.WriteString(stdout, commentLines(passes.DefaultPolicy().String()))
+	if *lweEst {
+		return printLatticeEstimate(stdout, m)
+	}
+	return nil
+}
+
+// printLatticeEstimate prints attack/lwe's estimate for each instance an
+// lwe plan makes: one per input width d_in of its crossings (A is d_in x
+// lambda, shared by every row of that width: m = d_in samples).
+func printLatticeEstimate(w io.Writer, m *ir.Module) error {
+	if m.Meta["lwe"] == "" {
+		return fmt.Errorf("%w: --lwe: the plan is --security %s, not lwe", errUsage, m.Meta["security"])
+	}
+	widths := map[int]bool{}
+	var lambda, h int
+	for _, g := range m.Graphs {
+		for _, n := range g.Nodes {
+			if n.Op != ir.OpLWEEncode {
+				continue
+			}
+			l, _ := n.Attrs.Int("lambda")
+			hh, _ := n.Attrs.Int("h")
+			lambda, h = int(l), int(hh)
+			if s := g.Node(n.Inputs[0]).Type.Shape; len(s) == 2 && !s[1].IsSym() {
+				widths[s[1].Size] = true
+			}
+		}
+	}
+	if len(widths) == 0 {
+		fmt.Fprintf(w, "// lwe estimate: nothing crosses (every op is TEE-local); the parameters are %s\n", m.Meta["lwe"])
+		return nil
+	}
+	var reports []lweest.Report
+	for _, d := range slices.Sorted(maps.Keys(widths)) {
+		r, err := lweest.Estimate(lweest.Level(lambda, d, h), lweest.MATZOV{})
+		if err != nil {
+			return fmt.Errorf("lwe estimate at d_in %d: %w", d, err)
+		}
+		reports = append(reports, r)
+	}
+	fmt.Fprintf(w, "// lwe estimate (attack/lwe, MATZOV cost model; bits of each attack, m = d_in samples of one instance per width):\n")
+	var b strings.Builder
+	if err := lweest.WriteTable(&b, reports); err != nil {
+		return err
+	}
+	io.WriteString(w, commentLines(b.String()))
 	return nil
 }
 

@@ -62,7 +62,9 @@ func TestLatticeProtect(t *testing.T) {
 
 // Without OffloadAll the cost model keeps qwen3-tiny's 64-wide projections
 // in the TEE (a pad costs h (d + d_out) word additions a row, more than a
-// 64 x 64 product), and says why; at the 0.6B widths the projections pay.
+// 64 x 64 product), and says why; at the 0.6B widths only gate|up pays
+// (the lwe suite measured the level above the TEE-local pass there), at
+// the 8B widths every projection does.
 func TestLatticeOffloadDecision(t *testing.T) {
 	m := traced(t)
 	if err := Pipeline(latticeOptions(false)).Run(m); err != nil {
@@ -76,7 +78,8 @@ func TestLatticeOffloadDecision(t *testing.T) {
 	for _, tc := range []struct {
 		d, dout int
 		pays    bool
-	}{{64, 64, false}, {64, 192, false}, {1024, 4096, true}, {1024, 6144, true}, {3072, 1024, true}, {4096, 151936, true}} {
+	}{{64, 64, false}, {64, 192, false}, {1024, 4096, false}, {3072, 1024, false}, {1024, 6144, true},
+		{4096, 6144, true}, {4096, 24576, true}, {12288, 4096, true}, {4096, 151936, true}} {
 		c := CostOf(l, "matmul", 1, tc.d, tc.dout)
 		if c.Offload != tc.pays {
 			t.Errorf("%d x %d: offload %v, want %v (%s)", tc.d, tc.dout, c.Offload, tc.pays, c.Reason())

@@ -109,21 +109,32 @@ func costOf(l Level, op string, rows, d, dout int, perSequence bool) Cost {
 	return c
 }
 
+// PadWordCost is what one word addition of an lwe pad costs in
+// multiply-adds of a TEE-local int8 matmul: a pad adds h columns at
+// random positions of A and of each hint, a memory-bound stream, where
+// the matmul streams its weights once for many rows. Measured by the lwe
+// suite (gelo bench --suite lwe, docs/performance.md) on a 2-core AVX2
+// VM: pads at 2.3-2.8 G word additions a second, the int8 matmul at
+// 20-26 G multiply-adds a second when batched (8 at B = 1, where it is
+// memory-bound too), so 10: the decision is right where the matmul is
+// batched and cautious at B = 1.
+const PadWordCost = 10.0
+
 // latticeCost prices one linear op under an lwe level. Per row the TEE
 // makes a pad, m = A s + e and u = H s (h column additions: h (d + d_out)
-// word additions, counted as multiply-adds: both are one vector lane a
-// word), encodes (a norm, a scale, a rounding and an addition: 4 d) and
-// decodes (a subtraction, the range check and the rescale: 4 d_out); the
+// word additions, each PadWordCost multiply-adds), encodes (a norm, a
+// scale, a rounding and an addition: 4 d) and decodes (a subtraction, the
+// range check and the rescale: 4 d_out); the
 // device multiplies rows x d x d_out words. A fused op (q, k and v under one
 // ciphertext) is one linear op here, so its pad is counted once. The rows
 // do not share anything, so the decision does not depend on them; it
-// pays when d d_out > (h + 4)(d + d_out) + d d_out / DeviceSpeedup, i.e.
+// pays when d d_out > (PadWordCost h + 4)(d + d_out) + d d_out / DeviceSpeedup, i.e.
 // at widths well above h (qwen3-tiny's 64-wide projections stay in the
 // TEE; 0.6B's 1024 and up offload).
 func latticeCost(p lwe.Params, op string, rows, d, dout int) Cost {
 	fr, fd, fo, fh := float64(rows), float64(d), float64(dout), float64(p.H)
 	c := Cost{Op: op, Rows: rows, D: d, DOut: dout, S: rows, Lattice: true, Local: fr * fd * fo, Device: fr * fd * fo / DeviceSpeedup,
-		Protect: fr * ((fh+4)*fd + (fh+4)*fo)}
+		Protect: fr * (PadWordCost*fh + 4) * (fd + fo)}
 	c.Offload = c.Protect+c.Device < c.Local
 	return c
 }

@@ -10,6 +10,8 @@ import (
 	"gelo/formats"
 	"gelo/lower/cpu"
 	"gelo/passes"
+	"gelo/plan"
+	"gelo/runtime"
 )
 
 // TestLatticeLogits is the numerics gate of level lwe on qwen3-tiny with
@@ -99,5 +101,47 @@ func TestLatticeProbes(t *testing.T) {
 		if caught != trials {
 			t.Errorf("%v: caught %d of %d lies", lie, caught, trials)
 		}
+	}
+}
+
+// TestLatticeSessionsSharePools: sessions on one engine compile their own
+// decode programs but draw from one pad pool per decode crossing; two
+// sessions interleaved step by step, then a third after them, all decode
+// (no pad held across passes, so none is lost with a dropped program), and
+// the third makes no new pool.
+func TestLatticeSessionsSharePools(t *testing.T) {
+	m, w := compiledTiny(t, passes.LevelLWE, formats.Int8, 2, true)
+	eng, err := plan.NewEngine(plan.EngineOptions{}, w, make([]byte, 32), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	newSession := func() *runtime.Session {
+		s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Prefill([]int32{1, 2, 3, 4}); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := newSession(), newSession()
+	for range 40 {
+		for _, s := range []*runtime.Session{a, b} {
+			if _, err := s.Decode(5); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pools := eng.CPU.LatticePools()
+	c := newSession()
+	for range 40 {
+		if _, err := c.Decode(5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pools == 0 || eng.CPU.LatticePools() != pools {
+		t.Errorf("%d decode pools after two sessions, %d after a third", pools, eng.CPU.LatticePools())
 	}
 }

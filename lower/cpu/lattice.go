@@ -43,6 +43,7 @@ type lattice struct {
 	probes   map[string]*lwe.Probes        // probe vectors by weight and pool size
 	padMem   int64                         // bytes of every pad buffer allocated
 	pools    []*lwe.Pool                   // the decode crossings' pad pools
+	poolOf   map[string]*lwe.Pool          // the same, by crossing name and rows
 	poolRows []int                         // rows each pool's crossing draws a pass
 	poolGen  []func() (*lwe.PadGen, error) // a generator of each pool's shape, under a throwaway key
 }
@@ -139,10 +140,13 @@ type latticeSlot struct {
 	buf     *padBuf            // the pads of the pass in flight (shared by the slots of one shape)
 	rows    []lwe.Row
 	// pool, for a decode crossing (B rows), draws the pads ahead of time
-	// in bulk (lwe.Pool); held are the pads of the pass in flight, given
-	// back at the slot's next encode.
-	pool *lwe.Pool
-	held []*lwe.Pad
+	// in bulk (lwe.Pool, one per backend, crossing and B: the programs of
+	// one decode graph share it); held are the pads of the pass in
+	// flight, given back by the slot's last decode (decodes of them, left
+	// this pass), so a dropped program holds none.
+	pool          *lwe.Pool
+	held          []*lwe.Pad
+	decodes, left int
 }
 
 // padBuf holds pad buffers of one shape for a program: its slots of that
@@ -341,7 +345,7 @@ func (lat *lattice) forget() {
 	for _, pl := range lat.pools {
 		pl.Close()
 	}
-	lat.pools, lat.poolRows, lat.poolGen = nil, nil, nil
+	lat.pools, lat.poolRows, lat.poolGen, lat.poolOf = nil, nil, nil, nil
 }
 
 // takePoolTime is the time every pad pool's workers spent filling pads
@@ -379,12 +383,14 @@ func (b *Backend) latticeSlotOf(p *Program, n *ir.Node) (*latticeSlot, error) {
 		}
 		w := d.Inputs[1]
 		if _, seen := sl.hintOf[w]; seen {
+			sl.decodes++
 			continue
 		}
 		lw, err := b.latticeWeightOf(p, w, params.Lambda)
 		if err != nil {
 			return nil, err
 		}
+		sl.decodes++
 		sl.hintOf[w] = len(hints)
 		hints = append(hints, lw.hint)
 		sl.weights = append(sl.weights, lw.w)
@@ -404,22 +410,10 @@ func (b *Backend) latticeSlotOf(p *Program, n *ir.Node) (*latticeSlot, error) {
 	}
 	if r := n.Type.Shape[0]; r.IsSym() && r.Sym == "B" {
 		// Decode: a pool draws the pads ahead, in batches FillBatch tiles,
-		// so a step's rows wait only for their encode and decode. Its
-		// counters are a range of their own.
-		rows := p.dims[n.ID][0]
-		size := lwe.TiledRows(params) + 4*rows // low water 2B: the worker waits for a tiled batch while 2B are ready
-		lat := b.latticeState()
-		start := lat.reserve(sl.name, 1<<48)
-		if sl.pool, err = lwe.NewPool(params, a, hints, b.key, sl.name, start, size, 1); err != nil {
+		// so a step's rows wait only for their encode and decode.
+		if sl.pool, err = b.decodePool(sl.name, p.dims[n.ID][0], params, a, hints); err != nil {
 			return nil, err
 		}
-		lat.mu.Lock()
-		lat.pools = append(lat.pools, sl.pool)
-		lat.poolRows = append(lat.poolRows, rows)
-		lat.poolGen = append(lat.poolGen, func() (*lwe.PadGen, error) {
-			return lwe.NewPadGen(params, a, hints, []byte("gelo lwe pad calibration, not a key"), "calibrate")
-		})
-		lat.mu.Unlock()
 	}
 	shape := fmt.Sprint(sl.weights[0].In)
 	for _, h := range hints {
@@ -437,6 +431,45 @@ func (b *Backend) latticeSlotOf(p *Program, n *ir.Node) (*latticeSlot, error) {
 	return sl, nil
 }
 
+// LatticePools is the number of decode pad pools the backend holds (one
+// per decode crossing and batch size, shared by the programs).
+func (b *Backend) LatticePools() int {
+	lat := b.latticeState()
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	return len(lat.pools)
+}
+
+// decodePool returns (making it once per backend) the pad pool of the
+// decode crossing name at rows rows a pass: TiledRows + 4 rows pads (low
+// water 2 rows: its worker waits for a batch FillBatch tiles while that
+// many are ready), counters a range of their own.
+func (b *Backend) decodePool(name string, rows int, params lwe.Params, a *lwe.Public, hints []*lwe.Hint) (*lwe.Pool, error) {
+	lat := b.latticeState()
+	key := fmt.Sprintf("%s@%d", name, rows)
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	if pl := lat.poolOf[key]; pl != nil {
+		return pl, nil
+	}
+	n := lat.next[name]
+	lat.next[name] = n + 1<<48
+	pl, err := lwe.NewPool(params, a, hints, b.key, name, n, lwe.TiledRows(params)+4*rows, 1)
+	if err != nil {
+		return nil, err
+	}
+	if lat.poolOf == nil {
+		lat.poolOf = map[string]*lwe.Pool{}
+	}
+	lat.poolOf[key] = pl
+	lat.pools = append(lat.pools, pl)
+	lat.poolRows = append(lat.poolRows, rows)
+	lat.poolGen = append(lat.poolGen, func() (*lwe.PadGen, error) {
+		return lwe.NewPadGen(params, a, hints, []byte("gelo lwe pad calibration, not a key"), "calibrate")
+	})
+	return pl, nil
+}
+
 // lowerLWEEncode draws one fresh pad per row and writes the ciphertext
 // rows: c = A s + e + Delta round(x / step).
 func lowerLWEEncode(l *lowering) (func() error, error) {
@@ -450,12 +483,10 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 	lat := b.latticeState()
 	if sl.pool != nil {
 		return func() error {
-			for _, pad := range sl.held { // the last pass's, decoded
-				if err := sl.pool.Put(pad); err != nil {
-					return err
-				}
+			if err := sl.giveBack(); err != nil { // a pass that ended early
+				return err
 			}
-			sl.held = sl.held[:0]
+			sl.left = sl.decodes
 			for range rows {
 				pad, err := sl.pool.Get()
 				if err != nil {
@@ -543,8 +574,27 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 			}
 			return nil
 		}}
-		return j.run(b)
+		if err := j.run(b); err != nil {
+			return err
+		}
+		if sl.pool != nil {
+			if sl.left--; sl.left == 0 {
+				return sl.giveBack()
+			}
+		}
+		return nil
 	}, nil
+}
+
+// giveBack returns the slot's held pads to its pool (wiped by Put).
+func (sl *latticeSlot) giveBack() error {
+	for _, pad := range sl.held {
+		if err := sl.pool.Put(pad); err != nil {
+			return err
+		}
+	}
+	sl.held = sl.held[:0]
+	return nil
 }
 
 // encodeRows encodes rows of width d with the slot's filled pads, the rows

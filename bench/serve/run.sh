@@ -10,7 +10,8 @@
 #
 # Environment: GELO_BIN (a gelo binary; default: built from this tree),
 # LLAMA_SERVER (a llama-server binary; MODEL must then be a .gguf file),
-# MAX_TOKENS (default 64), PROMPT_LEN (default 64), SLOW (slow readers,
+# GELO_FLAGS (more gelo serve flags: a GGUF file's own format is
+# --weights q8_0 etc., gelo's default being f32), MAX_TOKENS (default 64), PROMPT_LEN (default 64), SLOW (slow readers,
 # default 2), STALLED (stalled bodies, default 50), REQUESTS (per client
 # and level, default 2), WORK (scratch, default /tmp/gelo-serve-bench).
 set -euo pipefail
@@ -51,8 +52,9 @@ load() {
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "model: $model; --max-batch $maxb, --max-context $ctx"
 port=18090
+# shellcheck disable=SC2086 # GELO_FLAGS is a list of flags
 "$gelo" serve --model "$model" --plain-http --listen 127.0.0.1:$port --max-batch "$maxb" --max-context "$ctx" \
-  --drain-timeout 5s >"$work/gelo-serve.log" 2>&1 &
+  --drain-timeout 5s ${GELO_FLAGS:-} >"$work/gelo-serve.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 wait_up http://127.0.0.1:$port

@@ -18,7 +18,7 @@ func FuzzParsedPlanToLowering(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, lv := range []string{"gelo-8x4", "exact", "none"} {
+	for _, lv := range []string{"gelo-8x4", "exact", "none", "lwe"} {
 		o := plan.Level(lv)
 		o.OffloadAll = true
 		m, err := plan.Compile(src, cfg, o, nil)

@@ -9,8 +9,10 @@ import (
 	"gelo/device"
 	"gelo/formats"
 	"gelo/lower/cpu"
+	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
+	"gelo/plan/planfile"
 	"gelo/runtime"
 )
 
@@ -143,5 +145,35 @@ func TestLatticeSessionsSharePools(t *testing.T) {
 	}
 	if pools == 0 || eng.CPU.LatticePools() != pools {
 		t.Errorf("%d decode pools after two sessions, %d after a third", pools, eng.CPU.LatticePools())
+	}
+}
+
+// TestLatticeSealRoundTrip: an lwe plan seals, decodes and reopens (the
+// plan file's meta check rebuilt the options without their weight format,
+// so every lwe plan file was refused on read-back: gelo serve --security
+// lwe failed to start), and the reopened plan runs.
+func TestLatticeSealRoundTrip(t *testing.T) {
+	model, err := models.Open(models.DefaultVariant, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	o := plan.Level(passes.LevelLWE)
+	o.OffloadAll = true
+	_, id, data := seal(t, model, o, "")
+	dec, err := planfile.Decode(data)
+	if err != nil {
+		t.Fatalf("an lwe plan does not read back: %v", err)
+	}
+	if dec.Passes.WeightFormat != formats.Int8 || dec.Passes.Security != passes.LevelLWE {
+		t.Fatalf("sealed passes %+v", dec.Passes)
+	}
+	got, gotID, err := plan.OpenSealed("l.gelo", dec, plan.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	if gotID.Digest != id.Digest {
+		t.Fatalf("reopened identity %s, sealed %s", gotID.Digest, id.Digest)
 	}
 }

@@ -515,7 +515,8 @@ func (p *Plan) checkMeta() error {
 		}
 	}
 	o := passes.ProtectOptions{Security: ps.Security, Mask: ps.Mask, Cadence: ps.Cadence, ShieldK: ps.ShieldK,
-		ShieldEnergy: ps.ShieldEnergy, Center: ps.Center, Topology: ps.Topology, Verify: ps.Verify, VerifyPool: ps.VerifyPool}
+		ShieldEnergy: ps.ShieldEnergy, Center: ps.Center, Topology: ps.Topology, Verify: ps.Verify, VerifyPool: ps.VerifyPool,
+		Weights: ps.WeightFormat}
 	if err := o.Check(); err != nil {
 		return bad("passes: %v", err)
 	}
@@ -639,7 +640,12 @@ func (p *Plan) checkIR() error {
 	} else if k := m.Meta["kv_dtype"]; k != "" {
 		return bad("the IR's KV cache is %s, yet the meta section lists none (f32)", k)
 	}
-	if ps.Mask != passes.MaskNone {
+	switch l, _ := passes.LookupLevel(ps.Security); {
+	case l.Lattice():
+		// lwe ciphertexts: no shield, centring or topology, the lattice
+		// parameters instead.
+		want["lwe"] = passes.LWEMeta(*l.LWE)
+	case ps.Mask != passes.MaskNone:
 		want["shield"] = strconv.Itoa(ps.ShieldK) + "," + formatEnergy(ps.ShieldEnergy)
 		want["center"] = strconv.FormatBool(ps.Center)
 		want["topology"] = ps.Topology

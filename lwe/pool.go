@@ -37,8 +37,7 @@ type Pool struct {
 	once    sync.Once
 	batches atomic.Int64 // FillBatch calls made (for tests)
 	filling atomic.Int64 // nanoseconds the workers spent filling pads (TakeFillTime)
-	spent   atomic.Int64 // the same, never reset (FillCost)
-	filled  atomic.Int64 // pads filled (FillCost)
+	filled  atomic.Int64 // pads filled
 	// tileRows is the batch a worker waits for (TiledRows, or its whole
 	// share when that is smaller) while at least lowWater pads are ready:
 	// half of what the share holds beyond tileRows.
@@ -157,19 +156,7 @@ func (pl *Pool) work(w int) {
 
 func (pl *Pool) account(d time.Duration, pads int) {
 	pl.filling.Add(int64(d))
-	pl.spent.Add(int64(d))
 	pl.filled.Add(int64(pads))
-}
-
-// FillCost is the workers' mean time per pad so far (0 before the first
-// fill): what each pad handed out costs the TEE, amortised over the
-// batches it was filled in.
-func (pl *Pool) FillCost() time.Duration {
-	n := pl.filled.Load()
-	if n == 0 {
-		return 0
-	}
-	return time.Duration(pl.spent.Load() / n)
 }
 
 // TakeFillTime returns the time the workers spent filling pads since the

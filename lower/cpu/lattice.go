@@ -82,22 +82,6 @@ func (b *Backend) LatticePadsCalibrated() (time.Duration, error) {
 	return total, nil
 }
 
-// LatticePadsPerPass is what the decode crossings' pads cost the TEE per
-// pass, amortised: each pool's mean fill time per pad times the rows its
-// crossing draws a pass, summed. (The pools fill in bulk, hundreds of pads
-// at once and off the rows' critical path, so the time spent within one
-// pass says little.)
-func (b *Backend) LatticePadsPerPass() time.Duration {
-	lat := b.latticeState()
-	lat.mu.Lock()
-	defer lat.mu.Unlock()
-	var d time.Duration
-	for i, pl := range lat.pools {
-		d += pl.FillCost() * time.Duration(lat.poolRows[i])
-	}
-	return d
-}
-
 // LatticeBytes is the memory the backend's lwe state holds: the public
 // matrices, each weight's hint and integers, the probe vectors and the
 // pad buffers of its programs (what plan.Preflight estimates).

@@ -465,6 +465,8 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 	rows, d := l.rows, l.dims(x)[1]
 	b := l.b
 	lat := b.latticeState()
+	args := &encodeArgs{}
+	ej := encodeJob(sl, rows, d, args) // made once: the instruction allocates nothing per run
 	if sl.pool != nil {
 		return func() error {
 			if err := sl.giveBack(); err != nil { // a pass that ended early
@@ -481,7 +483,8 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 			if len(sl.rows) < rows {
 				sl.rows = make([]lwe.Row, rows)
 			}
-			return encodeRows(b, sl, sl.held, p.f32[p.storage(x)], p.u32[out], rows, d)
+			args.pads, args.xs, args.c = sl.held, p.f32[p.storage(x)], p.u32[out]
+			return ej.run(b)
 		}, nil
 	}
 	return func() error {
@@ -510,7 +513,8 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 		if b.profiling {
 			b.padNanos.Add(int64(time.Since(t0)))
 		}
-		return encodeRows(b, sl, sl.buf.pads, xs, c, rows, d)
+		args.pads, args.xs, args.c = sl.buf.pads, xs, c
+		return ej.run(b)
 	}, nil
 }
 
@@ -537,28 +541,29 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 	for i := range vs {
 		vs[i] = make([]int32, dout)
 	}
+	var pads []*lwe.Pad // this run's, read by dj
+	dj := &rowJob{rows: rows, do: func(r, w int) error {
+		v := vs[w]
+		err := lwe.Decode(iw, sl.rows[r], p.u32[p.storage(y)][r*dout:(r+1)*dout], pads[r], hint, v, p.f32[out][r*dout:(r+1)*dout])
+		clear(v)
+		if err != nil {
+			if errors.Is(err, lwe.ErrRange) {
+				b.abort() // the device's result is not W_q c: as a failed probe
+				return ErrIntegrity
+			}
+			return fmt.Errorf("lwe_decode slot %s row %d: %w", sl.name, r, err)
+		}
+		return nil
+	}}
 	return func() error {
-		pads := sl.held
+		pads = sl.held
 		if sl.pool == nil {
 			if sl.buf.owner != sl {
 				return fmt.Errorf("lwe_decode slot %s: its pads were taken by another crossing before it was decoded", sl.name)
 			}
 			pads = sl.buf.pads
 		}
-		j := &rowJob{rows: rows, do: func(r, w int) error {
-			v := vs[w]
-			err := lwe.Decode(iw, sl.rows[r], p.u32[p.storage(y)][r*dout:(r+1)*dout], pads[r], hint, v, p.f32[out][r*dout:(r+1)*dout])
-			clear(v)
-			if err != nil {
-				if errors.Is(err, lwe.ErrRange) {
-					b.abort() // the device's result is not W_q c: as a failed probe
-					return ErrIntegrity
-				}
-				return fmt.Errorf("lwe_decode slot %s row %d: %w", sl.name, r, err)
-			}
-			return nil
-		}}
-		if err := j.run(b); err != nil {
+		if err := dj.run(b); err != nil {
 			return err
 		}
 		if sl.pool != nil {
@@ -581,19 +586,25 @@ func (sl *latticeSlot) giveBack() error {
 	return nil
 }
 
-// encodeRows encodes rows of width d with the slot's filled pads, the rows
-// split over the backend's workers (each row's encode reads only its own
-// row and pad).
-func encodeRows(b *Backend, sl *latticeSlot, pads []*lwe.Pad, xs []float32, c []uint32, rows, d int) error {
-	j := &rowJob{rows: rows, do: func(r, _ int) error {
-		row, err := sl.enc.Encode(xs[r*d:(r+1)*d], pads[r], c[r*d:(r+1)*d])
+// encodeArgs are what one run of an encode reads: the rows' filled pads,
+// the rows and the ciphertext buffer.
+type encodeArgs struct {
+	pads []*lwe.Pad
+	xs   []float32
+	c    []uint32
+}
+
+// encodeJob encodes rows of width d with a's pads, the rows split over the
+// backend's workers (each row's encode reads only its own row and pad).
+func encodeJob(sl *latticeSlot, rows, d int, a *encodeArgs) *rowJob {
+	return &rowJob{rows: rows, do: func(r, _ int) error {
+		row, err := sl.enc.Encode(a.xs[r*d:(r+1)*d], a.pads[r], a.c[r*d:(r+1)*d])
 		if err != nil {
 			return fmt.Errorf("lwe_encode slot %s row %d: %w", sl.name, r, err)
 		}
 		sl.rows[r] = row
 		return nil
 	}}
-	return j.run(b)
 }
 
 // rowJob runs do for every row on the backend's pool, in chunks of rows,
@@ -606,6 +617,7 @@ type rowJob struct {
 }
 
 func (j *rowJob) run(b *Backend) error {
+	j.err = nil
 	w := b.ctx.Workers()
 	if j.rows <= 1 || w <= 1 {
 		for r := range j.rows {

@@ -42,6 +42,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if !suiteSet && mf.backendName == "vulkan" {
 		*suite = "device" // the whole-forward engine against the cpu backend
 	}
+	if *lweLayers < 1 || *lweLayers > 1024 {
+		return fmt.Errorf("%w: --lwe-layers %d: want 1 to 1024", errUsage, *lweLayers)
+	}
 	suites := splitList(*suite)
 	if len(suites) == 1 && suites[0] == "all" {
 		suites = []string{"masks", "fusion", "weights", "replay", "batch"}
@@ -156,9 +159,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		case "device":
 			err = bench.Device(env, deviceOpts, n)
 		case "lwe":
-			if *lweLayers < 1 {
-				return fmt.Errorf("%w: --lwe-layers must be positive", errUsage)
-			}
 			_, err = bench.Lattice(env, *lweLayers, n, *batch)
 		}
 		if errors.Is(err, plan.ErrEngine) {

@@ -62,6 +62,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"--suite device compares the local device with --device", []string{"--suite", "device", "--security", "none"}},
 		{`--suite "speed"`, []string{"--suite", "speed"}},
 		{`"bogus"`, []string{"--masks", "none,bogus"}},
+		{"--lwe-layers 0: want 1 to 1024", []string{"--suite", "lwe", "--lwe-layers", "0"}},
 	} {
 		out, errs, code := gelo(t, append([]string{"bench", "--prefill", "4", "--decode", "1"}, c.args...)...)
 		if code != 2 || !strings.Contains(errs, c.want) || out != "" {

@@ -149,7 +149,7 @@ func BenchmarkPadBatch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, rows := range []int{1, 64, 2048} {
+		for _, rows := range []int{1, 64, 308, 2048} {
 			pads := make([]*Pad, rows)
 			for r := range pads {
 				pads[r] = g.New()

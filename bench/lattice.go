@@ -156,7 +156,8 @@ func (e *Env) profilePass(m *ir.Module, rows int, batch bool) (cpu.Profile, erro
 	// Decode pads come from pools that fill hundreds at once: a step's
 	// window holds a whole batch or none, and their workers' wall time
 	// counts the waits for a core the decode holds. Count each pass its
-	// pads at their cost measured apart (steady-state batches, one core).
+	// pads at their cost measured apart (steady-state batches, on the
+	// workers the pass runs on).
 	pads, err := eng.CPU.LatticePadsCalibrated()
 	if err != nil {
 		return cpu.Profile{}, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -315,10 +316,10 @@ func (g *ggufTensor) private(data []byte) *ggufTensor {
 	return &p
 }
 
-// seal returns g reading its blocks from f, checked against digests
-// taken now (Private's).
-func (g *ggufTensor) seal(f *os.File) (*ggufTensor, error) {
-	sr, err := sealRange(f, f.Name(), g.name, g.fileOff, int64(len(g.data)))
+// seal returns g reading its blocks from f (the file at path), checked
+// against digests taken now (Private's).
+func (g *ggufTensor) seal(f io.ReaderAt, path string) (*ggufTensor, error) {
+	sr, err := sealRange(f, path, g.name, g.fileOff, int64(len(g.data)))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 const SynthDType = "bf16"
 
 // Source says where a model given as a spec ("a directory or a variant")
-// comes from. Exactly one of Dir and Variant is set.
+// comes from. Exactly one of Dir, GGUF, Builtin and Variant is set.
 type Source struct {
 	// Spec is the spec as given.
 	Spec string
@@ -26,6 +26,9 @@ type Source struct {
 	Dir string
 	// GGUF is a GGUF file (config, weights and tokenizer in one).
 	GGUF string
+	// Builtin is a checkpoint built into the binary (BuiltinModel), read
+	// by the same loaders as a directory.
+	Builtin string
 	// Variant is the built-in variant whose weights are synthesized from
 	// Seed, rounded through SynthDType.
 	Variant    string
@@ -36,7 +39,8 @@ type Source struct {
 // IsDir reports whether the model is a directory on disk.
 func (s Source) IsDir() bool { return s.Dir != "" }
 
-// Path is the model's file or directory on disk ("" for a variant).
+// Path is the model's file or directory on disk ("" for a variant or a
+// built-in checkpoint).
 func (s Source) Path() string {
 	if s.GGUF != "" {
 		return s.GGUF
@@ -45,8 +49,10 @@ func (s Source) Path() string {
 }
 
 // Resolve reads only the config a spec names: a directory holding
-// config.json, else a built-in variant (seed and synthDType are recorded
-// for a variant; synthDType "" means SynthDType).
+// config.json, a GGUF file, a checkpoint built into the binary
+// (BuiltinNames), else a built-in variant (seed and synthDType are
+// recorded for a variant; synthDType "" means SynthDType). A directory
+// on disk wins over a built-in name, as it does over a variant's.
 func Resolve(spec string, seed uint64, synthDType string) (Source, *Config, error) {
 	if st, err := os.Stat(spec); err == nil && st.IsDir() {
 		cfg, err := ReadConfig(filepath.Join(spec, "config.json"))
@@ -70,9 +76,16 @@ func Resolve(spec string, seed uint64, synthDType string) (Source, *Config, erro
 	if err := notAModelFile(spec); err != nil {
 		return Source{}, nil, err
 	}
+	if _, ok := Builtin(spec); ok {
+		cfg, err := builtinConfig(spec)
+		if err != nil {
+			return Source{}, nil, err
+		}
+		return Source{Spec: spec, Builtin: spec}, cfg, nil
+	}
 	cfg, err := Variant(spec)
 	if err != nil {
-		return Source{}, nil, fmt.Errorf("model %s: not a directory, and %w", spec, err)
+		return Source{}, nil, fmt.Errorf("model %s: not a directory, a built-in model %v, and %w", spec, BuiltinNames(), err)
 	}
 	if synthDType == "" {
 		synthDType = SynthDType
@@ -124,6 +137,13 @@ func OpenAs(spec string, seed uint64, synthDType string, progress func(done, tot
 		}
 		return &Model{Source: src, Weights: w}, nil
 	}
+	if src.Builtin != "" {
+		w, err := LoadBuiltin(src.Builtin, progress)
+		if err != nil {
+			return nil, err
+		}
+		return &Model{Source: src, Weights: w}, nil
+	}
 	w, err := SynthesizeAs(cfg, src.Seed, src.SynthDType)
 	if err != nil {
 		return nil, err
@@ -137,7 +157,7 @@ func OpenAs(spec string, seed uint64, synthDType string, progress func(done, tot
 // separator or a .gguf suffix is never a variant name). It returns nil
 // for a spec that may be a variant.
 func notAModelFile(spec string) error {
-	const takes = "--model takes a checkpoint directory (config.json + safetensors), a GGUF file or a built-in variant"
+	const takes = "--model takes a checkpoint directory (config.json + safetensors), a GGUF file, a built-in model or a built-in variant"
 	st, err := os.Stat(spec)
 	switch {
 	case err == nil && st.Mode().IsRegular():

@@ -70,6 +70,12 @@ func openPrivate(spec string, seed uint64, synthDType string, digests bool, prog
 			return nil, err
 		}
 		return &Model{Source: src, Weights: w}, nil
+	case src.Builtin != "":
+		w, err := loadBuiltinPrivate(src.Builtin, digests, progress)
+		if err != nil {
+			return nil, err
+		}
+		return &Model{Source: src, Weights: w}, nil
 	}
 	w, err := SynthesizeAs(cfg, src.Seed, src.SynthDType) // in memory: nothing to seal
 	if err != nil {
@@ -287,7 +293,7 @@ func sealGGUF(path string, m *safetensors.Mapped, want *Config, digests bool, pr
 	// check saw is what was sealed.
 	sums := make([]tensorSum, len(specs))
 	err = forEachTensor(specs, func(i int, scratch []float32) error {
-		g, err := srcs[i].seal(m.File)
+		g, err := srcs[i].seal(m.File, path)
 		if err != nil {
 			return err
 		}

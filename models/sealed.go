@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 
 	"gelo/models/safetensors"
@@ -21,7 +20,7 @@ const sealPiece = 64 << 10
 // is then what computes, as with a private copy of the file, without one:
 // a later write to the file makes the read fail, naming the tensor.
 type sealedRange struct {
-	f    *os.File
+	f    io.ReaderAt
 	path string // the file's, for errors
 	name string // the tensor's, for errors
 	off  int64  // in the file
@@ -38,7 +37,7 @@ var sealBufs = sync.Pool{New: func() any { b := make([]byte, sealPiece); return 
 
 // sealRange reads size bytes at off in f (the file at path), piece by
 // piece, and returns them sealed.
-func sealRange(f *os.File, path, name string, off, size int64) (*sealedRange, error) {
+func sealRange(f io.ReaderAt, path, name string, off, size int64) (*sealedRange, error) {
 	s := &sealedRange{f: f, path: path, name: name, off: off, size: size}
 	bp := sealBufs.Get().(*[]byte)
 	defer sealBufs.Put(bp)

@@ -813,7 +813,7 @@ func (w *Weights) Private() error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	files := map[string]*os.File{}
+	files := map[string]safetensors.ReadAtCloser{}
 	closeFiles := func() error {
 		var first error
 		for _, f := range files {
@@ -823,11 +823,20 @@ func (w *Weights) Private() error {
 		}
 		return first
 	}
-	open := func(path string) (*os.File, error) {
+	// Each file is opened again from where it was read: a checkpoint's
+	// through its set (a built-in model's from the binary, never a file
+	// of the same name on disk), a GGUF file by its path.
+	open := func(path string) (safetensors.ReadAtCloser, error) {
 		if f, ok := files[path]; ok {
 			return f, nil
 		}
-		f, err := os.Open(path)
+		var f safetensors.ReadAtCloser
+		var err error
+		if w.set != nil {
+			f, err = w.set.Reopen(path)
+		} else {
+			f, err = os.Open(path)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("weights: %w", err)
 		}
@@ -852,7 +861,7 @@ func (w *Weights) Private() error {
 }
 
 // privateTensor is Private for one tensor (w.mu held).
-func (w *Weights) privateTensor(name string, t *weight, open func(string) (*os.File, error)) error {
+func (w *Weights) privateTensor(name string, t *weight, open func(string) (safetensors.ReadAtCloser, error)) error {
 	if t.released {
 		t.data, t.fill, t.gguf, t.view, t.mapped = nil, nil, nil, false, false
 		delete(w.blocks, name)
@@ -875,7 +884,7 @@ func (w *Weights) privateTensor(name string, t *weight, open func(string) (*os.F
 		if err != nil {
 			return err
 		}
-		g, err := t.gguf.seal(f)
+		g, err := t.gguf.seal(f, w.ggufPath)
 		if err != nil {
 			return fmt.Errorf("weights: %w", err)
 		}

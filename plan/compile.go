@@ -31,7 +31,7 @@ func Compile(src models.Source, cfg *models.Config, opt Options, dump *Dump) (*i
 	if src.Spec != "" {
 		m.Meta["model"] = src.Spec
 	}
-	if src.Spec != "" && !src.IsDir() {
+	if src.Spec != "" && !src.IsDir() && src.Builtin == "" {
 		m.Meta["seed"] = strconv.FormatUint(src.Seed, 10)
 	}
 	pm := Pipeline(opt)

@@ -110,6 +110,16 @@ func sourceOf(s models.Source, cfg *models.Config) (planfile.Source, []byte, err
 		}
 		return planfile.Source{Kind: planfile.SourceDir, Name: s.Dir}, config, nil
 	}
+	if s.Builtin != "" {
+		// The embedded config.json, hashed as a directory's file is: the
+		// built-in model and the directory it was embedded from have one
+		// identity.
+		config, err := models.BuiltinConfigBytes(s.Builtin)
+		if err != nil {
+			return planfile.Source{}, nil, err
+		}
+		return planfile.Source{Kind: planfile.SourceBuiltin, Name: s.Builtin}, config, nil
+	}
 	return planfile.Source{Kind: planfile.SourceVariant, Name: s.Variant, Seed: s.Seed, SynthDType: s.SynthDType}, cfg.JSON(), nil
 }
 
@@ -376,6 +386,8 @@ func openSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 				files = append(files, "config: the metadata of "+model.GGUF)
 			case model.IsDir():
 				files = append(files, "config: "+filepath.Join(model.Dir, "config.json"))
+			case model.Builtin != "":
+				files = append(files, "config: the config.json built into this binary as "+model.Builtin)
 			default:
 				files = append(files, "config: the built-in config of variant "+spec)
 			}
@@ -400,6 +412,9 @@ func openSealed(path string, p *planfile.Plan, ov Overrides) (*models.Model, att
 func weightFiles(s models.Source) string {
 	if s.GGUF != "" {
 		return s.GGUF
+	}
+	if s.Builtin != "" {
+		return "the model.safetensors built into this binary as " + s.Builtin
 	}
 	if !s.IsDir() {
 		return fmt.Sprintf("the synthetic weights of variant %s, seed %d (%s)", s.Variant, s.Seed, s.SynthDType)

@@ -39,6 +39,11 @@ func LoadTokenizer(path, modelDir string) (Tokenizer, error) {
 	if file, ok := strings.CutSuffix(path, ggufTokenizerSuffix); ok && models.IsGGUF(file) {
 		return ggufTokenizer(file) // the name a sealed plan records for a GGUF file's tokenizer
 	}
+	if name, ok := strings.CutSuffix(path, ggufTokenizerSuffix); ok {
+		if _, builtin := models.Builtin(name); builtin {
+			return builtinTokenizer(name) // the name a sealed plan records for a built-in model's
+		}
+	}
 	if path != "" {
 		st, err := os.Stat(path)
 		if err != nil {
@@ -79,12 +84,16 @@ func LoadTokenizer(path, modelDir string) (Tokenizer, error) {
 	return Tokenizer{Path: path, Bytes: data, Tok: tok}, nil
 }
 
-// ModelTokenizer is LoadTokenizer for a loaded model: when path is "" or
+// ModelTokenizer is LoadTokenizer for a loaded model: a built-in model's
+// own when path is ""; when path is "" or
 // names the GGUF file's own tokenizer (FILE#tokenizer) and m carries the
 // tokenizer it read with its weights (models.OpenPrivate), that one is
 // parsed, so config, weights and tokenizer come from one reading of the
 // file; otherwise LoadTokenizer(path, m.Path()).
 func ModelTokenizer(path string, m *models.Model) (Tokenizer, error) {
+	if m != nil && m.Builtin != "" && path == "" {
+		return builtinTokenizer(m.Builtin)
+	}
 	if m == nil || m.GGUF == "" || m.Tokenizer == nil || (path != "" && path != m.GGUF+ggufTokenizerSuffix) {
 		var dir string
 		if m != nil {
@@ -101,7 +110,8 @@ func ModelTokenizer(path string, m *models.Model) (Tokenizer, error) {
 	return parseGGUFTokenizer(m.GGUF, m.Tokenizer.JSON, m.Tokenizer.Config)
 }
 
-// ggufTokenizerSuffix names the tokenizer inside a GGUF file.
+// ggufTokenizerSuffix names the tokenizer inside a GGUF file (and inside
+// a built-in model).
 const ggufTokenizerSuffix = "#tokenizer"
 
 // ggufTokenizer is the tokenizer a GGUF file carries, as the tokenizer.json
@@ -129,4 +139,36 @@ func parseGGUFTokenizer(path string, tj, cj []byte) (Tokenizer, error) {
 		return Tokenizer{}, fmt.Errorf("%s: its tokenizer is not usable: %w", path, err)
 	}
 	return Tokenizer{Path: name, Bytes: tj, Tok: tok}, nil
+}
+
+// builtinTokenizer is the tokenizer of a checkpoint built into the binary
+// (models.Builtin): its embedded tokenizer.json and tokenizer_config.json,
+// parsed by the same code as a directory's, named NAME#tokenizer (what a
+// sealed plan records, and LoadTokenizer reads back).
+func builtinTokenizer(name string) (Tokenizer, error) {
+	fsys, ok := models.Builtin(name)
+	if !ok {
+		return Tokenizer{}, fmt.Errorf("tokenizer: %s is not a built-in model", name)
+	}
+	label := name + ggufTokenizerSuffix
+	data, err := fs.ReadFile(fsys, TokenizerFileName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Tokenizer{}, nil
+	}
+	if err != nil {
+		return Tokenizer{}, fmt.Errorf("tokenizer %s: %w", label, err)
+	}
+	cfg, err := fs.ReadFile(fsys, TokenizerConfigFileName)
+	cfgLabel := label + "_config"
+	if errors.Is(err, fs.ErrNotExist) {
+		cfg, cfgLabel, err = nil, "", nil
+	}
+	if err != nil {
+		return Tokenizer{}, fmt.Errorf("tokenizer %s: %w", cfgLabel, err)
+	}
+	tok, err := tokenizer.Parse(data, cfg, label, cfgLabel)
+	if err != nil {
+		return Tokenizer{}, fmt.Errorf("%s is not a usable tokenizer: %w", label, err)
+	}
+	return Tokenizer{Path: label, Bytes: data, Tok: tok}, nil
 }

@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"os"
 	"sort"
@@ -59,8 +61,18 @@ type File struct {
 	metadata map[string]string
 	unmap    func() error
 	head     int64       // the data section's offset in the file, kept by Unmap
-	fd       *os.File    // the file buf maps, open until Close
-	stat     os.FileInfo // fd's Stat when it was mapped
+	fd       handle      // the file buf maps (or was read from), open until Close
+	stat     fs.FileInfo // fd's Stat when it was mapped
+	fsys     fs.FS       // the file system path names in (nil: the operating system's)
+}
+
+// handle is what a File's tensors are read from once it is parsed: the
+// open *os.File it maps, or a file of an fs.FS that reads at offsets
+// (embed.FS's and os.DirFS's do).
+type handle interface {
+	io.ReaderAt
+	Stat() (fs.FileInfo, error)
+	Close() error
 }
 
 // Open opens and validates a safetensors file.
@@ -79,6 +91,93 @@ func Open(path string) (*File, error) {
 	}
 	f.unmap, f.fd, f.stat = unmap, fd, st
 	return f, nil
+}
+
+// OpenFS opens and validates the safetensors file name in fsys (a model
+// built into the binary with go:embed, say). The file must read at
+// offsets (io.ReaderAt, as embed.FS's files do): it is read whole into
+// memory for the parse, and Handle, Unchanged and Reopen then work as
+// for a file on disk. Errors name the file by name.
+func OpenFS(fsys fs.FS, name string) (*File, error) {
+	buf, h, st, err := readFS(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors %s: %w", name, err)
+	}
+	f, err := parse(name, buf)
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	f.fd, f.stat, f.fsys = h, st, fsys
+	return f, nil
+}
+
+// readFS opens name in fsys, checks that it is a regular file that reads
+// at offsets, and reads it whole; the file stays open (nothing does on
+// error).
+func readFS(fsys fs.FS, name string) ([]byte, handle, fs.FileInfo, error) {
+	h, st, err := openFSHandle(fsys, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if int64(int(st.Size())) != st.Size() {
+		h.Close()
+		return nil, nil, nil, fmt.Errorf("%d bytes do not fit the address space", st.Size())
+	}
+	buf := make([]byte, st.Size())
+	if _, err := h.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && len(buf) == 0) {
+		h.Close()
+		return nil, nil, nil, err
+	}
+	return buf, h, st, nil
+}
+
+// openFSHandle opens name in fsys as a handle: a regular file that reads
+// at offsets.
+func openFSHandle(fsys fs.FS, name string) (handle, fs.FileInfo, error) {
+	file, err := fsys.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		file.Close()
+		return nil, nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	h, ok := file.(handle)
+	if !ok {
+		file.Close()
+		return nil, nil, fmt.Errorf("the file system's files do not read at offsets (io.ReaderAt), which the loaders need")
+	}
+	return h, st, nil
+}
+
+// Reopen opens the file again, as a new handle of its own that the
+// caller closes: from the path it was opened by, or from the same fs.FS.
+// It is what the file is, by then, under that name.
+func (f *File) Reopen() (ReadAtCloser, error) {
+	if f.fsys == nil {
+		fd, err := os.Open(f.path)
+		if err != nil {
+			return nil, fmt.Errorf("safetensors %s: %w", f.path, err)
+		}
+		return fd, nil
+	}
+	h, _, err := openFSHandle(f.fsys, f.path)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors %s: %w", f.path, err)
+	}
+	return h, nil
+}
+
+// ReadAtCloser is an open file read at offsets (Reopen's).
+type ReadAtCloser interface {
+	io.ReaderAt
+	io.Closer
 }
 
 // Path is the file's path as given to Open.
@@ -116,10 +215,15 @@ func (f *File) Unmap() error {
 	return nil
 }
 
-// Handle is the open file the tensors were mapped from (nil after
-// Close): reading it (ReadAt at Where's offsets) sees the file that was
-// parsed, even if its path was replaced since.
-func (f *File) Handle() *os.File { return f.fd }
+// Handle is the open file the tensors were mapped (or read) from, nil
+// after Close: reading it (ReadAt at Where's offsets) sees the file that
+// was parsed, even if its path was replaced since.
+func (f *File) Handle() io.ReaderAt {
+	if f.fd == nil {
+		return nil
+	}
+	return f.fd
+}
 
 // Unchanged reports an error naming the file when its size or
 // modification time differs from when it was opened (see
@@ -128,7 +232,7 @@ func (f *File) Unchanged() error {
 	if f.fd == nil {
 		return fmt.Errorf("safetensors %s: file is closed", f.path)
 	}
-	if err := unchanged(f.fd, f.stat); err != nil {
+	if err := unchanged(f.path, f.fd, f.stat); err != nil {
 		return fmt.Errorf("safetensors %w", err)
 	}
 	return nil

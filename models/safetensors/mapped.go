@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 )
 
@@ -88,16 +89,16 @@ func (m *Mapped) Close() error {
 // within the same tick of the file system's clock as the one before the
 // mapping may go unseen; a file replaced by rename is not this one and
 // does not count).
-func (m *Mapped) Unchanged() error { return unchanged(m.File, m.stat) }
+func (m *Mapped) Unchanged() error { return unchanged(m.File.Name(), m.File, m.stat) }
 
-// unchanged compares f's Stat now with was.
-func unchanged(f *os.File, was os.FileInfo) error {
+// unchanged compares f's Stat now with was (name is f's, for errors).
+func unchanged(name string, f interface{ Stat() (fs.FileInfo, error) }, was fs.FileInfo) error {
 	now, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.Name(), err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if now.Size() != was.Size() || !now.ModTime().Equal(was.ModTime()) {
-		return fmt.Errorf("%s changed while it was being loaded (size %d -> %d, modified %s -> %s)", f.Name(),
+		return fmt.Errorf("%s changed while it was being loaded (size %d -> %d, modified %s -> %s)", name,
 			was.Size(), now.Size(), was.ModTime().Format("15:04:05.000000000"), now.ModTime().Format("15:04:05.000000000"))
 	}
 	return nil

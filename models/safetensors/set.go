@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -40,10 +42,41 @@ type Index struct {
 // names must be in its shard and no tensor may appear in two shards;
 // tensors a shard holds beyond the index are kept. Shard names must be
 // plain file names inside dir.
-func OpenModel(dir string) (*Set, error) {
-	single := filepath.Join(dir, SingleFile)
-	if st, err := os.Stat(single); err == nil && !st.IsDir() {
-		f, err := Open(single)
+func OpenModel(dir string) (*Set, error) { return openModel(osFiles{}, dir) }
+
+// OpenModelFS is OpenModel for the directory dir of fsys ("." for its
+// root): a model built into the binary (embed.FS) is read by the same
+// code, with the same checks, as one on disk. Its files must read at
+// offsets (io.ReaderAt); see OpenFS.
+func OpenModelFS(fsys fs.FS, dir string) (*Set, error) { return openModel(fsFiles{fsys}, dir) }
+
+// files is where a Set's files are: the operating system's file system,
+// or an fs.FS.
+type files interface {
+	join(dir, name string) string
+	stat(name string) (fs.FileInfo, error)
+	readFile(name string) ([]byte, error)
+	open(name string) (*File, error)
+}
+
+type osFiles struct{}
+
+func (osFiles) join(dir, name string) string          { return filepath.Join(dir, name) }
+func (osFiles) stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+func (osFiles) readFile(name string) ([]byte, error)  { return os.ReadFile(name) }
+func (osFiles) open(name string) (*File, error)       { return Open(name) }
+
+type fsFiles struct{ fsys fs.FS }
+
+func (f fsFiles) join(dir, name string) string          { return path.Join(dir, name) }
+func (f fsFiles) stat(name string) (fs.FileInfo, error) { return fs.Stat(f.fsys, name) }
+func (f fsFiles) readFile(name string) ([]byte, error)  { return fs.ReadFile(f.fsys, name) }
+func (f fsFiles) open(name string) (*File, error)       { return OpenFS(f.fsys, name) }
+
+func openModel(src files, dir string) (*Set, error) {
+	single := src.join(dir, SingleFile)
+	if st, err := src.stat(single); err == nil && !st.IsDir() {
+		f, err := src.open(single)
 		if err != nil {
 			return nil, err
 		}
@@ -51,8 +84,8 @@ func OpenModel(dir string) (*Set, error) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("safetensors %s: %w", single, err)
 	}
-	indexPath := filepath.Join(dir, IndexFile)
-	body, err := os.ReadFile(indexPath)
+	indexPath := src.join(dir, IndexFile)
+	body, err := src.readFile(indexPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("safetensors %s: neither %s nor %s is present", dir, SingleFile, IndexFile)
 	}
@@ -85,8 +118,8 @@ func OpenModel(dir string) (*Set, error) {
 		}
 	}
 	for _, s := range shards {
-		p := filepath.Join(dir, s)
-		f, err := Open(p)
+		p := src.join(dir, s)
+		f, err := src.open(p)
 		if err != nil {
 			closeAll()
 			if errors.Is(err, fs.ErrNotExist) {
@@ -215,7 +248,7 @@ func (s *Set) IsView(name string) bool {
 }
 
 // Handle is the open file holding a tensor; see File.Handle.
-func (s *Set) Handle(name string) (*os.File, error) {
+func (s *Set) Handle(name string) (io.ReaderAt, error) {
 	f, err := s.file(name)
 	if err != nil {
 		return nil, err
@@ -224,6 +257,17 @@ func (s *Set) Handle(name string) (*os.File, error) {
 		return nil, fmt.Errorf("safetensors %s: file is closed", f.path)
 	}
 	return f.fd, nil
+}
+
+// Reopen opens the file at path (one of Files) again, from where the set
+// read it; see File.Reopen.
+func (s *Set) Reopen(path string) (ReadAtCloser, error) {
+	for _, f := range s.files {
+		if f.path == path {
+			return f.Reopen()
+		}
+	}
+	return nil, fmt.Errorf("safetensors %s: %s is not one of its files", s.dir, path)
 }
 
 // Unchanged checks every file; see File.Unchanged.

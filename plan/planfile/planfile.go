@@ -57,6 +57,9 @@ const (
 	SourceVariant = "variant"
 	SourceDir     = "dir"
 	SourceGGUF    = "gguf"
+	// SourceBuiltin is a checkpoint built into the binary, by name
+	// (models.BuiltinNames).
+	SourceBuiltin = "builtin"
 )
 
 // Source says where a plan's weights come from. It is a hint for the runtime, not part of
@@ -495,6 +498,13 @@ func (p *Plan) checkMeta() error {
 		if !isIdent(s.SynthDType) {
 			return bad("source.synth_dtype %q: a variant source needs the dtype its weights are rounded through", s.SynthDType)
 		}
+	case SourceBuiltin:
+		if !isIdent(s.Name) {
+			return bad("source.name %q is not a built-in model name", s.Name)
+		}
+		if s.Seed != 0 || s.SynthDType != "" {
+			return bad("source: a built-in model has no seed or synth_dtype (got seed %d, synth_dtype %q)", s.Seed, s.SynthDType)
+		}
 	case SourceDir, SourceGGUF:
 		if s.Name == "" {
 			return bad("source.name is empty: a %s source needs its path", s.Kind)
@@ -503,7 +513,7 @@ func (p *Plan) checkMeta() error {
 			return bad("source: a directory source has no seed or synth_dtype (got seed %d, synth_dtype %q)", s.Seed, s.SynthDType)
 		}
 	default:
-		return bad("source.kind %q: want %q, %q or %q", s.Kind, SourceVariant, SourceDir, SourceGGUF)
+		return bad("source.kind %q: want %q, %q, %q or %q", s.Kind, SourceVariant, SourceDir, SourceGGUF, SourceBuiltin)
 	}
 	ps := p.Passes
 	if len(ps.Pipeline) == 0 {

@@ -235,6 +235,41 @@ func words(rec *record.Recording) []uint32 {
 	return w
 }
 
+// rowDiffWords are the differences c_1 - c_2 mod 2^32 of disjoint pairs of
+// consecutive rows that went to the same weight at the same width, in the
+// order they crossed: what a device that suspects a reused pad computes.
+// Under fresh pads each difference is uniform; under a pad used twice the
+// pads cancel and every word is Delta (x1_q - x2_q), a multiple of Delta,
+// which the low-bits test sees at once.
+func rowDiffWords(rec *record.Recording) []uint32 {
+	type kind struct {
+		op, weight string
+		cols       int
+	}
+	rows := map[kind][][]uint32{}
+	var order []kind
+	for _, c := range rec.Crossings {
+		if c.Dir != device.ToDevice || c.Op == LatticeHintOp || c.Words == nil || c.Cols <= 0 {
+			continue
+		}
+		k := kind{c.Op, c.Weight, c.Cols}
+		if _, ok := rows[k]; !ok {
+			order = append(order, k)
+		}
+		for r := range c.Rows {
+			rows[k] = append(rows[k], c.Words[r*c.Cols:(r+1)*c.Cols])
+		}
+	}
+	var pairs [][2][]uint32
+	for _, k := range order {
+		rs := rows[k]
+		for i := 0; i+1 < len(rs); i += 2 {
+			pairs = append(pairs, [2][]uint32{rs[i], rs[i+1]})
+		}
+	}
+	return uniform.DiffWords(pairs)
+}
+
 // passes groups a recording by pass and picks each pass's payloads.
 func passes(run Run) ([]payload, error) {
 	byPass := map[int][]device.Crossing{}
@@ -335,6 +370,15 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 			return nil, err
 		}
 		rep.Figures = append(rep.Figures, f)
+		if d := rowDiffWords(run.Rec); len(d) >= 5*256 {
+			say("pad-reuse")
+			f, err := UniformFigure("uniformity of row differences (a reused pad cancels)", d)
+			if err != nil {
+				return nil, err
+			}
+			f.Attack = "pad-reuse"
+			rep.Figures = append(rep.Figures, f)
+		}
 	}
 	add := func(f Figure) { rep.Figures = append(rep.Figures, f) }
 	var prefill, decode, batched []payload

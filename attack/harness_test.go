@@ -2,6 +2,7 @@ package attack
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -272,5 +273,54 @@ func TestBinomTail(t *testing.T) {
 	}
 	if got := BinomTail(4100, 65536, 1.0/16); got < 0.3 {
 		t.Errorf("4100 of 65536 at 1/16 (mean 4096): tail %v, want about 0.47", got)
+	}
+}
+
+// TestRowDiffWords: the pad-reuse figure's input. Rows that share a pad
+// (c = m + Delta x) differ by multiples of Delta, which the uniformity test
+// flags; rows with fresh pads differ uniformly and pass. Rows going to
+// another weight or width are never paired with them.
+func TestRowDiffWords(t *testing.T) {
+	const cols, rows, delta = 64, 40, 16
+	rng := rand.New(rand.NewPCG(5, 6))
+	crossing := func(weight string, reuse bool) device.Crossing {
+		m := make([]uint32, cols)
+		for i := range m {
+			m[i] = rng.Uint32()
+		}
+		w := make([]uint32, rows*cols)
+		for r := range rows {
+			if !reuse {
+				for i := range m {
+					m[i] = rng.Uint32()
+				}
+			}
+			for i := range cols {
+				x := uint32(int32(rng.IntN(2001) - 1000))
+				w[r*cols+i] = m[i] + delta*x
+			}
+		}
+		return device.Crossing{Dir: device.ToDevice, Op: "linear", Weight: weight, Rows: rows, Cols: cols, Words: w}
+	}
+	for _, tc := range []struct {
+		reuse  bool
+		broken bool
+	}{{false, false}, {true, true}} {
+		rec := &record.Recording{}
+		for range 4 {
+			// Two weights interleaved: pairs form within each weight only.
+			rec.Crossings = append(rec.Crossings, crossing("layers.0.qkv", tc.reuse), crossing("layers.0.o", false))
+		}
+		d := rowDiffWords(rec)
+		if len(d) != 2*4*rows/2*cols {
+			t.Fatalf("reuse %v: %d difference words, want %d", tc.reuse, len(d), 2*4*rows/2*cols)
+		}
+		f, err := UniformFigure("row differences", d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if broken := f.Value < f.Chance; broken != tc.broken {
+			t.Errorf("reuse %v: adjusted p %.3g (chance %.3g): broken %v, want %v", tc.reuse, f.Value, f.Chance, broken, tc.broken)
+		}
 	}
 }

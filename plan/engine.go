@@ -58,6 +58,10 @@ type EngineOptions struct {
 	// Wrap, when not nil, wraps the untrusted side (the cpu backend only):
 	// the integrity tests put a lying device there.
 	Wrap func(device.Device) device.Device
+	// ReusePads is the attack harness's insecure control of the lwe level
+	// (cpu.Options.ReusePads: every ciphertext of a crossing kind carries
+	// the same pad). No flag sets it.
+	ReusePads bool
 	// ReleaseSource says the engine owns the weights (the cpu backend
 	// only): every weight the module holds in bf16 or blocks is converted
 	// at load and its f32 values are dropped from w unless a graph reads
@@ -393,7 +397,7 @@ func newCPUEngine(eo EngineOptions, w *models.Weights, key []byte, m *ir.Module,
 // newCPU builds the cpu backend with the device eo.Device names. The
 // returned close releases both.
 func newCPU(eo EngineOptions, w *models.Weights, key []byte) (*cpu.Backend, *device.SpyDevice, *vulkan.Device, func(), error) {
-	opt := cpu.Options{Workers: eo.Workers, SessionKey: key, Traffic: eo.Traffic}
+	opt := cpu.Options{Workers: eo.Workers, SessionKey: key, Traffic: eo.Traffic, ReusePads: eo.ReusePads}
 	closeDev := func() {}
 	var vk *vulkan.Device
 	switch {

@@ -9,6 +9,7 @@ import (
 	"gelo/device"
 	"gelo/formats"
 	"gelo/lower/cpu"
+	"gelo/lwe"
 	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
@@ -175,5 +176,60 @@ func TestLatticeSealRoundTrip(t *testing.T) {
 	defer got.Close()
 	if gotID.Digest != id.Digest {
 		t.Fatalf("reopened identity %s, sealed %s", gotID.Digest, id.Digest)
+	}
+}
+
+// TestLatticeReusedPadsControl: the harness's insecure control
+// (EngineOptions.ReusePads) really reuses pads: the difference of two
+// decode rows sent to one weight is Delta times a small integer in every
+// word; with the level's fresh pads a word of it is a multiple of Delta
+// about 1 / Delta of the time.
+func TestLatticeReusedPadsControl(t *testing.T) {
+	m, w := compiledTiny(t, passes.LevelLWE, formats.Int8, 0, true)
+	delta := uint32(lwe.Default.Delta)
+	for _, reuse := range []bool{false, true} {
+		eng, err := plan.NewEngine(plan.EngineOptions{Spy: true, ReusePads: reuse}, w, make([]byte, 32), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Prefill([]int32{1, 2, 3, 4}); err != nil {
+			t.Fatal(err)
+		}
+		eng.Spy.Reset()
+		for tok := range int32(6) {
+			if _, err := s.Decode(5 + tok); err != nil {
+				t.Fatal(err)
+			}
+		}
+		byWeight := map[string][][]uint32{}
+		for _, c := range eng.Spy.Record() {
+			if c.Dir == device.ToDevice && c.Words != nil && c.Op != device.LatticeHintOp {
+				byWeight[c.Weight] = append(byWeight[c.Weight], c.Words)
+			}
+		}
+		eng.Close()
+		var words, divisible int
+		for _, rows := range byWeight {
+			for i := 1; i < len(rows); i++ {
+				for k := range rows[i] {
+					words++
+					if d := int64(int32(rows[i][k] - rows[i-1][k])); d%int64(delta) == 0 && d/int64(delta) < 1<<20 && -d/int64(delta) < 1<<20 {
+						divisible++
+					}
+				}
+			}
+		}
+		frac := float64(divisible) / float64(words)
+		t.Logf("reuse %v: %d of %d difference words are small multiples of Delta (%.3f)", reuse, divisible, words, frac)
+		if words == 0 {
+			t.Fatal("no decode ciphertext crossed")
+		}
+		if reuse && frac != 1 || !reuse && frac > 2.0/float64(delta) {
+			t.Errorf("reuse %v: %.3f of the difference words are small multiples of Delta", reuse, frac)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"gelo/attack/invert"
 	attacklwe "gelo/attack/lwe"
 	"gelo/attack/rowspace"
+	"gelo/attack/uniform"
 	"gelo/lwe"
 )
 
@@ -261,7 +262,7 @@ func evalLevel(cfg Config, cond string) (*attack.Report, error) {
 		attack.Figure{Attack: "pad-difference", Metric: "rows recovered from a known partner",
 			Value: float64(recovered) / float64(cfg.Rows), Chance: float64(same) / float64(cfg.Rows), N: cfg.Rows,
 			Note: "x1_q = x2_q + centre(c1 - c2) / Delta, every coordinate exact; chance: x1_q = x2_q"})
-	f, err := uniformFigure("uniformity of c1 - c2", DiffWords(pairs))
+	f, err := uniformFigure("uniformity of c1 - c2", uniform.DiffWords(pairs))
 	if err != nil {
 		return nil, err
 	}

@@ -73,3 +73,16 @@ func Uniformity(words []uint32) (ps []float64, adjusted float64, err error) {
 	}
 	return ps, adjusted, nil
 }
+
+// DiffWords are the words c1 - c2 mod 2^32 of pairs of ciphertexts of equal
+// length: the input of the uniformity tests on differences (uniform under
+// fresh pads, Delta times a small integer under a reused one).
+func DiffWords(pairs [][2][]uint32) []uint32 {
+	var out []uint32
+	for _, p := range pairs {
+		for i := range p[0] {
+			out = append(out, p[0][i]-p[1][i])
+		}
+	}
+	return out
+}

@@ -42,6 +42,12 @@ type Options struct {
 	// on this backend's own pool) before use: a spy or a lying device
 	// around the local one, without a second set of worker goroutines.
 	Wrap func(device.Device) device.Device
+	// ReusePads is an insecure fault for the attack harness's control of
+	// the lwe level: every lwe row takes pad counter 0 of its crossing
+	// kind, so every ciphertext of that kind carries the same pad (and
+	// decode draws no pool). The harness must break it; nothing else sets
+	// it.
+	ReusePads bool
 }
 
 // Traffic counts the payloads a backend's programs send the device and
@@ -84,8 +90,9 @@ type Backend struct {
 	profiling bool
 	prof      Profile
 
-	lat      *lattice     // the lwe level's state (nil until an lwe program compiles)
-	padNanos atomic.Int64 // time drawing lwe pads since the last TakeProfile (while profiling)
+	lat       *lattice     // the lwe level's state (nil until an lwe program compiles)
+	reusePads bool         // Options.ReusePads: the harness's insecure control
+	padNanos  atomic.Int64 // time drawing lwe pads since the last TakeProfile (while profiling)
 
 	pools      map[string]*probe.Pool // probe pools by weight and size
 	probeStats probeStats
@@ -186,6 +193,7 @@ func New(w *models.Weights, opt Options) *Backend {
 	if opt.Wrap != nil {
 		b.dev = opt.Wrap(b.dev)
 	}
+	b.reusePads = opt.ReusePads
 	return b
 }
 

@@ -404,7 +404,7 @@ func (b *Backend) latticeSlotOf(p *Program, n *ir.Node) (*latticeSlot, error) {
 	if sl.gen, err = lwe.NewPadGen(params, a, hints, b.key, sl.name); err != nil {
 		return nil, err
 	}
-	if r := n.Type.Shape[0]; r.IsSym() && r.Sym == "B" {
+	if r := n.Type.Shape[0]; r.IsSym() && r.Sym == "B" && !b.reusePads {
 		// Decode: a pool draws the pads ahead, in batches FillBatch tiles,
 		// so a step's rows wait only for their encode and decode.
 		if sl.pool, err = b.decodePool(sl.name, p.dims[n.ID][0], params, a, hints); err != nil {
@@ -517,10 +517,20 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 		if b.profiling {
 			t0 = time.Now()
 		}
-		// All rows at once: each public matrix streamed once per batch
-		// (lwe.PadGen.FillBatch), the same pads as one Fill a row.
-		if err := sl.gen.FillBatch(start, sl.buf.pads[:rows], b.ctx.Workers()); err != nil {
-			return fmt.Errorf("lwe_encode slot %s: %w", sl.name, err)
+		if b.reusePads {
+			// The harness's insecure control (Options.ReusePads): pad 0
+			// of the crossing kind for every row of every pass.
+			for _, pad := range sl.buf.pads[:rows] {
+				if err := sl.gen.Fill(0, pad); err != nil {
+					return fmt.Errorf("lwe_encode slot %s: %w", sl.name, err)
+				}
+			}
+		} else {
+			// All rows at once: each public matrix streamed once per
+			// batch (lwe.PadGen.FillBatch), the same pads as one Fill a row.
+			if err := sl.gen.FillBatch(start, sl.buf.pads[:rows], b.ctx.Workers()); err != nil {
+				return fmt.Errorf("lwe_encode slot %s: %w", sl.name, err)
+			}
 		}
 		if b.profiling {
 			b.padNanos.Add(int64(time.Since(t0)))

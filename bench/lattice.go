@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"gelo/formats"
 	"gelo/ir"
 	"gelo/lower/cpu"
 	"gelo/models"
@@ -54,7 +55,7 @@ func Lattice(e *Env, layers, n, b int) ([]LatticeShare, error) {
 	le.Model = &models.Model{Weights: w}
 	le.MaxContext = max(e.MaxContext, n+e.Steps+16)
 	lv, _ := passes.LookupLevel(passes.LevelLWE)
-	off := lv.Options(passes.ProtectOptions{})
+	off := lv.Options(passes.ProtectOptions{Weights: formats.Int8}) // the TEE-local reference in the device's format
 	off.OffloadAll = true
 	local := off
 	local.OffloadAll, local.OffloadOnly = false, []string{"(none)"} // every linear op in the TEE

@@ -21,9 +21,6 @@ func latticeOptions(all bool) ProtectOptions {
 func TestLatticeProtect(t *testing.T) {
 	m := traced(t)
 	o := latticeOptions(true)
-	if o.Weights != "int8" {
-		t.Fatalf("level lwe gave weights %q, want int8", o.Weights)
-	}
 	pm := Pipeline(o)
 	if got := strings.Join(pm.Names(), ","); got != "place,fuse,offload,quantize,protect,fuse_epilogue,leakcheck" {
 		t.Fatalf("pipeline %s", got)
@@ -84,6 +81,13 @@ func TestLatticeOffloadDecision(t *testing.T) {
 		if c.Offload != tc.pays {
 			t.Errorf("%d x %d: offload %v, want %v (%s)", tc.d, tc.dout, c.Offload, tc.pays, c.Reason())
 		}
+		// The local device runs on the TEE's cores: nothing pays there.
+		if lc := c.At(1); lc.Offload || !strings.Contains(lc.Reason(), "own cores") {
+			t.Errorf("%d x %d on the TEE's own cores: %s", tc.d, tc.dout, lc.Reason())
+		}
+		if c.At(DeviceSpeedup) != c {
+			t.Errorf("%d x %d: At(the default speedup) changed the cost", tc.d, tc.dout)
+		}
 	}
 }
 
@@ -136,12 +140,17 @@ func TestLatticeLevelCheck(t *testing.T) {
 	}
 }
 
-// The lwe level takes the int8 format only and is chosen by name.
+// The lwe level takes any plan format for its TEE-local ops (the device's
+// is int8) and is chosen by name.
 func TestLatticeOptionErrors(t *testing.T) {
 	o := latticeOptions(false)
 	o.Weights = "q8_0"
-	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "int8") {
-		t.Errorf("lwe with q8_0: %v", err)
+	if err := o.Check(); err != nil {
+		t.Errorf("lwe with q8_0 in the TEE: %v", err)
+	}
+	o.Weights = "q9"
+	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "q9") {
+		t.Errorf("lwe with an unknown format: %v", err)
 	}
 	o = ProtectOptions{Mask: MaskLWE, Cadence: PerOffload, Weights: "int8"}
 	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "--security lwe") {
@@ -149,5 +158,46 @@ func TestLatticeOptionErrors(t *testing.T) {
 	}
 	if got := LevelOf(latticeOptions(false)); got != LevelCustom {
 		t.Errorf("LevelOf(lwe's knobs) = %s: lattice levels are chosen by name", got)
+	}
+}
+
+// TestLatticeWeightsBySide: under lwe a matmul the device runs multiplies
+// int8, one kept in the TEE the plan's --weights format, so a plan whose
+// ops all stay in the TEE holds no int8 weight (plan's
+// TestLatticeTEELocalIsExact: its logits are exact's bits).
+func TestLatticeWeightsBySide(t *testing.T) {
+	for _, tc := range []struct {
+		weights string
+		all     bool
+		tee     ir.DType // every TEE-local linear op's weight; none when all
+	}{{"", false, ir.F32}, {"bf16", false, ir.BF16}, {"q8_0", false, ir.Q8_0}, {"bf16", true, 0}, {"int8", true, 0}} {
+		m := traced(t)
+		o := latticeOptions(tc.all)
+		o.Weights = tc.weights
+		if err := Pipeline(o).Run(m); err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		var tee, dev int
+		for _, g := range m.Graphs {
+			for _, n := range g.Nodes {
+				if !ir.IsLinear(n.Op) || len(n.Inputs) < 2 {
+					continue
+				}
+				w := g.Node(n.Inputs[1]).Type.DType
+				switch {
+				case n.Place == ir.Device && w != ir.I8:
+					t.Errorf("%+v: %s %v on the device multiplies %v", tc, g.Name, n.ID, w)
+				case n.Place == ir.Device:
+					dev++
+				case w != tc.tee:
+					t.Errorf("%+v: %s %v in the TEE multiplies %v, want %v", tc, g.Name, n.ID, w, tc.tee)
+				default:
+					tee++
+				}
+			}
+		}
+		if tc.all && (dev == 0 || tee != 0) || !tc.all && (tee == 0 || dev != 0) {
+			t.Errorf("%+v: %d device and %d TEE-local linear ops", tc, dev, tee)
+		}
 	}
 }

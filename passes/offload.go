@@ -35,9 +35,25 @@ type Cost struct {
 	Local        float64 // TEE work of the matmul itself
 	Offload      bool
 	RowsSymbolic string // "n" or "B" when Rows is a planning figure
+	// Speedup is the device's rate over the TEE's that Device assumes
+	// (DeviceSpeedup unless the plan said otherwise: At).
+	Speedup float64
 	// Lattice: costed as an lwe crossing (Protect is pads, encode and
 	// decode; S is the rows).
 	Lattice bool
+}
+
+// At is c for a device speedup times the TEE's multiply-add rate (the
+// decision taken again): at 1 or below the device is the TEE's own cores
+// and its work adds to the TEE's, so nothing secured can pay.
+func (c Cost) At(speedup float64) Cost {
+	if speedup <= 0 || speedup == c.Speedup {
+		return c
+	}
+	c.Device *= c.Speedup / speedup
+	c.Speedup = speedup
+	c.Offload = c.Protect+c.Device < c.Local
+	return c
 }
 
 // Reason is the decision in one line, as inspect prints it.
@@ -47,6 +63,9 @@ func (c Cost) Reason() string {
 		at = fmt.Sprintf("%s=%d (planned)", c.RowsSymbolic, c.Rows)
 	}
 	verdict := "TEE-local: securing it costs the TEE more than computing it"
+	if c.Speedup <= 1 {
+		verdict = "TEE-local: the device runs on the TEE's own cores (no accelerator), so securing it can only add work"
+	}
 	if c.Offload {
 		verdict = "offload"
 	}
@@ -90,7 +109,7 @@ func costOf(l Level, op string, rows, d, dout int, perSequence bool) Cost {
 		s = data
 	}
 	fs, fd, fo, fr, fg := float64(s), float64(d), float64(dout), float64(rows), float64(groups)
-	c := Cost{Op: op, Rows: rows, D: d, DOut: dout, S: s * groups, Local: fr * fd * fo, Device: fg * fs * fd * fo / DeviceSpeedup}
+	c := Cost{Op: op, Rows: rows, D: d, DOut: dout, S: s * groups, Local: fr * fd * fo, Device: fg * fs * fd * fo / DeviceSpeedup, Speedup: DeviceSpeedup}
 	switch l.Mask {
 	case MaskHD3:
 		lg := math.Log2(fs)
@@ -133,7 +152,7 @@ const PadWordCost = 10.0
 // TEE; 0.6B's 1024 and up offload).
 func latticeCost(p lwe.Params, op string, rows, d, dout int) Cost {
 	fr, fd, fo, fh := float64(rows), float64(d), float64(dout), float64(p.H)
-	c := Cost{Op: op, Rows: rows, D: d, DOut: dout, S: rows, Lattice: true, Local: fr * fd * fo, Device: fr * fd * fo / DeviceSpeedup,
+	c := Cost{Op: op, Rows: rows, D: d, DOut: dout, S: rows, Lattice: true, Local: fr * fd * fo, Device: fr * fd * fo / DeviceSpeedup, Speedup: DeviceSpeedup,
 		Protect: fr * (PadWordCost*fh + 4) * (fd + fo)}
 	c.Offload = c.Protect+c.Device < c.Local
 	return c
@@ -182,7 +201,7 @@ func Offload(o ProtectOptions) Pass {
 				placeStacked(g)
 				placeWeights(g)
 			}
-			m.Meta["offload_plan"] = fmt.Sprintf("n=%d,B=%d,device_speedup=%g", o.planRows(), o.planBatch(), DeviceSpeedup)
+			m.Meta["offload_plan"] = fmt.Sprintf("n=%d,B=%d,device_speedup=%g", o.planRows(), o.planBatch(), o.deviceSpeedup())
 			if o.OffloadAll {
 				m.Meta["offload_plan"] = "all"
 			}
@@ -221,7 +240,7 @@ func costNode(g *ir.Graph, n *ir.Node, l Level, o ProtectOptions) (Cost, error) 
 			return Cost{}, fmt.Errorf("rows %s: no planning figure", r.Sym)
 		}
 	}
-	c := CostOf(l, n.Op, rows, x.Type.Shape[1].Size, w.Type.Shape[0].Size)
+	c := CostOf(l, n.Op, rows, x.Type.Shape[1].Size, w.Type.Shape[0].Size).At(o.DeviceSpeedup)
 	c.RowsSymbolic = sym
 	return c, nil
 }
@@ -250,6 +269,13 @@ func placeStacked(g *ir.Graph) {
 		}
 		n.Place = ir.TEE
 	}
+}
+
+func (o ProtectOptions) deviceSpeedup() float64 {
+	if o.DeviceSpeedup > 0 {
+		return o.DeviceSpeedup
+	}
+	return DeviceSpeedup
 }
 
 func (o ProtectOptions) planRows() int {

@@ -1,5 +1,7 @@
 package passes
 
+import "gelo/formats"
+
 // Pipeline returns the standard pass order for the given protection:
 // place, fuse, (offload,) quantize, protect, fuse_epilogue, (verify-probes,)
 // leakcheck. Leakcheck cannot be left out; it
@@ -10,7 +12,11 @@ func Pipeline(o ProtectOptions, noFuse ...string) *Manager {
 	if l := o.level(); l.FullSpan || l.Lattice() {
 		ps = append(ps, Offload(o))
 	}
-	ps = append(ps, Quantize(o.Weights), Protect(o), FuseEpilogue(noFuse))
+	q := Quantize(o.Weights)
+	if o.level().Lattice() {
+		q = QuantizeLattice(o.Weights, formats.Int8)
+	}
+	ps = append(ps, q, Protect(o), FuseEpilogue(noFuse))
 	if o.Verify > 0 {
 		ps = append(ps, Probes(o.Verify, o.probePool()))
 	}

@@ -58,6 +58,12 @@ type ProtectOptions struct {
 	// the offload decision of a full-span level is costed at (0: the
 	// defaults, DefaultPlanRows and DefaultPlanBatch).
 	PlanRows, PlanBatch int
+	// DeviceSpeedup is the device's multiply-add rate over the TEE's the
+	// offload pass costs against (0: DeviceSpeedup, an accelerator). At 1
+	// or below the device runs on the TEE's own cores (--device local), so
+	// no secure offload can pay and every op the cost model decides stays
+	// in the TEE.
+	DeviceSpeedup float64
 	// OffloadAll offloads every linear op under a full-span level, paying
 	// or not (the attack harness and the level's tests need crossings to
 	// look at; the exact level never pays).
@@ -157,12 +163,10 @@ func (o ProtectOptions) checkLattice() error {
 	if o.Security != LevelLWE {
 		return fmt.Errorf("--mask %s: lwe ciphertexts come with --security %s only (got %q)", MaskLWE, LevelLWE, o.Security)
 	}
-	wf, err := formats.LookupPlan("--weights", o.Weights)
-	if err != nil {
+	// --weights is the format of the ops kept in the TEE; the device
+	// multiplies int8 (QuantizeLattice) whatever it names.
+	if _, err := formats.LookupPlan("--weights", o.Weights); err != nil {
 		return err
-	}
-	if wf.DType != ir.I8 {
-		return fmt.Errorf("--security %s multiplies an integer matrix modulo 2^32: it takes --weights %s, not %s", LevelLWE, formats.Int8, o.Weights)
 	}
 	if err := o.checkVerify(); err != nil {
 		return err

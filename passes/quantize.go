@@ -23,19 +23,44 @@ import (
 // bf16 weights and marks every matmul on them ir.AttrBF16Dot: the bf16 dot
 // product, its input rounded to bf16 (a crossing's payload is rounded
 // before it leaves, so the device multiplies exactly what was sent).
-func Quantize(format string) Pass {
-	return Pass{Name: "quantize", Doc: "matmul weights in " + ir.OrList(formats.PlanNames()) + " (device and TEE-local alike)",
+func Quantize(format string) Pass { return quantize(format, "") }
+
+// QuantizeLattice is Quantize for a plan under an lwe level: a matmul the
+// device runs multiplies the level's integer format (device, int8 per
+// output channel: the product is taken modulo 2^32), one kept in the TEE
+// the plan's --weights format, so a plan whose ops all stay in the TEE
+// computes exactly what the same format computes at any other level.
+func QuantizeLattice(format, device string) Pass { return quantize(format, device) }
+
+func quantize(format, device string) Pass {
+	doc := "matmul weights in " + ir.OrList(formats.PlanNames()) + " (device and TEE-local alike)"
+	if device != "" {
+		doc = "matmul weights in " + device + " on the device, in " + ir.OrList(formats.PlanNames()) + " in the TEE"
+	}
+	return Pass{Name: "quantize", Doc: doc,
 		Run: func(m *ir.Module) error {
 			f, err := formats.LookupPlan("--weights", format)
 			if err != nil {
 				return err
 			}
-			if f.DType == ir.F32 {
+			df := f
+			if device != "" {
+				if df, err = formats.LookupPlan("the device's format", device); err != nil {
+					return err
+				}
+			}
+			if f.DType == ir.F32 && df.DType == ir.F32 {
 				m.Meta["weights"] = f.Name
 				return nil
 			}
+			at := func(place ir.Placement) *formats.Format {
+				if place == ir.Device {
+					return df
+				}
+				return f
+			}
 			for i, g := range m.Graphs {
-				ng, err := quantizeGraph(g, f)
+				ng, err := quantizeGraph(g, at)
 				if err != nil {
 					return fmt.Errorf("graph %s: %w", g.Name, err)
 				}
@@ -46,13 +71,20 @@ func Quantize(format string) Pass {
 		}}
 }
 
-func quantizeGraph(g *ir.Graph, f *formats.Format) (*ir.Graph, error) {
+// quantizeGraph converts the weights g's matmuls read to the format
+// at(place) names for the side that multiplies them (one format for both
+// sides but under an lwe level).
+func quantizeGraph(g *ir.Graph, at func(ir.Placement) *formats.Format) (*ir.Graph, error) {
 	ng := &ir.Graph{Name: g.Name, Params: g.Params}
 	remap := make([]ir.ValueID, len(g.Nodes))
-	quantized := map[ir.ValueID]ir.ValueID{} // f32 weight operand -> its quantized copy
-	var quant func(v ir.ValueID, place ir.Placement) (ir.ValueID, error)
-	quant = func(v ir.ValueID, place ir.Placement) (ir.ValueID, error) {
-		if q, ok := quantized[v]; ok {
+	type key struct {
+		v ir.ValueID
+		f string
+	}
+	quantized := map[key]ir.ValueID{} // f32 weight operand, format -> its converted copy
+	var quant func(v ir.ValueID, place ir.Placement, f *formats.Format) (ir.ValueID, error)
+	quant = func(v ir.ValueID, place ir.Placement, f *formats.Format) (ir.ValueID, error) {
+		if q, ok := quantized[key{v, f.Name}]; ok {
 			if place == ir.Device {
 				markDevice(ng, q)
 			}
@@ -61,6 +93,11 @@ func quantizeGraph(g *ir.Graph, f *formats.Format) (*ir.Graph, error) {
 		n := g.Nodes[v]
 		var q ir.ValueID
 		var err error
+		if f.DType == ir.F32 { // this side multiplies the weight as traced
+			q = remap[v]
+			quantized[key{v, f.Name}] = q
+			return q, nil
+		}
 		switch n.Op {
 		case ir.OpWeight:
 			// Rows that are not whole blocks take the format's
@@ -75,7 +112,7 @@ func quantizeGraph(g *ir.Graph, f *formats.Format) (*ir.Graph, error) {
 		case ir.OpConcatWeights:
 			ins := make([]ir.ValueID, len(n.Inputs))
 			for i, in := range n.Inputs {
-				if ins[i], err = quant(in, place); err != nil {
+				if ins[i], err = quant(in, place, f); err != nil {
 					return -1, err
 				}
 			}
@@ -87,7 +124,7 @@ func quantizeGraph(g *ir.Graph, f *formats.Format) (*ir.Graph, error) {
 			return -1, fmt.Errorf("quantize %v: %w", v, err)
 		}
 		ng.Nodes[q].Place = place
-		quantized[v] = q
+		quantized[key{v, f.Name}] = q
 		return q, nil
 	}
 	// Where each weight a converted matmul reads is multiplied (the first
@@ -111,7 +148,7 @@ func quantizeGraph(g *ir.Graph, f *formats.Format) (*ir.Graph, error) {
 			// weight once, in the plan's format, as llama.cpp gathers a
 			// quantized token_embd. The rows gathered are the values the
 			// head multiplies by (bf16 widens exactly).
-			q, err := quant(n.Inputs[1], place)
+			q, err := quant(n.Inputs[1], place, at(place))
 			if err != nil {
 				return nil, err
 			}
@@ -119,7 +156,8 @@ func quantizeGraph(g *ir.Graph, f *formats.Format) (*ir.Graph, error) {
 		}
 		cn := n
 		if ir.IsLinear(n.Op) && (n.Place == ir.Device || n.Place == ir.TEE) {
-			q, err := quant(n.Inputs[1], n.Place)
+			f := at(n.Place)
+			q, err := quant(n.Inputs[1], n.Place, f)
 			if err != nil {
 				return nil, err
 			}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"gelo/formats"
 	"gelo/ir"
 	"gelo/lwe"
 )
@@ -150,9 +149,6 @@ func LevelHelp() string {
 func (l Level) Options(o ProtectOptions) ProtectOptions {
 	o.Security = l.Name
 	o.Mask, o.Cadence, o.ShieldK, o.ShieldEnergy, o.Center = l.Mask, l.Cadence, l.ShieldK, l.ShieldEnergy, l.Center
-	if l.Lattice() && (o.Weights == "" || o.Weights == formats.F32) {
-		o.Weights = formats.Int8
-	}
 	if l.FullSpan {
 		o.Topology = Shared
 	}

@@ -8,6 +8,7 @@ import (
 
 	"gelo/device"
 	"gelo/formats"
+	"gelo/ir"
 	"gelo/lower/cpu"
 	"gelo/lwe"
 	"gelo/models"
@@ -166,7 +167,7 @@ func TestLatticeSealRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an lwe plan does not read back: %v", err)
 	}
-	if dec.Passes.WeightFormat != formats.Int8 || dec.Passes.Security != passes.LevelLWE {
+	if dec.Passes.WeightFormat != formats.F32 || dec.Passes.Security != passes.LevelLWE { // f32: the TEE-local ops' format (the device's is int8)
 		t.Fatalf("sealed passes %+v", dec.Passes)
 	}
 	got, gotID, err := plan.OpenSealed("l.gelo", dec, plan.Overrides{})
@@ -230,6 +231,41 @@ func TestLatticeReusedPadsControl(t *testing.T) {
 		}
 		if reuse && frac != 1 || !reuse && frac > 2.0/float64(delta) {
 			t.Errorf("reuse %v: %.3f of the difference words are small multiples of Delta", reuse, frac)
+		}
+	}
+}
+
+// TestLatticeTEELocalIsExact: an lwe plan that offloads nothing (qwen3-tiny
+// at every width under the cost model, and any model when the device is
+// the TEE's own cores) multiplies the plan's own --weights format in the
+// TEE, so its logits are exact's bits, in f32 and in bf16.
+func TestLatticeTEELocalIsExact(t *testing.T) {
+	prompt := []int32{1, 2, 3, 4, 5}
+	const steps = 16
+	for _, wf := range []string{formats.F32, formats.BF16} {
+		em, w := compiledTiny(t, passes.LevelExact, wf, 0, false)
+		want, _ := runLogits(t, em, w, passes.LevelExact, prompt, steps)
+		for _, speedup := range []float64{0, 1} {
+			o := plan.Level(passes.LevelLWE)
+			o.Weights, o.Verify, o.DeviceSpeedup = wf, 0, speedup
+			src, cfg := tiny(t)
+			m, err := plan.Compile(src, cfg, o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range m.Graphs {
+				for _, n := range g.Nodes {
+					if n.Op == ir.OpLWEEncode || n.Place == ir.Device && ir.IsLinear(n.Op) {
+						t.Fatalf("%s, speedup %g: %s %v = %s crosses", wf, speedup, g.Name, n.ID, n.Op)
+					}
+				}
+			}
+			got, _ := runLogits(t, m, w, passes.LevelLWE, prompt, steps)
+			for p := range want {
+				if !slices.Equal(got[p], want[p]) {
+					t.Fatalf("%s, speedup %g: pass %d's logits differ from exact's", wf, speedup, p)
+				}
+			}
 		}
 	}
 }

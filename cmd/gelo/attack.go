@@ -17,6 +17,7 @@ import (
 	"gelo/attack/dict"
 	"gelo/device"
 	"gelo/formats"
+	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
 	"gelo/tokenizer"
@@ -92,6 +93,10 @@ func batchNote(b int) string {
 func runAttack(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("attack", flag.ContinueOnError)
 	var mf modelFlags
+	// The harness's default stays the synthetic qwen3-tiny: its corpus
+	// holds Qwen3 ids fitted to the model's vocabulary and the docs' table
+	// is judged at its widths; the trained model is --model qwen3-kjv.
+	mf.defaultModel = models.DefaultVariant
 	mf.register(fs)
 	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")
 	corpusPath := fs.String("corpus", filepath.Join("attack", "testdata", "corpus.jsonl"), "the prompt corpus (JSON Lines with Qwen3 ids)")

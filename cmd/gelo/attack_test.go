@@ -226,7 +226,7 @@ func TestRecordAttackRefusals(t *testing.T) {
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt-ids", "1", "--prompt", "x"}, 2, "give one of"},
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--max-tokens", "0"}, 2, "--max-tokens must be positive"},
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt-ids", "1,x"}, 2, `"x" is not a token id`},
-		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt", "hi"}, 2, "needs a tokenizer"},
+		{[]string{"record", "--model", "qwen3-tiny", "--out", filepath.Join(dir, "r"), "--prompt", "hi"}, 2, "needs a tokenizer"},
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--corpus", badCorpus}, 1, `kind "poetry"`},
 		{[]string{"record", "--out", filepath.Join(dir, "r"), "--prompt-ids", "99999"}, 1, "outside the vocabulary"},
 		// C1's unshielded mixing is the harness's alone: users are refused.

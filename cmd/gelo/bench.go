@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"gelo/bench"
+	"gelo/models"
 	"gelo/passes"
 	"gelo/plan"
 )
@@ -23,6 +24,11 @@ var benchSuites = []string{"masks", "fusion", "weights", "replay", "batch", "sec
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var mf modelFlags
+	// Bench is about widths and speed: its default stays the synthetic
+	// qwen3-tiny (its figures, and the suites that build a model at the
+	// --model's widths, are comparable across runs and with the README's);
+	// the trained model is one --model qwen3-kjv away.
+	mf.defaultModel = models.DefaultVariant
 	mf.register(fs)
 	mf.registerProtect(fs)
 	masks := fs.String("masks", "", "comma-separated mask families (none, haar, hd3) or security levels (exact, whiten, ...) to compare in one run (default: the --security level, the default level when none is named; --mask's family under the expert knobs)")

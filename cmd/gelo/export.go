@@ -35,7 +35,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
-	tok, err := plan.LoadTokenizer(*tokPath, m.Path())
+	tok, err := plan.ModelTokenizer(*tokPath, m)
 	if err != nil {
 		return err
 	}

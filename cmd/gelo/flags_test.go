@@ -41,7 +41,7 @@ func TestEOSFlag(t *testing.T) {
 		{"-1", `--eos: "-1" is not a token id`},
 		{"3,99999", "--eos 99999 is outside the vocabulary of 512 tokens"},
 	} {
-		errs := usageCase(t, 2, []string{tc.want}, "generate", "--eos", tc.eos, "--max-tokens", "2")
+		errs := usageCase(t, 2, []string{tc.want}, "generate", "--model", "qwen3-tiny", "--eos", tc.eos, "--max-tokens", "2")
 		if strings.Contains(errs, "--prompt-ids") {
 			t.Errorf("--eos %s: blamed on --prompt-ids: %s", tc.eos, errs)
 		}

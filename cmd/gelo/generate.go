@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,13 @@ func loadTokenizer(flagValue, modelDir string) (*tokenizer.Tokenizer, error) {
 	return t.Tok, err
 }
 
+// modelTokenizer loads --tokenizer, else the loaded model's own (its
+// directory's, a GGUF file's, the built-in model's); nil when neither.
+func modelTokenizer(flagValue string, m *models.Model) (*tokenizer.Tokenizer, error) {
+	t, err := plan.ModelTokenizer(flagValue, m)
+	return t.Tok, err
+}
+
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	var mf modelFlags
@@ -65,7 +73,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	sf.register(fs)
 	planPath := fs.String("plan", "", "a compiled artifact to run: IR text, or a sealed .gelo plan whose model identity is checked first (default: compile --model on the fly)")
 	tok := fs.String("tokenizer", "", "tokenizer.json (or its directory) for --prompt/--chat, and to check against a sealed plan (default: the model directory's)")
-	promptIDs := fs.String("prompt-ids", "", "prompt token ids, comma-separated; several prompts separated by ';' decode as one batch (default "+defaultPrompt+")")
+	promptIDs := fs.String("prompt-ids", "", "prompt token ids, comma-separated; several prompts separated by ';' decode as one batch (with no prompt flag: the text "+strconv.Quote(defaultText)+" when the model has a tokenizer, else ids "+defaultPrompt+")")
 	prompt := fs.String("prompt", "", "prompt text (needs a tokenizer)")
 	chat := fs.String("chat", "", "a user message, formatted with the model's chat template (needs a tokenizer)")
 	system := fs.String("system", "", "system message for --chat")
@@ -148,9 +156,11 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	defer l.Close()
 
+	noPrompt := *promptIDs == "" && *prompt == "" && *chat == ""
 	var tk *tokenizer.Tokenizer
 	switch {
-	case *prompt == "" && *chat == "" && *tok == "":
+	case *prompt == "" && *chat == "" && *tok == "" && !noPrompt:
+		// Ids in, ids out.
 	case sealed != nil:
 		// The tokenizer the identity check hashed, never another file.
 		tk = sealedTok
@@ -163,8 +173,14 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	if *prompt != "" || *chat != "" {
 		if tk == nil {
-			return fmt.Errorf("%w: --prompt and --chat need a tokenizer: pass --tokenizer DIR (the built-in %s has none: use --prompt-ids)", errUsage, l.Spec)
+			return fmt.Errorf("%w: --prompt and --chat need a tokenizer: pass --tokenizer DIR (model %s has none: use --prompt-ids)", errUsage, l.Spec)
 		}
+	}
+	if noPrompt && tk != nil {
+		// A model with a tokenizer (the built-in trained one) writes text
+		// from the first command: a default prompt in its own words.
+		*prompt = defaultText
+		fmt.Fprintf(stderr, "no prompt given: using %q (pass --prompt TEXT, --chat MESSAGE or --prompt-ids)\n", defaultText)
 	}
 	for _, text := range []string{*prompt, *system + *chat} {
 		// Bounded by the context before any tokenizing: a prompt far over
@@ -198,7 +214,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		ids := *promptIDs
 		if ids == "" {
 			ids = defaultPrompt
-			fmt.Fprintf(stderr, "no prompt given: using ids %s (the built-in model has no tokenizer: ids in, ids out)\n", ids)
+			fmt.Fprintf(stderr, "no prompt given: using ids %s (model %s has no tokenizer: ids in, ids out)\n", ids, l.Spec)
 		}
 		for _, part := range strings.Split(ids, ";") {
 			p, err := parseIDs(part)

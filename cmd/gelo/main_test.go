@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,13 +21,13 @@ func gelo(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestInspectIsDeterministic(t *testing.T) {
-	a, _, code := gelo(t, "inspect", "--security", "gelo-8x4")
+	a, _, code := gelo(t, "inspect", "--model", "qwen3-tiny", "--security", "gelo-8x4")
 	if code != 0 {
 		t.Fatalf("inspect exited %d", code)
 	}
-	b, _, _ := gelo(t, "inspect", "--security", "gelo-8x4")
+	b, _, _ := gelo(t, "inspect", "--model", "qwen3-tiny", "--security", "gelo-8x4")
 	if a != b {
-		t.Fatal("two inspects of the default model differ")
+		t.Fatal("two inspects of qwen3-tiny differ")
 	}
 	for _, want := range []string{"graph prefill(n, T, S_n, S_1)", "graph decode(B, T, S_B)", "device matmuls per block: 2 blocks x 4, outside blocks 1", "placement table"} {
 		if !strings.Contains(a, want) {
@@ -74,7 +76,7 @@ func TestDiffReportsChangedDimension(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := filepath.Join(dir, "a.ir"), filepath.Join(dir, "b.ir")
-	if _, errs, code := gelo(t, "compile", "--security", "gelo-8x4", "--out", a); code != 0 {
+	if _, errs, code := gelo(t, "compile", "--model", "qwen3-tiny", "--security", "gelo-8x4", "--out", a); code != 0 {
 		t.Fatal(errs)
 	}
 	if _, errs, code := gelo(t, "compile", "--security", "gelo-8x4", "--model", mdir, "--out", b); code != 0 {
@@ -119,22 +121,73 @@ func TestDiffReportsChangedDimension(t *testing.T) {
 	}
 }
 
+// trainedGolden is the greedy continuation of "In the beginning" by the
+// built-in model, pinned by tests/trained_test.go.
+const trainedGolden = "../../tests/testdata/trained_greedy.json"
+
+// TestGenerateDefault: gelo generate with no flags runs the built-in
+// trained model on its default prompt and prints text, streamed a token
+// at a time as it is sampled: the greedy continuation the golden file
+// pins, the same on every run. A synthetic variant, which has no
+// tokenizer, still prints ids from default ids.
 func TestGenerateDefault(t *testing.T) {
-	out, errs, code := gelo(t, "generate", "--max-tokens", "8")
+	var golden struct{ Prompt, Text string }
+	b, err := os.ReadFile(trainedGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &golden); err != nil || golden.Prompt != defaultText {
+		t.Fatalf("%s: %v (prompt %q, want %q)", trainedGolden, err, golden.Prompt, defaultText)
+	}
+	var out writes
+	var errb bytes.Buffer
+	if code := run([]string{"generate"}, &out, &errb); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errb.String())
+	}
+	errs := errb.String()
+	if got := strings.TrimSuffix(out.String(), "\n"); got != golden.Text {
+		t.Errorf("generate printed %q, want the golden %q", got, golden.Text)
+	}
+	if !regexp.MustCompile(`^[ A-Za-z,.;:]*[A-Za-z]{3}`).MatchString(out.String()) {
+		t.Errorf("generate printed %q: want words", out.String())
+	}
+	if out.n < 10 {
+		t.Errorf("stdout took %d writes for 32 tokens: want the text streamed as it is sampled", out.n)
+	}
+	for _, want := range []string{`no prompt given: using "In the beginning"`, "model qwen3-kjv", "TTFT"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("generate stderr lacks %q: %q", want, errs)
+		}
+	}
+	again, _, _ := gelo(t, "generate")
+	if again != out.String() {
+		t.Errorf("two runs differ: %q vs %q", out.String(), again)
+	}
+
+	ids, errs, code := gelo(t, "generate", "--model", "qwen3-tiny", "--max-tokens", "8")
 	if code != 0 {
-		t.Fatalf("generate: %s", errs)
+		t.Fatalf("generate --model qwen3-tiny: %s", errs)
 	}
-	if n := len(strings.Fields(out)); n != 8 {
-		t.Errorf("generate printed %d tokens, want 8: %q", n, out)
-	}
-	if !strings.Contains(errs, "TTFT") {
-		t.Errorf("generate stderr lacks timing: %q", errs)
-	}
-	again, _, _ := gelo(t, "generate", "--max-tokens", "8")
-	if again != out {
-		t.Errorf("two runs differ: %q vs %q", out, again)
+	if n := len(strings.Fields(ids)); n != 8 || !strings.Contains(errs, "using ids "+defaultPrompt) {
+		t.Errorf("qwen3-tiny printed %d tokens, want 8 ids from the default ids: %q\n%s", n, ids, errs)
 	}
 }
+
+// writes keeps what is written and counts the non-empty writes (it has
+// no WriteString, so io.WriteString goes through Write too).
+type writes struct {
+	buf bytes.Buffer
+	n   int
+}
+
+func (w *writes) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		w.n++
+	}
+	return w.buf.Write(p)
+}
+
+func (w *writes) String() string { return w.buf.String() }
 
 func TestGenerateFromArtifactMatches(t *testing.T) {
 	art := filepath.Join(t.TempDir(), "tiny.ir")
@@ -209,7 +262,7 @@ func TestGenerateBatchAndSampling(t *testing.T) {
 	}{
 		{[]string{"generate", "--temperature", "-1"}, "temperature -1 must be >= 0"},
 		{[]string{"generate", "--top-p", "1.5"}, "top-p 1.5 must be in (0, 1]"},
-		{[]string{"generate", "--prompt", "hi"}, "need a tokenizer"},
+		{[]string{"generate", "--model", "qwen3-tiny", "--prompt", "hi"}, "need a tokenizer"},
 		{[]string{"generate", "--prompt", "hi", "--prompt-ids", "1"}, "give one of"},
 		{[]string{"compile", "--weights", "q3_k"}, `--weights "q3_k"`},
 		{[]string{"compile", "--no-fuse", "bogus"}, "--no-fuse=bogus: no such fusion"},

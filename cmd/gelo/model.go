@@ -21,13 +21,17 @@ import (
 // the compile options, and the engine. They only parse: package plan does
 // the work.
 type modelFlags struct {
-	model      string
-	seed       uint64
-	maxContext int
-	workers    int
-	dumpAfter  string
-	dumpAll    bool
-	maxMemory  string
+	// defaultModel is --model's default: "" means models.DefaultModel
+	// (the built-in trained model); a verb about widths and speed sets a
+	// synthetic variant before register.
+	defaultModel string
+	model        string
+	seed         uint64
+	maxContext   int
+	workers      int
+	dumpAfter    string
+	dumpAll      bool
+	maxMemory    string
 
 	security     string
 	offload      string
@@ -56,8 +60,13 @@ type modelFlags struct {
 
 func (mf *modelFlags) register(fs *flag.FlagSet) {
 	mf.traffic = new(plan.Traffic)
-	fs.StringVar(&mf.model, "model", models.DefaultVariant,
-		"model: a directory with config.json + safetensors, or a built-in variant generated in memory ("+fmt.Sprint(models.VariantNames())+")")
+	def := mf.defaultModel
+	if def == "" {
+		def = models.DefaultModel
+	}
+	fs.StringVar(&mf.model, "model", def,
+		"model: a directory with config.json + safetensors, a GGUF file, the trained model built into gelo ("+strings.Join(models.BuiltinNames(), ", ")+
+			": 4 layers, trained on the King James Bible, with its tokenizer), or a built-in variant with synthetic weights generated in memory ("+fmt.Sprint(models.VariantNames())+"; no tokenizer)")
 	fs.Uint64Var(&mf.seed, "seed", 1, "seed of the synthetic weights of a built-in variant")
 	fs.IntVar(&mf.maxContext, "max-context", 1024, "KV-cache capacity in tokens")
 	fs.IntVar(&mf.workers, "workers", 0, "kernel worker goroutines (0: GOMAXPROCS); results do not depend on it")
@@ -239,7 +248,7 @@ func (mf *modelFlags) open(stderr io.Writer) (*models.Model, error) {
 		open = models.OpenPrivateUnhashed
 	}
 	m, err := open(mf.model, mf.seed, "", bar.update)
-	if m != nil && m.IsDir() {
+	if m != nil && (m.IsDir() || m.Builtin != "") {
 		bar.done()
 	}
 	if m != nil && m.Notice != "" {

@@ -53,7 +53,7 @@ func klOf(t *testing.T, out string) (kld, top float64) {
 func TestPerplexityVerb(t *testing.T) {
 	text := idText(t, 300)
 	base := filepath.Join(t.TempDir(), "f32.logits")
-	common := []string{"perplexity", "--text", text, "--ids", "--ctx", "64", "--batch", "16", "--security", "none"}
+	common := []string{"perplexity", "--model", "qwen3-tiny", "--text", text, "--ids", "--ctx", "64", "--batch", "16", "--security", "none"}
 	out, errs, code := gelo(t, append(common, "--save-logits", base)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -134,7 +134,7 @@ func TestPerplexityRefuses(t *testing.T) {
 	bad := filepath.Join(dir, "bad.txt")
 	os.WriteFile(bad, []byte("1, 2, 512"), 0o644)
 	good := filepath.Join(dir, "good.logits")
-	if _, errs, code := gelo(t, "perplexity", "--text", text, "--ids", "--ctx", "64", "--security", "none", "--save-logits", good); code != 0 {
+	if _, errs, code := gelo(t, "perplexity", "--model", "qwen3-tiny", "--text", text, "--ids", "--ctx", "64", "--security", "none", "--save-logits", good); code != 0 {
 		t.Fatal(errs)
 	}
 	data, _ := os.ReadFile(good)
@@ -144,7 +144,7 @@ func TestPerplexityRefuses(t *testing.T) {
 	writeZeroLogits(t, otherVocab, eval.Header{DType: eval.F16, Vocab: 1000, Ctx: 64, Count: 3 * 31})
 	saveTo := filepath.Join(dir, "never.logits")
 	text2 := idTextSeed(t, 200, 8) // another text of the same length
-	base := []string{"perplexity", "--ids", "--security", "none"}
+	base := []string{"perplexity", "--model", "qwen3-tiny", "--ids", "--security", "none"}
 	for _, tc := range []struct {
 		name string
 		code int

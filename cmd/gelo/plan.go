@@ -141,6 +141,8 @@ func sourceText(s planfile.Source) string {
 		fmt.Fprintf(&b, "variant %s, seed %d, synthesized as %s", s.Name, s.Seed, s.SynthDType)
 	case planfile.SourceGGUF:
 		fmt.Fprintf(&b, "GGUF file %s", s.Name)
+	case planfile.SourceBuiltin:
+		fmt.Fprintf(&b, "built-in model %s (embedded in the binary)", s.Name)
 	default:
 		fmt.Fprintf(&b, "directory %s", s.Name)
 	}

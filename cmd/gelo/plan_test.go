@@ -50,8 +50,8 @@ func generateArgs(extra ...string) []string {
 	return append([]string{"generate", "--prompt-ids", genArgs, "--max-tokens", "6"}, extra...)
 }
 
-// sealed compiles qwen3-tiny (extra compile args allowed) into dir/name.gelo and attests it
-// with the simulated device.
+// sealed compiles the default model, the built-in qwen3-kjv (extra compile args allowed,
+// --model among them), into dir/name.gelo and attests it with the simulated device.
 func sealed(t *testing.T, dir, name string, compileArgs ...string) (plan, ev string) {
 	t.Helper()
 	plan = filepath.Join(dir, name+".gelo")
@@ -215,7 +215,7 @@ func TestVerifyRefusals(t *testing.T) {
 // different plan: its evidence no longer verifies, and generate refuses what it cannot run.
 func TestResealedPlanRefused(t *testing.T) {
 	dir := t.TempDir()
-	plan, ev := sealed(t, dir, "a")
+	plan, ev := sealed(t, dir, "a", "--model", "qwen3-tiny") // a variant: its synth dtype is forged below
 	p, err := planfile.ReadFile(plan)
 	if err != nil {
 		t.Fatal(err)

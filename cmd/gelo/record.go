@@ -68,7 +68,7 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		tk, err := loadTokenizer(*tok, model.Path())
+		tk, err := modelTokenizer(*tok, model)
 		if err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ func runRecord(args []string, stdout, stderr io.Writer) error {
 		}
 		prompts = corpus.Fit(ids, model.Config.VocabSize)
 	case *prompt != "":
-		tk, err := loadTokenizer(*tok, model.Path())
+		tk, err := modelTokenizer(*tok, model)
 		if err != nil {
 			return err
 		}

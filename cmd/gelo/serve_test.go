@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"gelo/models"
+	"gelo/plan"
 	"gelo/plan/planfile"
 	"gelo/serve/client"
 )
@@ -288,5 +290,73 @@ func TestServeDrainVerb(t *testing.T) {
 	}
 	if d := time.Since(stopped); d > 3*time.Second {
 		t.Fatalf("gelo serve took %v to stop with --drain-timeout 0s", d)
+	}
+}
+
+// TestServeBuiltinChat: gelo serve with no model flag serves the built-in
+// trained model under its name and answers a chat message with text
+// (formatted by Qwen3's ChatML template, which its tokenizer carries, so
+// none is ignored) that ends at max_tokens or an end token; gelo chat
+// against it holds a conversation of two turns. Over simulated TLS and
+// over plain HTTP.
+func TestServeBuiltinChat(t *testing.T) {
+	tok, err := plan.ModelTokenizer("", &models.Model{Source: models.Source{Builtin: models.BuiltinModel}})
+	if err != nil || tok.Tok == nil || tok.Tok.IgnoredChatTemplate() {
+		t.Fatalf("the built-in tokenizer: %v (nil %v); its chat template must be Qwen3's", err, tok.Tok == nil)
+	}
+	words := regexp.MustCompile(`[A-Za-z]{2,}`)
+	for _, tc := range []struct {
+		name        string
+		serve, chat []string
+		opt         client.Options
+	}{
+		{"simulated TLS", []string{"--simulated"}, []string{"--allow-simulated"}, client.Options{}},
+		{"plain HTTP", []string{"--plain-http"}, []string{"--plain-http"}, client.Options{Plain: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := startServe(t, append([]string{"--listen", "127.0.0.1:0", "--max-context", "256"}, tc.serve...)...)
+			ctx := context.Background()
+			tc.opt.Policy.AllowSimulated = true
+			c, err := client.Dial(ctx, url, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var reply strings.Builder
+			zero := 0.0
+			finish, err := c.Chat(ctx, []client.Message{{Role: "user", Content: "Who made the heaven and the earth?"}},
+				client.ChatOptions{MaxTokens: 24, Temperature: &zero}, func(s string) error { reply.WriteString(s); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (finish != "length" && finish != "stop") || len(words.FindAllString(reply.String(), -1)) < 3 {
+				t.Fatalf("finish %q, reply %q: want words, ended by length or stop", finish, reply.String())
+			}
+			if strings.Contains(reply.String(), "<|im_") {
+				t.Errorf("the reply carries a control token: %q", reply.String())
+			}
+			resp, err := c.HTTPClient().Get(c.BaseURL() + "/v1/models")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var list struct{ Data []struct{ ID string } }
+			err = json.NewDecoder(resp.Body).Decode(&list)
+			resp.Body.Close()
+			if err != nil || len(list.Data) != 1 || list.Data[0].ID != models.BuiltinModel {
+				t.Errorf("/v1/models: %+v, %v; want %s", list, err, models.BuiltinModel)
+			}
+
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--server", url, "--max-tokens", "12"}, tc.chat...)
+			if err := chatMain(ctx, args, strings.NewReader("Who made the heaven?\nWhat is his name?\n"), &stdout, &stderr); err != nil {
+				t.Fatalf("gelo chat: %v\n%s", err, stderr.String())
+			}
+			if n := strings.Count(stderr.String(), "finish reason"); n != 2 {
+				t.Fatalf("gelo chat answered %d of 2 turns:\n%s", n, stderr.String())
+			}
+			if lines := strings.Split(strings.TrimSpace(stdout.String()), "\n"); len(lines) < 2 || len(words.FindAllString(stdout.String(), -1)) < 4 {
+				t.Errorf("gelo chat printed %q: want two replies in words", stdout.String())
+			}
+		})
 	}
 }

@@ -264,6 +264,11 @@ func parseIDsFlag(name, s string) ([]int32, error) {
 // main command runs with no input at all.
 const defaultPrompt = "1,2,3,4,5,6,7,8"
 
+// defaultText is generate's prompt when none is given and the model has a
+// tokenizer: the opening of Genesis, which the built-in model (trained on
+// the King James Bible) continues.
+const defaultText = "In the beginning"
+
 // warnInsecure says on stderr when a plan's protection is labelled
 // insecure (mask none, or a family an attack of the harness breaks).
 func warnInsecure(w io.Writer, m *ir.Module) {

@@ -72,7 +72,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	mf.registerDump(fs)
 	sf.register(fs)
 	planPath := fs.String("plan", "", "a compiled artifact to run: IR text, or a sealed .gelo plan whose model identity is checked first (default: compile --model on the fly)")
-	tok := fs.String("tokenizer", "", "tokenizer.json (or its directory) for --prompt/--chat, and to check against a sealed plan (default: the model directory's)")
+	tok := fs.String("tokenizer", "", "tokenizer.json (or its directory) for --prompt/--chat, and to check against a sealed plan (default: the model's own: its directory's, its GGUF file's or the built-in model's)")
 	promptIDs := fs.String("prompt-ids", "", "prompt token ids, comma-separated; several prompts separated by ';' decode as one batch (with no prompt flag: the text "+strconv.Quote(defaultText)+" when the model has a tokenizer, else ids "+defaultPrompt+")")
 	prompt := fs.String("prompt", "", "prompt text (needs a tokenizer)")
 	chat := fs.String("chat", "", "a user message, formatted with the model's chat template (needs a tokenizer)")

@@ -26,7 +26,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	mf.registerProtect(fs)
 	text := fs.String("text", "", "the text to score: a file, or '-' for standard input (required)")
 	ids := fs.Bool("ids", false, "--text holds token ids (separated by commas or white space), not text: for a model without a tokenizer")
-	tok := fs.String("tokenizer", "", "tokenizer.json (or its directory) that encodes --text (default: the model directory's)")
+	tok := fs.String("tokenizer", "", "tokenizer.json (or its directory) that encodes --text (default: the model's own: its directory's, its GGUF file's or the built-in model's)")
 	ctx := fs.Int("ctx", 512, "window in tokens: each window runs from an empty cache and scores its second half (llama.cpp's rule); the KV cache holds one window")
 	batch := fs.Int("batch", 64, "rows per prefill within a window: the logits held at once are batch x vocab floats")
 	save := fs.String("save-logits", "", "write every scored token's log-softmax here (gelo's streaming format; see package eval) for a later --kl-base")
@@ -95,7 +95,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if t.Tok == nil {
-			return fmt.Errorf("%w: --text needs a tokenizer: pass --tokenizer DIR, or --ids for a text of token ids (the built-in %s has none)", errUsage, l.Spec)
+			return fmt.Errorf("%w: --text needs a tokenizer: pass --tokenizer DIR, or --ids for a text of token ids (model %s has none)", errUsage, l.Spec)
 		}
 		tokens = toI32(t.Tok.Encode(string(data)))
 	}

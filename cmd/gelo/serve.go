@@ -47,7 +47,7 @@ func serveMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	mf.register(fs)
 	mf.registerProtect(fs)
 	planPath := fs.String("plan", "", "a sealed .gelo plan to serve (its model identity is checked first; default: compile --model on the fly)")
-	tok := fs.String("tokenizer", "", "tokenizer.json (or its directory) for text prompts and chat (default: the model directory's); without one only token-id prompts are served")
+	tok := fs.String("tokenizer", "", "tokenizer.json (or its directory) for text prompts and chat (default: the model's own: its directory's, its GGUF file's or the built-in model's); without one only token-id prompts are served")
 	listen := fs.String("listen", "127.0.0.1:8443", "address to listen on")
 	maxBatch := fs.Int("max-batch", 8, "KV slots: the most sequences decoded in one step")
 	maxQueue := fs.Int("max-queue", 0, "the most sequences waiting for a slot before 429 (0: 16 x --max-batch)")

@@ -31,7 +31,7 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	mf.registerProtect(fs)
 	mf.registerDump(fs)
 	out := fs.String("out", "", "write the compiled artifact here (default: stdout); a name ending in "+planfile.Ext+" gets a sealed plan file")
-	tok := fs.String("tokenizer", "", "tokenizer.json, or a directory holding one, to bind into a plan's model identity (default: the model directory's, if any)")
+	tok := fs.String("tokenizer", "", "tokenizer.json, or a directory holding one, to bind into a plan's model identity (default: the model's own, if any: its directory's, its GGUF file's or the built-in model's)")
 	if err := parseNoArgs(fs, args, stderr); err != nil {
 		return err
 	}

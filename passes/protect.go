@@ -163,6 +163,11 @@ func (o ProtectOptions) checkLattice() error {
 	if o.Security != LevelLWE {
 		return fmt.Errorf("--mask %s: lwe ciphertexts come with --security %s only (got %q)", MaskLWE, LevelLWE, o.Security)
 	}
+	switch o.Topology { // no row mixing, so no topology; a typo is still one
+	case "", PerSequence, Shared:
+	default:
+		return fmt.Errorf("--topology %q: want per-sequence or shared", o.Topology)
+	}
 	// --weights is the format of the ops kept in the TEE; the device
 	// multiplies int8 (QuantizeLattice) whatever it names.
 	if _, err := formats.LookupPlan("--weights", o.Weights); err != nil {

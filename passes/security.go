@@ -103,8 +103,15 @@ const SpanEnergy = 32.0
 // Lattice reports whether the level's crossings are lwe ciphertexts.
 func (l Level) Lattice() bool { return l.LWE != nil }
 
-// DefaultLevel is the level a plan gets unless told otherwise.
-const DefaultLevel = LevelExact
+// DefaultLevel is the level a plan gets unless told otherwise: lwe, whose
+// offload pass sends a matmul to the device as lwe ciphertexts only where
+// that costs the TEE less than computing it (an accelerator, wide
+// projections) and keeps every other one in the TEE in the plan's own
+// format, so the default is never weaker than LWE and, by the cost model,
+// never slower than TEE-local; on the local device (the TEE's own cores)
+// and at qwen3-tiny's widths nothing crosses and it computes exact's bits.
+// exact stays the information-theoretic reference.
+const DefaultLevel = LevelLWE
 
 // Levels lists the named levels, weakest first.
 func Levels() []Level { return append([]Level(nil), levels...) }

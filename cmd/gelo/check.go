@@ -136,11 +136,8 @@ func (mf *modelFlags) preflight(cfg *models.Config, m *ir.Module, sequences, pro
 		// A full-span stack carries as many shield rows as its width.
 		r.ShieldK = max(r.ShieldK, cfg.HiddenSize, cfg.IntermediateSize)
 	}
-	if l, ok := passes.LookupLevel(level); ok && l.Lattice() {
-		r.LWE = l.LWE
-		if m == nil && !mf.flagSet("weights") {
-			r.Weights = formats.Int8 // the level's format unless told
-		}
+	if l, ok := passes.LookupLevel(level); ok && l.Lattice() && mf.latticeOffloads(m) {
+		r.LWE = l.LWE // hints, integers, pads: counted as if every op crossed
 	}
 	_, err := plan.Preflight(r)
 	if errors.Is(err, plan.ErrPreflight) {
@@ -215,3 +212,25 @@ func readPromptFile(path string) (string, error) {
 	}
 	return string(data), nil
 }
+
+// latticeOffloads reports whether an lwe plan may send work to the device,
+// so that the preflight counts its lwe state: the artifact's own graphs
+// when one is given, else --offload all or an accelerator (on the local
+// device, the TEE's own cores, the offload pass keeps every op in the TEE).
+func (mf *modelFlags) latticeOffloads(m *ir.Module) bool {
+	if m != nil {
+		for _, g := range m.Graphs {
+			for _, n := range g.Nodes {
+				if n.Op == ir.OpLWEEncode {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return mf.offload == "all" || mf.accelerated()
+}
+
+// accelerated reports whether --device names an accelerator rather than
+// the local device (the TEE's own cores).
+func (mf *modelFlags) accelerated() bool { return mf.device != "" && mf.device != "local" }

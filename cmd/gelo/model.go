@@ -97,7 +97,7 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	d := plan.Knobs() // the expert knobs' defaults: the seed protocol's
 	mf.protectFS = fs
 	fs.StringVar(&mf.security, "security", passes.DefaultLevel, passes.LevelHelp())
-	fs.StringVar(&mf.offload, "offload", "auto", "under a full-span level: auto (each linear op offloaded only where the cost model says it pays; inspect prints why) or all")
+	fs.StringVar(&mf.offload, "offload", "auto", "under a full-span or lwe level: auto (each linear op offloaded only where the cost model says it pays against the --device: an accelerator 50x the TEE's rate, or, for local, the TEE's own cores, where nothing pays; inspect prints why) or all")
 	fs.IntVar(&mf.planRows, "plan-rows", passes.DefaultPlanRows, "prefill length n the offload decision is costed at")
 	fs.IntVar(&mf.planBatch, "plan-batch", passes.DefaultPlanBatch, "decode batch B the offload decision is costed at")
 	fs.IntVar(&mf.verify, "verify", passes.DefaultVerify, fmt.Sprintf("integrity probes per device matmul (Freivalds checks in the TEE; 0: off, at most %d)", passes.MaxVerify))
@@ -106,7 +106,7 @@ func (mf *modelFlags) registerProtect(fs *flag.FlagSet) {
 	fs.StringVar(&mf.cadence, "cadence", d.Cadence, "mask cadence: per-forward or per-offload")
 	fs.StringVar(&mf.shield, "shield", fmt.Sprintf("%d,%g", d.ShieldK, d.ShieldEnergy), "shield rows K,ENERGY (K >= 8; energy x mean data row norm)")
 	fs.StringVar(&mf.sessionKey, "session-key", "", "hex session key for the mask stream (default: random per run)")
-	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every matmul, offloaded or TEE-local: "+formatsHelp())
+	fs.StringVar(&mf.weights, "weights", "f32", "weight format of every matmul, offloaded or TEE-local (under lwe: of the TEE-local ones; the device multiplies int8): "+formatsHelp())
 	fs.StringVar(&mf.kvDType, "kv-dtype", "f32", "KV cache element type of the TEE's engine: f32, f16 or bf16 (K and V rounded to nearest even on append, read widened to f32; --backend gomlx and vulkan take f32 only)")
 	fs.StringVar(&mf.topology, "topology", d.Topology, "batched decode: per-sequence masks, or shared (one mask over the batch)")
 	fs.BoolVar(&mf.center, "center", d.Center, "send multi-row crossings centred (mean row apart)")
@@ -156,8 +156,13 @@ func (mf *modelFlags) options() (plan.Options, error) {
 				return o, fmt.Errorf("%w: --plan-rows %d / --plan-batch %d: want 1..%d and 1..%d", errUsage, mf.planRows, mf.planBatch, 1<<20, 1<<16)
 			}
 			o.PlanRows, o.PlanBatch = mf.planRows, mf.planBatch
-			if mf.weights != "" && (!l.Lattice() || mf.flagSet("weights")) {
-				o.Weights = mf.weights // a lattice level keeps its int8 unless told
+			if !mf.accelerated() {
+				// The local device runs on the TEE's own cores: no
+				// secured offload pays (--offload all still forces it).
+				o.DeviceSpeedup = 1
+			}
+			if mf.weights != "" {
+				o.Weights = mf.weights // under lwe: the TEE-local ops' format (the device's is int8)
 			}
 			if mf.topology != "" && !l.FullSpan {
 				o.Topology = mf.topology

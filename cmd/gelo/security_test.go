@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"gelo/ir"
 )
 
 // TestSecurityFlagErrors: every bad use of the level flags is a usage
@@ -32,12 +34,21 @@ func TestSecurityFlagErrors(t *testing.T) {
 	usageCase(t, 2, []string{`--min-security "max"`}, "verify", weak, "--evidence", ev, "--nonce", testNonce, "--allow-simulated", "--min-security", "max")
 	usageCase(t, 1, []string{"has security gelo-8x4, below --min-security exact"},
 		"verify", weak, "--evidence", ev, "--nonce", testNonce, "--allow-simulated", "--min-security", "exact")
-	strong, sev := sealed(t, dir, "strong")
+	strong, sev := sealed(t, dir, "strong", "--security", "exact")
 	out, _ := must(t, "verify", strong, "--evidence", sev, "--nonce", testNonce, "--allow-simulated", "--min-security", "exact")
 	for _, w := range []string{"security:       exact", "min-security:   exact met"} {
 		if !strings.Contains(out, w) {
-			t.Errorf("verify of the default plan lacks %q:\n%s", w, out)
+			t.Errorf("verify of an exact plan lacks %q:\n%s", w, out)
 		}
+	}
+	// The default level (lwe: computational) ranks below exact
+	// (information-theoretic) and meets its own minimum.
+	def, dev := sealed(t, dir, "default")
+	usageCase(t, 1, []string{"has security lwe, below --min-security exact"},
+		"verify", def, "--evidence", dev, "--nonce", testNonce, "--allow-simulated", "--min-security", "exact")
+	out, _ = must(t, "verify", def, "--evidence", dev, "--nonce", testNonce, "--allow-simulated", "--min-security", "lwe")
+	if !strings.Contains(out, "min-security:   lwe met") {
+		t.Errorf("verify of the default plan at --min-security lwe:\n%s", out)
 	}
 }
 
@@ -65,5 +76,31 @@ func TestInspectLatticeEstimate(t *testing.T) {
 			t.Errorf("inspect --lwe does not print %q:\n%s", w, out)
 		}
 	}
-	usageCase(t, 2, []string{"--lwe: the plan is --security exact, not lwe"}, "inspect", "--summary", "--lwe")
+	usageCase(t, 2, []string{"--lwe: the plan is --security exact, not lwe"}, "inspect", "--security", "exact", "--summary", "--lwe")
+}
+
+// latticeOffloads decides whether the preflight counts an lwe plan's
+// hints, integers and pads: not on the local device (the offload pass
+// keeps every op in the TEE there) unless --offload all, yes for an
+// accelerator, and for an artifact exactly when it encodes.
+func TestLatticeOffloadsPreflight(t *testing.T) {
+	for _, tc := range []struct {
+		device, offload string
+		want            bool
+	}{{"local", "auto", false}, {"", "auto", false}, {"local", "all", true}, {"vulkan", "auto", true}, {"gomlx:xla:cuda", "auto", true}} {
+		mf := modelFlags{device: tc.device, offload: tc.offload}
+		if got := mf.latticeOffloads(nil); got != tc.want {
+			t.Errorf("--device %q --offload %s: counts the lwe state %v, want %v", tc.device, tc.offload, got, tc.want)
+		}
+	}
+	g := &ir.Graph{Name: "decode"}
+	m := &ir.Module{Graphs: []*ir.Graph{g}}
+	mf := modelFlags{device: "vulkan", offload: "all"}
+	if mf.latticeOffloads(m) {
+		t.Error("an artifact with no lwe_encode: counts the lwe state")
+	}
+	g.Nodes = append(g.Nodes, &ir.Node{Op: ir.OpLWEEncode})
+	if !(&modelFlags{device: "local"}).latticeOffloads(m) {
+		t.Error("an artifact that encodes, on the local device: does not count the lwe state")
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gelo/models"
+	"gelo/passes"
 	"gelo/plan"
 	"gelo/plan/planfile"
 	"gelo/serve/client"
@@ -62,15 +63,15 @@ func TestServeVerb(t *testing.T) {
 	if _, err := client.Dial(ctx, url, client.Options{}); err == nil {
 		t.Fatal("simulated evidence accepted without AllowSimulated")
 	}
-	opt := client.Options{MinSecurity: "exact"}
+	opt := client.Options{MinSecurity: passes.DefaultLevel}
 	opt.Policy.AllowSimulated = true
 	c, err := client.Dial(ctx, url, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.Security != "exact" {
-		t.Fatalf("attested level %q, want the default exact", c.Security)
+	if c.Security != passes.DefaultLevel {
+		t.Fatalf("attested level %q, want the default %s", c.Security, passes.DefaultLevel)
 	}
 	if _, err := c.Complete(ctx, []int{1, 2, 3}, client.ChatOptions{MaxTokens: 3}, nil); err != nil {
 		t.Fatal(err)

@@ -235,6 +235,10 @@ func words(rec *record.Recording) []uint32 {
 	return w
 }
 
+// PadReuseAttack names the uniformity test on row differences
+// (rowDiffWords): what a device that suspects a reused pad computes.
+const PadReuseAttack = "pad-reuse"
+
 // rowDiffWords are the differences c_1 - c_2 mod 2^32 of disjoint pairs of
 // consecutive rows that went to the same weight at the same width, in the
 // order they crossed: what a device that suspects a reused pad computes.
@@ -376,7 +380,7 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
-			f.Attack = "pad-reuse"
+			f.Attack = PadReuseAttack
 			rep.Figures = append(rep.Figures, f)
 		}
 	}

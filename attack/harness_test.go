@@ -231,6 +231,14 @@ func TestJudge(t *testing.T) {
 	if _, vs := Judge([]*Report{lucky, many}); !vs[0].Secure || vs[1].Secure {
 		t.Errorf("significance: %+v", vs)
 	}
+	// The uniformity figures break below their false-alarm level.
+	for _, a := range []string{"chi-square", PadReuseAttack} {
+		low := &Report{Condition: "U", Figures: []Figure{{Attack: a, Metric: "uniformity", Value: 1e-5, Chance: 1e-3}}}
+		ok := &Report{Condition: "V", Figures: []Figure{{Attack: a, Metric: "uniformity", Value: 0.2, Chance: 1e-3}}}
+		if _, vs := Judge([]*Report{low, ok}); vs[0].Secure || !vs[1].Secure {
+			t.Errorf("%s: %+v", a, vs)
+		}
+	}
 	if p := BinomTail(1, 48, 0.001); math.Abs(p-(1-math.Pow(0.999, 48))) > 1e-12 {
 		t.Errorf("BinomTail(1, 48, 0.001) = %v", p)
 	}

@@ -107,10 +107,11 @@ func Judge(reports []*Report) ([]Gate, []Verdict) {
 					Required: fmt.Sprintf("<= null payloads %.3f + 0.05", f.Chance), Measured: f.Value})
 			}
 		}
-		// Ciphertext words (lwe) must look uniform: a chi-square figure
+		// Ciphertext words (lwe), and the differences of rows a reused
+		// pad would cancel in, must look uniform: a uniformity figure
 		// below its false-alarm level breaks the condition.
 		for _, f := range r.Figures {
-			if f.Attack == "chi-square" && f.NA == "" && f.Value < f.Chance {
+			if (f.Attack == "chi-square" || f.Attack == PadReuseAttack) && f.NA == "" && f.Value < f.Chance {
 				v.Broken = append(v.Broken, Gate{Name: f.Attack + " " + f.Metric,
 					Required: fmt.Sprintf(">= %g", f.Chance), Measured: f.Value})
 			}

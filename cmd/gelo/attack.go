@@ -27,6 +27,9 @@ import (
 type condition struct {
 	name, label string
 	opt         func() plan.Options
+	// reusePads is the lwe control's fault (plan.EngineOptions.ReusePads):
+	// an engine that reuses pads, which the harness must break.
+	reusePads bool
 }
 
 // conditions are the harness's settings: the control, the unshielded
@@ -36,28 +39,29 @@ var conditions = []condition{
 		o := plan.Knobs()
 		o.Mask = passes.MaskNone
 		return o
-	}},
+	}, false},
 	{"C1", "haar with no shield rows (row mixing alone; harness only, the CLI refuses k < 8)", func() plan.Options {
 		o := plan.Knobs()
 		o.Mask = passes.MaskHaar
 		o.ShieldK, o.Unshielded = 0, true
 		return o
-	}},
+	}, false},
 	{"C2", "haar, per-forward, shield 8 rows at energy 4 (the seed's default)", func() plan.Options {
 		o := plan.Knobs()
 		o.Mask = passes.MaskHaar
 		return o
-	}},
-	{"C3", "hd3, per-forward, shield 8 rows at energy 4 (gelo's default)", func() plan.Options { return plan.Knobs() }},
+	}, false},
+	{"C3", "hd3, per-forward, shield 8 rows at energy 4 (gelo-8x4, the seed protocol's knobs)", func() plan.Options { return plan.Knobs() }, false},
 	{"C3-offload", "hd3, per-offload cadence, shield 8 rows at energy 4", func() plan.Options {
 		o := plan.Knobs()
 		o.Cadence = passes.PerOffload
 		return o
-	}},
-	{"span", "--security span, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelSpan)},
-	{"whiten", "--security whiten, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelWhiten)},
-	{"exact", "--security exact, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelExact)},
-	{"lwe", "--security lwe (int8 weights), every linear op offloaded (prefill and decode cross as lwe ciphertexts)", levelCondition(passes.LevelLWE)},
+	}, false},
+	{"span", "--security span, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelSpan), false},
+	{"whiten", "--security whiten, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelWhiten), false},
+	{"exact", "--security exact, every linear op offloaded (prefill and decode cross)", levelCondition(passes.LevelExact), false},
+	{"lwe", "--security lwe (int8 weights), every linear op offloaded (prefill and decode cross as lwe ciphertexts)", levelCondition(passes.LevelLWE), false},
+	{"lwe-reused", "lwe's control: --security lwe, every linear op offloaded, on an engine with an insecure fault, every ciphertext of a crossing kind carrying one pad (harness only: it must be broken)", levelCondition(passes.LevelLWE), true},
 }
 
 // levelCondition is a named security level with every linear op
@@ -219,11 +223,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	var reports []*attack.Report
 	for _, c := range chosen {
 		o := c.opt()
-		if lv, ok := passes.LookupLevel(o.Security); !ok || !lv.Lattice() || mf.weights != formats.F32 {
-			// A lattice level multiplies int8 weights: it keeps the format
-			// its level gave it unless --weights names another.
-			o.Weights = mf.weights
-		}
+		o.Weights = mf.weights // under lwe the TEE-local ops' (the device multiplies int8)
 		if lv, ok := passes.LookupLevel(o.Security); ok && lv.FullSpan && *levelOffload == "attacked" {
 			o.OffloadAll, o.OffloadOnly = false, []string{"model.layers.0.self_attn.q_proj", deep}
 			c.label = strings.Replace(c.label, "every linear op offloaded", "only the attacked crossings offloaded (layer 0's QKV and "+deep+"'s; the rest in the TEE)", 1)
@@ -237,8 +237,13 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		eo := mf.engineOptions()
+		if c.reusePads {
+			eo.ReusePads = true
+			hdr["gelo.insecure"] = "every ciphertext of a crossing kind carries one pad (the harness's fault)"
+		}
 		bar := newProgress(stderr, c.name+" record")
-		rec, truth, err := plan.Record(m, model.Weights, mf.engineOptions(), key, fitted,
+		rec, truth, err := plan.Record(m, model.Weights, eo, key, fitted,
 			plan.RecordOptions{MaxTokens: *maxTokens, MaxContext: maxCtx, Header: hdr, Keep: keep, Batch: *batch,
 				Progress: func(done, total int) {
 					bar.update(int64(done), int64(total))
@@ -253,7 +258,7 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 		run := attack.Run{Condition: c.name, Label: c.label, Rec: rec, Truth: truth, DeepWeight: deep}
 		if len(known) > 0 {
 			aopt.Progress(c.name, "record known plaintext")
-			if run.Known, run.KnownTruth, err = plan.Record(m, model.Weights, mf.engineOptions(), key, known,
+			if run.Known, run.KnownTruth, err = plan.Record(m, model.Weights, eo, key, known,
 				plan.RecordOptions{MaxTokens: 1, MaxContext: maxCtx, Keep: keep}); err != nil {
 				return fmt.Errorf("%s: known plaintext: %w", c.name, err)
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"gelo/attack"
 	"gelo/models"
 )
 
@@ -198,16 +199,27 @@ func TestAttackLattice(t *testing.T) {
 	}
 	out := t.TempDir()
 	stdout, r := runAttackCLI(t, out, "--prompts", "8", "--max-tokens", "4", "--ica-passes", "4", "--known-prompts", "8", "--known-len", "32",
-		"--seq-prompts", "2", "--conditions", "C0,lwe")
+		"--seq-prompts", "2", "--conditions", "C0,lwe,lwe-reused")
 	t.Logf("\n%s", stdout)
 	r.checkGates(t)
 	for _, v := range r.Verdicts {
 		if v.Condition == "lwe" && !v.Secure {
 			t.Error("lwe: an attack beats chance (see the report above)")
 		}
+		// The control: pads reused by an engine fault must be caught.
+		if v.Condition == "lwe-reused" && v.Secure {
+			t.Error("lwe-reused: every attack at chance on reused pads: the harness cannot see the fault")
+		}
 	}
 	if v := r.value(t, "lwe", "chi-square", "uniformity of the ciphertext words (min p x 6)"); !(v >= 1e-3) {
 		t.Errorf("lwe: the ciphertext words fail the uniformity test (adjusted p %.3g)", v)
+	}
+	const reuse = "uniformity of row differences (a reused pad cancels) (min p x 6)"
+	if v := r.value(t, "lwe", attack.PadReuseAttack, reuse); !(v >= 1e-3) {
+		t.Errorf("lwe: fresh pads' row differences fail the uniformity test (adjusted p %.3g)", v)
+	}
+	if v := r.value(t, "lwe-reused", attack.PadReuseAttack, reuse); !(v < 1e-3) {
+		t.Errorf("lwe-reused: reused pads' row differences pass the uniformity test (adjusted p %.3g)", v)
 	}
 }
 

@@ -57,10 +57,11 @@ func TestDryRun(t *testing.T) {
 			t.Errorf("summary says %q", bad)
 		}
 	}
-	// Six parity checks: none and gelo-8x4 on two devices, and the two
-	// whole-forward engines.
-	if n := strings.Count(s, "identical to cpu (64 tokens)"); n != 6 {
-		t.Errorf("%d parity lines identical, want 6", n)
+	// Eight parity checks: none, gelo-8x4 and lwe (every op offloaded:
+	// the ciphertext product) on two devices, and the two whole-forward
+	// engines.
+	if n := strings.Count(s, "identical to cpu (64 tokens)"); n != 8 {
+		t.Errorf("%d parity lines identical, want 8", n)
 	}
 	for _, want := range []string{"speed tiny bf16 cpu", "speed tiny bf16 gomlx", "speed tiny bf16 n=32: cpu", "batch tiny bf16 vulkan B=8: none",
 		"device suite: security gelo-8x4", "vulkan     TPOT over local", "whole forward on", "done in",

@@ -168,11 +168,15 @@ parity() { # NAME REF-LOG ARGS...
 for m in "${models[@]}"; do
 	[ -n "${model[$m]:-}" ] || continue
 	mm=(--model "${model[$m]}")
-	for lvl in none gelo-8x4; do
-		step "gen-$m-$lvl-cpu" 180 "$gelo" generate --prompt-ids "$prompt" --max-tokens 64 "${mm[@]}" --security "$lvl" ||
+	# lwe with every op offloaded: the ciphertext product on the GPU (the
+	# default level offloads only what pays, nothing at these widths).
+	for lvl in none gelo-8x4 lwe; do
+		la=(--security "$lvl")
+		[ "$lvl" = lwe ] && la+=(--offload all)
+		step "gen-$m-$lvl-cpu" 180 "$gelo" generate --prompt-ids "$prompt" --max-tokens 64 "${mm[@]}" "${la[@]}" ||
 			say "parity $m $lvl: the cpu reference failed"
 		for dev in "$xdev" vulkan; do
-			parity "gen-$m-$lvl-${dev//:/_}" "gen-$m-$lvl-cpu" "${mm[@]}" --security "$lvl" --device "$dev"
+			parity "gen-$m-$lvl-${dev//:/_}" "gen-$m-$lvl-cpu" "${mm[@]}" "${la[@]}" --device "$dev"
 		done
 	done
 	parity "gen-$m-none-fwd-gomlx" "gen-$m-none-cpu" "${mm[@]}" --security none --backend gomlx --gomlx-backend "$xfwd"

@@ -93,12 +93,18 @@ func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 		return Row{}, fmt.Errorf("lwe: encode: pad %d: %w", pad.Counter, ErrPadUsed)
 	}
 	var n2 float64
-	for i, v := range x {
+	for _, v := range x {
 		f := float64(v)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return Row{}, fmt.Errorf("lwe: encode: x[%d] is %v", i, v)
-		}
 		n2 += f * f
+	}
+	// A float32 squared cannot overflow float64, nor can d_in of them, so
+	// n2 is finite exactly when every x_i is: one test, not one a value.
+	if math.IsNaN(n2) || math.IsInf(n2, 0) {
+		for i, v := range x {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+				return Row{}, fmt.Errorf("lwe: encode: x[%d] is %v", i, v)
+			}
+		}
 	}
 	step := e.Step(math.Sqrt(n2))
 	// |x_q|_2 <= T / Delta < 2^31, so its square is an exact int64 sum and

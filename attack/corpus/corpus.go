@@ -124,6 +124,22 @@ func Tokenize(tk *tokenizer.Tokenizer, ps []Prompt) ([][]int32, error) {
 	return out, nil
 }
 
+// Retokenize encodes every prompt's text with tk, ignoring the recorded
+// ids: those are Qwen3's, and a model with a vocabulary of its own (the
+// built-in trained model's pruned Qwen3 tokenizer) reads its own ids.
+func Retokenize(tk *tokenizer.Tokenizer, ps []Prompt) ([][]int32, error) {
+	if tk == nil {
+		return nil, fmt.Errorf("corpus: re-tokenize without a tokenizer")
+	}
+	out := make([][]int32, len(ps))
+	for i, p := range ps {
+		if out[i] = Encode(tk, p); len(out[i]) == 0 {
+			return nil, fmt.Errorf("corpus prompt %d encodes to no token", i)
+		}
+	}
+	return out, nil
+}
+
 // Fit maps token ids into a model's vocabulary (id mod vocab): the
 // synthetic smoke models have smaller vocabularies than the tokenizer.
 // The attacks only need distinct dictionary rows, which the map keeps

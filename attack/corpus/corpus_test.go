@@ -129,3 +129,44 @@ func TestAnchors(t *testing.T) {
 		t.Fatalf("no chat prompt: %v", got)
 	}
 }
+
+// TestRetokenize: the built-in trained model's pruned tokenizer gives
+// other ids than the recorded Qwen3 ones; Tokenize calls that a stale
+// corpus, Retokenize encodes the text with it (every prompt, Chinese and
+// code included: the tokenizer keeps every byte).
+func TestRetokenize(t *testing.T) {
+	ps, err := Load("../testdata/corpus.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizer.Load("../../models/trained")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Tokenize(tk, ps); err == nil {
+		t.Fatal("Tokenize with another vocabulary's tokenizer: no stale-corpus error")
+	}
+	ids, err := Retokenize(tk, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		if !slices.Equal(ids[i], Encode(tk, p)) {
+			t.Errorf("prompt %d: %v, want its text's ids", i, ids[i])
+		}
+		if got := tk.Decode(toInts(ids[i])); p.Kind != "chat" && got != p.Text {
+			t.Errorf("prompt %d does not round-trip: %q", i, got)
+		}
+	}
+	if _, err := Retokenize(nil, ps); err == nil {
+		t.Error("Retokenize without a tokenizer: no error")
+	}
+}
+
+func toInts(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, v := range ids {
+		out[i] = int(v)
+	}
+	return out
+}

@@ -83,6 +83,19 @@ func conditionNames() []string {
 	return ns
 }
 
+// weightsNote says what the model's weights mean for the deep-layer
+// attacks, for the report's header: a model with a tokenizer of its own
+// is a trained one (the built-in, or a checkpoint), the variants are
+// synthetic.
+func weightsNote(trained bool) string {
+	if trained {
+		return "trained weights: the residual stream carries the input as a real model's does, so the deep-layer attacks (isa, " +
+			"sequential) are judged where they are meant to work; the corpus read in the model's own tokenizer."
+	}
+	return "synthetic random weights decorrelate the residual stream faster than trained ones, so the deep-layer attacks (isa, " +
+		"sequential) are weaker here than on real weights; the row-space attacks do not depend on it."
+}
+
 // batchNote says how the prompts were decoded, for the report's header.
 func batchNote(b int) string {
 	if b <= 1 {
@@ -154,10 +167,6 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	ids, err := corpus.Tokenize(tk, ps)
-	if err != nil {
-		return err
-	}
 	if _, cfg, err := mf.resolve(); err != nil {
 		return err
 	} else if err := mf.preflight(cfg, nil, 0, 0, 0); err != nil {
@@ -174,6 +183,22 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	}
 	defer model.Close()
 	cfg := model.Config
+	// The corpus's ids are Qwen3's: --tokenizer re-checks them, a model
+	// with a tokenizer of its own (the built-in trained one) reads its
+	// text in its own ids, a synthetic variant takes them as recorded.
+	var ids [][]int32
+	own, err := modelTokenizer("", model)
+	switch {
+	case err != nil:
+		return err
+	case tk == nil && own != nil:
+		ids, err = corpus.Retokenize(own, ps)
+	default:
+		ids, err = corpus.Tokenize(tk, ps)
+	}
+	if err != nil {
+		return err
+	}
 	fitted := corpus.Fit(ids, cfg.VocabSize)
 	longest := 0
 	for _, p := range fitted {
@@ -281,9 +306,8 @@ func runAttack(args []string, stdout, stderr io.Writer) error {
 	gates, verdicts := attack.Judge(reports)
 	md := fmt.Sprintf("# gelo attack report\n\nModel %s (%d layers, hidden %d, vocabulary %d), %d prompts x %d new tokens; "+
 		"%s"+
-		"synthetic random weights decorrelate the residual stream faster than trained ones, so the deep-layer attacks (isa, "+
-		"sequential) are weaker here than on real weights; the row-space attacks do not depend on it.\n\n%s",
-		model.Spec, cfg.NumHiddenLayers, cfg.HiddenSize, cfg.VocabSize, len(fitted), *maxTokens, batchNote(*batch), attack.Markdown(reports, gates, verdicts))
+		"%s\n\n%s",
+		model.Spec, cfg.NumHiddenLayers, cfg.HiddenSize, cfg.VocabSize, len(fitted), *maxTokens, batchNote(*batch), weightsNote(own != nil), attack.Markdown(reports, gates, verdicts))
 	js, err := attack.JSON(reports, gates, verdicts)
 	if err != nil {
 		return err

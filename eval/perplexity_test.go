@@ -295,6 +295,59 @@ func TestKLAgainstAnother(t *testing.T) {
 	}
 }
 
+// TestKLRoundedBase: against an f16 base file, whose rounded
+// log-probabilities no longer sum to exactly one, every token's KL is
+// still >= 0 and the mean is the unrounded distributions' KL to within
+// the rounding's second-order share; in f32 a perturbation far below the
+// rounding is still read as a small positive KL. The plain sum
+// p (b - q) read negative tokens in both cases and missed the f16 mean by
+// several per cent.
+func TestKLRoundedBase(t *testing.T) {
+	const vocab, ctx = 40, 10
+	toks := textOf(400, vocab)
+	for _, tc := range []struct {
+		name  string
+		dt    DType
+		scale float64 // of the run's perturbation
+		tol   float64 // relative, of the mean against the float64 KL
+	}{
+		{"f16", F16, 0.05, 0.01},
+		{"f32", F32, 1e-4, 0.05},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			other := func(p int, tok int32, v int) float32 {
+				return wavy(p, tok, v) + float32(tc.scale*math.Cos(float64(v*5+p)))
+			}
+			base := saveRun(t, &fakeModel{vocab: vocab, logit: wavy}, toks, ctx, tc.dt)
+			r, err := compareRun(&fakeModel{vocab: vocab, logit: other}, toks, ctx, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum float64
+			var n int
+			for w := 0; (w+1)*ctx <= len(toks); w++ {
+				win := toks[w*ctx : (w+1)*ctx]
+				for j := ctx / 2; j <= ctx-2; j++ {
+					p := logSoftmax(vocab, func(v int) float64 { return float64(wavy(j, win[j], v)) })
+					q := logSoftmax(vocab, func(v int) float64 { return float64(other(j, win[j], v)) })
+					for v := range p {
+						sum += math.Exp(p[v]) * (p[v] - q[v])
+					}
+					n++
+				}
+			}
+			ref, k := sum/float64(n), r.KL
+			t.Logf("mean KLD %.6g (min %.3g), unrounded reference %.6g", k.KLD.Value, k.Min, ref)
+			if k.Min < 0 {
+				t.Errorf("minimum KLD %.3g: a divergence is never negative", k.Min)
+			}
+			if e := math.Abs(k.KLD.Value-ref) / ref; e > tc.tol {
+				t.Errorf("mean KLD %.6g, unrounded reference %.6g: off by %.2g, want <= %g", k.KLD.Value, ref, e, tc.tol)
+			}
+		})
+	}
+}
+
 func logSoftmax(n int, f func(int) float64) []float64 {
 	out := make([]float64, n)
 	mx := math.Inf(-1)

@@ -497,37 +497,59 @@ func Evaluate(T *dict.Dict, run Run, opt Options) (*Report, error) {
 	// identity and that CrossMatch never beats SpanMembership).
 
 	// NN: every payload row against the dictionary; recall of the pass's
-	// tokens among the rows' nearest neighbours.
+	// tokens among the rows' nearest neighbours. Its chance is what the
+	// same NN reaches from a null payload of the same shape (isotropic
+	// rows that carry nothing), or r / V if that is more: a trained
+	// model's dictionary has hubs, frequent tokens that are the nearest
+	// row of many random directions and also fill the prompts' bags, so
+	// the uniform r / V understates chance there (on qwen3-kjv the null
+	// reaches several times it).
 	say("nn")
 	{
-		var recall, chance float64
+		var recall, chance, null float64
 		var n int
-		for _, p := range slices.Concat(prefill, decode, batched) {
-			top, ok := nnTop[p.u0]
-			if !ok {
-				if top, err = invert.NNDict(p.u0, T, 1); err != nil {
-					return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
-				}
-			}
+		_, d := D.Dims()
+		recallOf := func(top [][]int, bag []int) float64 {
 			got := map[int]bool{}
 			for _, t := range top {
 				if len(t) > 0 {
 					got[t[0]] = true
 				}
 			}
-			bag := distinct(p.truth.Tokens)
 			hit := 0
 			for _, t := range bag {
 				if got[t] {
 					hit++
 				}
 			}
-			recall += float64(hit) / float64(len(bag))
+			return float64(hit) / float64(len(bag))
+		}
+		for i, p := range slices.Concat(prefill, decode, batched) {
+			top, ok := nnTop[p.u0]
+			if !ok {
+				if top, err = invert.NNDict(p.u0, T, 1); err != nil {
+					return nil, fmt.Errorf("%s: nn pass %d: %w", run.Condition, p.truth.Pass, err)
+				}
+			}
+			bag := distinct(p.truth.Tokens)
+			recall += recallOf(top, bag)
 			r, _ := p.u0.Dims()
 			chance += math.Min(1, float64(r)/float64(V))
+			for k := range nnNullDraws {
+				nu, err := bss.NullPayload(r, d, opt.Seed+0x6e6e*uint64(nnNullDraws*i+k+1))
+				if err != nil {
+					return nil, err
+				}
+				ntop, err := invert.NNDict(nu, T, 1)
+				if err != nil {
+					return nil, fmt.Errorf("%s: nn null of pass %d: %w", run.Condition, p.truth.Pass, err)
+				}
+				null += recallOf(ntop, bag) / nnNullDraws
+			}
 			n++
 		}
-		add(Figure{Attack: "nn", Metric: "token recall", Value: recall / float64(n), Chance: chance / float64(n), N: n})
+		add(Figure{Attack: "nn", Metric: "token recall", Value: recall / float64(n), Chance: math.Max(chance, null) / float64(n), N: n,
+			Note: fmt.Sprintf("chance: the larger of r / V (%.3g) and NN's recall from null payloads of the same shapes (%.3g)", chance/float64(n), null/float64(n))})
 	}
 
 	// IMA / ISA: ridge from payload rows (paired with the tokens by
@@ -869,6 +891,10 @@ func orthonormalLike(u *mat.Dense, rng *rand.Rand) *mat.Dense {
 	}
 	return out
 }
+
+// nnNullDraws is how many null payloads a pass's NN chance averages: a
+// hub token is hit or missed whole, so one draw is noisy.
+const nnNullDraws = 3
 
 func rowsOf(D *mat.Dense, toks []int32) *mat.Dense {
 	_, d := D.Dims()

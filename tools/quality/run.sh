@@ -11,15 +11,15 @@
 #   - every KV dtype --kv-dtype takes, at none with f32 weights;
 #   - every protection level gelo compile -h lists, at its default weight
 #     format, with --offload all (every linear op crosses; none and gelo-8x4
-#     offload every op anyway), and exact and lwe also at --offload auto (what
-#     the cost model keeps in the TEE at this model's widths);
-#   - lwe with every other weight format, which it refuses: the refusal's
-#     message goes into the table.
+#     offload every op anyway), and exact and lwe also at --offload auto (on
+#     --device local the cost model keeps every op in the TEE);
+#   - every level with every weight format through gelo compile alone: each
+#     combination it refuses gets a row with the refusal's message.
 # Per row: perplexity +/- its standard error, mean KL divergence from the base
-# +/- its error, max KL, top-1 agreement, the weight format the plan holds and
-# how many of its linear ops run on the device (from gelo compile's meta and
-# IR with the same flags), and the run's wall time (the whole process:
-# loading, compiling, scoring).
+# +/- its error, max KL, top-1 agreement, the element type of the weights the
+# device and the TEE multiply and how many of the plan's linear ops run on the
+# device (read from gelo compile's IR with the same flags), and the run's wall
+# time (the whole process: loading, compiling, scoring).
 #
 # Writes $OUT/quality.md and every run's output beside it.
 #
@@ -79,14 +79,20 @@ timed() {
 }
 # field FILE SED: the first capture of a sed expression.
 field() { sed -n "$2" "$1" | tail -1; }
-# plan_info ARGS...: "FORMAT|DEVICE of TOTAL" for a compile with these flags.
+# plan_info ARGS...: "DEVICE-TYPE / TEE-TYPE|N of TOTAL" for a compile with
+# these flags: the element types of the weights placed on each side of the
+# prefill graph (- for none), and its linear ops on the device.
 plan_info() {
 	local ir
 	ir=$("$GELO" compile --model "$MODEL" --session-key "$KEY" "$@" 2>/dev/null) || { echo "-|-"; return; }
-	local w dev all
-	w=$(sed -n 's/^meta weights = "\(.*\)"/\1/p' <<<"$ir")
-	dev=$(sed -n '/^graph prefill/,/^}/p' <<<"$ir" | grep -cE '= (matmul|lm_head) .* device ' || true)
-	echo "$w|$dev of $LINEAR"
+	ir=$(sed -n '/^graph prefill/,/^}/p' <<<"$ir")
+	local side types=()
+	for side in device tee; do
+		types+=("$(grep -E "= weight .* $side public\$" <<<"$ir" | sed 's/.* : \([a-z0-9_]*\)\[.*/\1/' | sort -u | paste -sd+ -)")
+	done
+	local dev
+	dev=$(grep -cE "= (matmul|lm_head) .* device " <<<"$ir" || true)
+	echo "${types[0]:--} / ${types[1]:--}|$dev of $LINEAR"
 }
 
 # Base: f32 weights, no protection, f32 log-probabilities (975 MB here). An
@@ -101,7 +107,7 @@ base_wall=$WALL
 LINEAR=$("$GELO" compile --model "$MODEL" --security none 2>/dev/null | sed -n '/^graph prefill/,/^}/p' | grep -cE '= (matmul|lm_head) ')
 
 {
-	echo "| group | flags | weights | linear ops on the device | PPL | mean KLD | max KLD | top-1 % | wall s |"
+	echo "| group | flags | weights: device / TEE | linear ops on the device | PPL | mean KLD | max KLD | top-1 % | wall s |"
 	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 	info=$(plan_info --security none --weights f32)
 	echo "| base | \`--security none --weights f32\` | ${info%%|*} | ${info#*|} | $(field "$OUT/base.out" 's/^Final estimate: PPL = \([0-9.]*\) +\/- \([0-9.]*\)/\1 ± \2/p') | (base) | | | $base_wall |"
@@ -144,9 +150,19 @@ done
 for l in exact lwe; do
 	row "level, auto" --security "$l" --offload auto
 done
-for f in $FORMATS; do
-	[ "$f" = int8 ] && continue
-	row "lwe refuses" --security lwe --offload all --weights "$f"
+# refused LEVEL FORMAT: a row for a combination gelo compile refuses.
+refused() {
+	local msg
+	if msg=$("$GELO" compile --model "$MODEL" --security "$1" --offload all --weights "$2" 2>&1 >/dev/null); then
+		return
+	fi
+	msg=$(grep -v '^INSECURE' <<<"$msg" | tail -1 | sed 's/|/\\|/g')
+	echo "| refused | \`--security $1 --offload all --weights $2\` | | | $msg | | | | |" >>"$OUT/table.md"
+}
+for l in $LEVELS; do
+	for f in $FORMATS; do
+		refused "$l" "$f"
+	done
 done
 
 {

@@ -56,8 +56,10 @@ if [ -z "${GELO:-}" ]; then
 fi
 
 # The choices, read from gelo itself so a new format, dtype or level shows up.
-# flagvals VERB FLAG: the names a flag's help lists before "(default".
-help_of() { "$GELO" "$1" -h 2>&1 | awk -v f="  -$2 " 'index($0, f) == 1 { getline; print; exit }'; }
+# help_of VERB FLAG: the help line of a flag.
+# (awk reads to the end: leaving early would end gelo by SIGPIPE, which
+# pipefail turns into the script's exit.)
+help_of() { "$GELO" "$1" -h 2>&1 | awk -v f="  -$2 " 'index($0, f) == 1 && !done { getline; print; done = 1 }'; }
 LEVELS=$(help_of compile security | sed 's/.*protection level: //; s/, or custom.*//; s/ (insecure)//g; s/,//g')
 KVS=$(help_of compile kv-dtype | sed 's/^[^:]*: //; s/ (.*//; s/, or / /; s/,//g; s/ or / /')
 FORMATS="f32 bf16 bf16dot q8_0 q4_0 q4_k int8"

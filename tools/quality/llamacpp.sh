@@ -188,7 +188,7 @@ done
 	echo "$ids_check; scored tokens of gelo's f32 run: $scored_check."
 	echo "$chunks windows of $CTX; both score rows CTX/2 .. CTX-2 of each window (the next token's log-probability)."
 	echo "Each engine's KL is against its own f32 run. llama.cpp's --kl-divergence reads its base's"
-	echo "perplexity back from its 16-bit log-probability file as $(sed -n 's/^Mean PPL(base) *: *\([0-9.]*\).*/\1/p' "$OUT"/llama-*.kl.out | head -1)"
+	echo "perplexity back from its 16-bit log-probability file as $(sed -n 's/^Mean PPL(base) *: *\([0-9.]*\).*/\1/p' "$OUT"/llama-*.kl.out | sed -n 1p)"
 	echo "(its f32 run printed $(pplv "$OUT/llama-f32.out")); gelo's base file holds f32 log-probabilities."
 	echo
 	cat "$OUT/table.md"

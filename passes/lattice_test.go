@@ -59,9 +59,10 @@ func TestLatticeProtect(t *testing.T) {
 
 // Without OffloadAll the cost model keeps qwen3-tiny's 64-wide projections
 // in the TEE (a pad costs h (d + d_out) word additions a row, more than a
-// 64 x 64 product), and says why; at the 0.6B widths only gate|up pays
-// (the lwe suite measured the level above the TEE-local pass there), at
-// the 8B widths every projection does.
+// 64 x 64 product), and says why; from about 1024 wide every projection
+// pays (the lwe suite measured the level with every op offloaded at 50 /
+// 67 / 28 % of the TEE-local pass at the 0.6B widths, prefill / B = 16 /
+// B = 1, and 12 / 19 / 12 % at the 8B widths, prefill / B = 64 / B = 1).
 func TestLatticeOffloadDecision(t *testing.T) {
 	m := traced(t)
 	if err := Pipeline(latticeOptions(false)).Run(m); err != nil {
@@ -75,7 +76,7 @@ func TestLatticeOffloadDecision(t *testing.T) {
 	for _, tc := range []struct {
 		d, dout int
 		pays    bool
-	}{{64, 64, false}, {64, 192, false}, {1024, 4096, false}, {3072, 1024, false}, {1024, 6144, true},
+	}{{64, 64, false}, {64, 192, false}, {256, 256, false}, {512, 512, false}, {1024, 4096, true}, {3072, 1024, true}, {1024, 6144, true},
 		{4096, 6144, true}, {4096, 24576, true}, {12288, 4096, true}, {4096, 151936, true}} {
 		c := CostOf(l, "matmul", 1, tc.d, tc.dout)
 		if c.Offload != tc.pays {

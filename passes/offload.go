@@ -129,31 +129,37 @@ func costOf(l Level, op string, rows, d, dout int, perSequence bool) Cost {
 }
 
 // PadWordCost is what one word addition of an lwe pad costs in
-// multiply-adds of a TEE-local int8 matmul: a pad adds h columns at
-// random positions of A and of each hint, a memory-bound stream, where
-// the matmul streams its weights once for many rows. Measured by the lwe
+// multiply-adds of a TEE-local int8 matmul, and CodeWordCost what one
+// word of encode or decode costs (a norm, a scale, a rounding, an
+// addition; a subtraction, the range check, a rescale). Measured by the lwe
 // suite (gelo bench --suite lwe, docs/performance.md) on a 2-core AVX2
-// VM: pads at 2.3-2.8 G word additions a second, the int8 matmul at
-// 20-26 G multiply-adds a second when batched (8 at B = 1, where it is
-// memory-bound too), so 10: the decision is right where the matmul is
-// batched and cautious at B = 1.
-const PadWordCost = 10.0
+// VM, both on the cores the TEE-local pass runs on: at the 8B widths pads
+// at 5.2-9.5 G word additions a second, encode and decode at 1.6-5.8 ns a
+// word, the int8 matmul at 32-36 G multiply-adds a second batched (17 at
+// B = 1, where it is memory-bound); at the 0.6B widths 4.7-8.6 G, 4.6 ns,
+// 26-37 G. So 5 and 100, the batched ratios: right where the matmul is
+// batched, cautious at prefill and B = 1 (an earlier 10 counted the pads
+// at one core's speed against a two-core matmul, and 4 a word of encode
+// was 25 times too cheap).
+const (
+	PadWordCost  = 5.0
+	CodeWordCost = 100.0
+)
 
 // latticeCost prices one linear op under an lwe level. Per row the TEE
 // makes a pad, m = A s + e and u = H s (h column additions: h (d + d_out)
-// word additions, each PadWordCost multiply-adds), encodes (a norm, a
-// scale, a rounding and an addition: 4 d) and decodes (a subtraction, the
-// range check and the rescale: 4 d_out); the
-// device multiplies rows x d x d_out words. A fused op (q, k and v under one
-// ciphertext) is one linear op here, so its pad is counted once. The rows
-// do not share anything, so the decision does not depend on them; it
-// pays when d d_out > (PadWordCost h + 4)(d + d_out) + d d_out / DeviceSpeedup, i.e.
-// at widths well above h (qwen3-tiny's 64-wide projections stay in the
-// TEE; 0.6B's 1024 and up offload).
+// word additions, each PadWordCost multiply-adds), encodes d words and
+// decodes d_out (CodeWordCost each); the device multiplies rows x d x
+// d_out words. A fused op (q, k and v under one ciphertext) is one linear
+// op here, so its pad is counted once. The rows do not share anything, so
+// the decision does not depend on them; it pays when
+// d d_out > (PadWordCost h + CodeWordCost)(d + d_out) + d d_out / DeviceSpeedup,
+// i.e. at widths well above h (qwen3-tiny's 64-wide projections stay in
+// the TEE; 0.6B's 1024 and up offload).
 func latticeCost(p lwe.Params, op string, rows, d, dout int) Cost {
 	fr, fd, fo, fh := float64(rows), float64(d), float64(dout), float64(p.H)
 	c := Cost{Op: op, Rows: rows, D: d, DOut: dout, S: rows, Lattice: true, Local: fr * fd * fo, Device: fr * fd * fo / DeviceSpeedup, Speedup: DeviceSpeedup,
-		Protect: fr * (PadWordCost*fh + 4) * (fd + fo)}
+		Protect: fr * (PadWordCost*fh + CodeWordCost) * (fd + fo)}
 	c.Offload = c.Protect+c.Device < c.Local
 	return c
 }

@@ -43,9 +43,9 @@ func BuiltinNames() []string {
 // BuiltinConfigBytes is a built-in checkpoint's config.json as embedded
 // (what a model identity hashes, as it hashes a directory's file).
 func BuiltinConfigBytes(name string) ([]byte, error) {
-	fsys, ok := Builtin(name)
-	if !ok {
-		return nil, fmt.Errorf("model %s: not a built-in model (built in: %v)", name, BuiltinNames())
+	fsys, err := builtinFS(name)
+	if err != nil {
+		return nil, err
 	}
 	b, err := fs.ReadFile(fsys, "config.json")
 	if err != nil {
@@ -63,15 +63,24 @@ func builtinConfig(name string) (*Config, error) {
 	return ParseConfig(builtinPath(name, "config.json"), b)
 }
 
+// builtinFS is Builtin with the error that names the built-in models.
+func builtinFS(name string) (fs.FS, error) {
+	fsys, ok := Builtin(name)
+	if !ok {
+		return nil, fmt.Errorf("model %s: not a built-in model (built in: %v)", name, BuiltinNames())
+	}
+	return fsys, nil
+}
+
 // builtinPath names a built-in checkpoint's file in messages.
 func builtinPath(name, file string) string { return path.Join(name, file) + " (built in)" }
 
 // openBuiltin opens a built-in checkpoint's safetensors, checked as a
 // directory's are.
 func openBuiltin(name string) (*safetensors.Set, error) {
-	fsys, ok := Builtin(name)
-	if !ok {
-		return nil, fmt.Errorf("model %s: not a built-in model (built in: %v)", name, BuiltinNames())
+	fsys, err := builtinFS(name)
+	if err != nil {
+		return nil, err
 	}
 	set, err := safetensors.OpenModelFS(fsys, ".")
 	if err != nil {

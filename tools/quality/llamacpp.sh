@@ -39,19 +39,9 @@ OUT=${OUT:-/tmp/gelo-quality/llamacpp}
 NICE=${NICE:-nice -n 10}
 mkdir -p "$OUT"
 
-die() { echo "llamacpp.sh: $*" >&2; exit 1; }
-
-[ -f "$TEXT" ] || die "$TEXT is missing: run tools/train/corpus.sh"
-if [ "$TEXT" = tools/train/data/heldout.txt ]; then
-	want=$(grep -o 'heldout.txt |[^|]*|[^|]*|[^|]*| [0-9a-f]\{64\}' models/trained/PROVENANCE.md | grep -o '[0-9a-f]\{64\}')
-	got=$(sha256sum "$TEXT" | cut -d' ' -f1)
-	[ "$want" = "$got" ] || die "$TEXT: SHA-256 $got, PROVENANCE.md says $want"
-fi
-
-if [ -z "${GELO:-}" ]; then
-	GELO=$OUT/gelo
-	go build -o "$GELO" ./cmd/gelo
-fi
+. "$(dirname "$0")/lib.sh"
+check_text
+build_gelo
 $NICE cmake --build "$LLAMA_BUILD" --target llama-perplexity llama-tokenize -j"$THREADS" >"$OUT/cmake.log" 2>&1 ||
 	die "building llama-perplexity in $LLAMA_BUILD failed (see $OUT/cmake.log)"
 LP=$LLAMA_BUILD/bin/llama-perplexity

@@ -42,18 +42,9 @@ KEY=${KEY:-000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f}
 NICE=${NICE:-nice -n 10}
 mkdir -p "$OUT"
 
-die() { echo "run.sh: $*" >&2; exit 1; }
-
-[ -f "$TEXT" ] || die "$TEXT is missing: run tools/train/corpus.sh"
-if [ "$TEXT" = tools/train/data/heldout.txt ]; then
-	want=$(grep -o 'heldout.txt |[^|]*|[^|]*|[^|]*| [0-9a-f]\{64\}' models/trained/PROVENANCE.md | grep -o '[0-9a-f]\{64\}')
-	got=$(sha256sum "$TEXT" | cut -d' ' -f1)
-	[ "$want" = "$got" ] || die "$TEXT: SHA-256 $got, PROVENANCE.md says $want"
-fi
-if [ -z "${GELO:-}" ]; then
-	GELO=$OUT/gelo
-	go build -o "$GELO" ./cmd/gelo
-fi
+. "$(dirname "$0")/lib.sh"
+check_text
+build_gelo
 
 # The choices, read from gelo itself so a new format, dtype or level shows up.
 # help_of VERB FLAG: the help line of a flag.

@@ -68,6 +68,21 @@ func addTileChecked(dst, t []uint32, off, stride int, idx []int32, sgn []uint32)
 	addColumnsAt(dst[n64:], t, off+n64, stride, idx, sgn)
 }
 
+// addTilePf is addTileChecked for one sub-tile (off 0, stride len(dst)),
+// prefetching for each column it reads the run pf bytes further on (0:
+// none): row-by-row pads over tiles read 256-byte runs whose addresses the
+// hardware prefetchers cannot follow, and their misses dominate.
+func addTilePf(dst, t []uint32, stride int, idx []int32, sgn []uint32, pf int) {
+	n64 := 0
+	if useAsm && pf > 0 {
+		n64 = len(dst) &^ 63
+		for i := 0; i < n64; i += 64 {
+			addTile64Pf(dst[i:i+64], t, i, stride, idx, sgn[:len(idx)], pf)
+		}
+	}
+	addTileChecked(dst[n64:], t, n64, stride, idx, sgn)
+}
+
 // checkColumns panics unless every column idx_k (k < len(idx) <= len(sgn))
 // of n words lies inside a matrix of tlen words. The comparisons are
 // accumulated without a branch on idx.

@@ -29,3 +29,12 @@ func addTile64(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 		addTile64AVX2(&dst[i], &t[off+i], stride*4, &idx[0], &sgn[0], len(idx))
 	}
 }
+
+//go:noescape
+func addTile64PfAVX2(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int, pf int)
+
+// addTile64Pf is addTile64 for one 64-word chunk (dst: 64 words at off)
+// that also prefetches each column's run pf bytes further on.
+func addTile64Pf(dst, t []uint32, off, stride int, idx []int32, sgn []uint32, pf int) {
+	addTile64PfAVX2(&dst[0], &t[off], stride*4, &idx[0], &sgn[0], len(idx), pf)
+}

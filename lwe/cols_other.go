@@ -14,3 +14,8 @@ func addCols4(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 func addTile64(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 	panic("lwe: addTile64 without AVX2")
 }
+
+// addTile64Pf has no assembly here (useAsm is false, so it is never called).
+func addTile64Pf(dst, t []uint32, off, stride int, idx []int32, sgn []uint32, pf int) {
+	panic("lwe: addTile64Pf without AVX2")
+}

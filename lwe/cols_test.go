@@ -52,7 +52,7 @@ func colsCase(r *rand.Rand, cols, stride, n, h int) (t, dst []uint32, idx []int3
 	return t, dst, idx, sgn
 }
 
-// TestAddColumns: addColumnsAt and addTileAt (AVX2 where the CPU has it)
+// TestAddColumns: addColumnsAt, addTileAt and addTilePf (AVX2 where the CPU has it)
 // and the portable addColsGo each equal the definition word for word, for
 // widths around the kernels' 8- and 64-word steps, column counts around
 // the 4-column groups, a packed tile (stride = n) and a block inside longer columns
@@ -72,9 +72,14 @@ func TestAddColumns(t *testing.T) {
 				}
 				want := slices.Clone(dst)
 				colsRef(want, tm, layout.off, stride, idx, sgn)
-				for _, kind := range []string{"columns", "tile", "go"} {
+				for _, kind := range []string{"columns", "tile", "go", "tilepf"} {
 					got := slices.Clone(dst)
 					switch kind {
+					case "tilepf": // a sub-tile's form: offset 0, prefetching a run ahead
+						if layout.off != 0 {
+							continue
+						}
+						addTilePf(got, tm, stride, idx, sgn, 256)
 					case "go":
 						addColsGo(got, tm, layout.off, stride, idx, sgn)
 					case "tile":

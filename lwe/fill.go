@@ -32,27 +32,25 @@ type batchScratch struct {
 
 // FillBatch writes into pads[r] the pad of counter start + r, bit for bit
 // what Fill(start + r, pads[r]) writes (the sums are exact mod 2^32, so
-// neither the tiling nor workers changes a word). Each row's s and e come
-// from its counter's own stream, drawn by up to workers goroutines (a
-// stream each). Then M = A s + E and every U_i = H_i S are summed for all
-// rows together. When the batch reads at least tileColumns lambda columns
-// in all (rows h >= 6 lambda: 308 rows at lambda 4096, h 80), the sums are
-// tiled over the output words: each page of A^T or H_i^T (a 4 KiB run of
-// every column) is copied once into sub-tiles of tileWords words, and
-// each sub-tile (1 MiB at lambda 4096) stays in L2 while every row adds
-// its h signed slices from it, so each public matrix is streamed from
-// memory once per batch instead of once per row; sub-tiles and the copy
-// are split over the workers. Smaller batches sum each row as Fill does.
+// neither the order nor the workers changes a word). Each row's s and e
+// come from its counter's own stream, drawn by up to workers goroutines
+// (a stream each). Then M = A s + E and every U_i = H_i S are summed for
+// all rows together, sub-tile by sub-tile of the public matrices' tiled
+// layout (see tiles), the sub-tiles split over the workers: every row adds
+// its h slices from one sub-tile before the next. When the batch reads at
+// least touchColumns lambda columns in all (rows h >= lambda: 52 rows at
+// lambda 4096, h 80), each sub-tile is first read in order (touch), so it
+// streams into L2 once for the batch and each row's slices come from
+// there; a smaller batch reads only its rows' slices, prefetched a
+// sub-tile ahead (the row-by-row cost of Fill).
 //
 // The pads must be distinct and of the generator's shape (New), the
 // counters must not wrap past 2^64 - 1 and the generator must not be
 // forgotten; otherwise nothing is written. If a stream cannot be keyed
 // every pad is wiped. The rows' supports and signs, and the streams, are
 // wiped before FillBatch returns. Cost: Fill's additions per row, plus one
-// copy of each public matrix per tiled batch; memory: 8 h bytes a row of
-// secrets (wiped and released), a 4.3 KiB stream per worker and, shared
-// through a pool, lambda colBlock 4 bytes of copied public words (16 MiB
-// at lambda 4096).
+// ordered read of each public matrix per large batch; memory: 8 h bytes a
+// row of secrets (wiped and released) and a 4.3 KiB stream per worker.
 func (g *PadGen) FillBatch(start uint64, pads []*Pad, workers int) error {
 	return g.fillBatch(start, 1, pads, workers)
 }
@@ -68,7 +66,7 @@ func (g *PadGen) fillBatch(start, step uint64, pads []*Pad, workers int) error {
 		return nil
 	}
 	workers = max(1, workers)
-	g.growBatch(rows, min(workers, rows))
+	g.growBatch(rows, min(workers, rows), workers)
 	defer g.wipeBatch()
 	for _, p := range pads { // being overwritten: not fresh until the end
 		p.mFresh = false
@@ -80,9 +78,9 @@ func (g *PadGen) fillBatch(start, step uint64, pads []*Pad, workers int) error {
 		}
 		return err
 	}
-	g.sumBatch(g.a.T, g.a.In, rows, workers, func(r int) []uint32 { return pads[r].M })
+	g.sumBatch(&g.a.t, rows, workers, func(r int) []uint32 { return pads[r].M })
 	for i, h := range g.hints {
-		g.sumBatch(h.T, h.Out, rows, workers, func(r int) []uint32 { return pads[r].U[i] })
+		g.sumBatch(&h.t, rows, workers, func(r int) []uint32 { return pads[r].U[i] })
 	}
 	for r, p := range pads {
 		p.Counter, p.mFresh, p.err = start+uint64(r)*step, true, nil
@@ -121,15 +119,16 @@ func (g *PadGen) checkBatch(start, step uint64, pads []*Pad) error {
 	return nil
 }
 
-// growBatch makes the scratch for rows rows drawn by drawers streams.
-func (g *PadGen) growBatch(rows, drawers int) {
+// growBatch makes the scratch for rows rows drawn by drawers streams and
+// summed by workers goroutines.
+func (g *PadGen) growBatch(rows, drawers, workers int) {
 	b := &g.batch
 	b.idx, b.sgn = make([]int32, rows*g.p.H), make([]uint32, rows*g.p.H)
 	for len(b.drawers) < drawers-1 {
 		b.drawers = append(b.drawers, newDrawer(g.name))
 	}
-	if len(b.sink) < drawers {
-		b.sink = make([]uint32, drawers)
+	if len(b.sink) < workers {
+		b.sink = make([]uint32, workers)
 	}
 }
 
@@ -171,104 +170,57 @@ func (g *PadGen) drawBatch(start, step uint64, pads []*Pad, workers int) error {
 	return errors.Join(errs...)
 }
 
-// sumBatch adds, for every row r < rows, its signed columns of t (lambda
-// columns of n words) into dst(r): tiled and packed when the batch reads
-// enough columns (tiled), row by row otherwise (see FillBatch).
-//
-// The tiling has two levels, both for the memory system: a page tile of
-// about colBlock words (a 4 KiB run of each column, so the copy reads
-// whole pages in order, as Fill does) is split while it is copied into
-// sub-tiles of g.tile words, each contiguous (lambda slices, 1 MiB at
-// lambda 4096): one sub-tile stays in L2 while every row adds its h
-// slices from it. A single g.tile-wide copy instead reads one 256-byte
-// run per page, a TLB miss each: three times Fill's cost per byte.
-func (g *PadGen) sumBatch(t []uint32, n, rows, workers int, dst func(int) []uint32) {
-	h, lambda := g.p.H, g.p.Lambda
-	idx, sgn := g.batch.idx, g.batch.sgn
-	if !tiled(rows, h, lambda) {
-		parallel(rows, workers, func(_, r0, r1 int) {
-			for r := r0; r < r1; r++ {
-				addColumns(dst(r), t, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
+// sumBatch adds, for every row r < rows, its signed columns of t into
+// dst(r), sub-tile by sub-tile, the sub-tiles split over the workers (see
+// FillBatch).
+func (g *PadGen) sumBatch(t *tiles, rows, workers int, dst func(int) []uint32) {
+	h := g.p.H
+	idx, sgn := g.batch.idx[:rows*h], g.batch.sgn[:rows*h]
+	// Once for the batch, not per sub-tile and row (a tenth of a batch's
+	// time at 2048 rows in go test -bench PadBatch's profile when it was).
+	t.checkAll(idx, sgn)
+	if !touched(rows, h, g.p.Lambda) {
+		parallel(t.subs(), workers, func(_, s0, s1 int) {
+			for r := range rows {
+				t.addChecked(dst(r), s0, s1, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
 			}
 		})
 		return
 	}
-	sub := min(g.tile, n)
-	page := min(n, max(sub, colBlock/sub*sub))
-	subs := (page + sub - 1) / sub
-	buf := getPack(lambda * sub * subs)
-	defer putPack(buf)
-	// Every sub-tile is lambda slices of sw <= sub words at stride sw, so
-	// "column idx lies inside it" is idx < lambda for all of them: checked
-	// once for the batch here, not per sub-tile (a tenth of the batch's
-	// time at 2048 rows, in go test -bench PadBatch's profile).
-	checkColumns(lambda*sub, sub, 0, sub, idx[:rows*h], sgn[:rows*h])
-	for p0 := 0; p0 < n; p0 += page {
-		width := min(page, n-p0)
-		subs := (width + sub - 1) / sub
-		parallel(lambda, workers, func(_, k0, k1 int) {
-			packPage(buf, t, n, p0, width, sub, lambda, k0, k1)
-		})
-		parallel(subs, workers, func(w, s0, s1 int) {
-			for s := s0; s < s1; s++ {
-				i0 := p0 + s*sub
-				sw := min(sub, n-i0)
-				tile := buf[lambda*sub*s : lambda*sub*s+lambda*sw]
-				// The copy left the sub-tile in L3 (a page of them is
-				// 16 MiB): read it in order first, so the prefetchers
-				// bring it into L2 at streaming speed instead of each row's
-				// first touch of a slice waiting on L3 (10-20 % of a batch
-				// of 308 to 2048 rows, interleaved runs of -bench PadBatch).
-				g.batch.sink[w] += touch(tile)
-				for r := range rows {
-					addTileChecked(dst(r)[i0:i0+sw], tile, 0, sw, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
-				}
+	parallel(t.subs(), workers, func(w, s0, s1 int) {
+		for s := s0; s < s1; s++ {
+			i0, sw, tile := t.sub(s)
+			// Read the sub-tile in order first, so the prefetchers bring
+			// it into L2 at streaming speed instead of each row's first
+			// touch of a slice waiting on memory (10-20 % of a batch of
+			// 308 to 2048 rows, interleaved runs of -bench PadBatch).
+			g.batch.sink[w] += touch(tile)
+			for r := range rows {
+				addTileChecked(dst(r)[i0:i0+sw], tile, 0, sw, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
 			}
-		})
-	}
-}
-
-// tiled reports whether FillBatch packs tiles for rows rows: when they
-// read at least tileColumns lambda columns in all. Below that, streaming
-// each row's h columns (Fill's way) costs less than copying the whole
-// matrix once. Public: it depends on the batch's shape only.
-func tiled(rows, h, lambda int) bool { return rows*h >= tileColumns*lambda }
-
-// tileColumns is the columns read, in units of lambda, from which a batch
-// is tiled: the copy streams all lambda columns once and writes them
-// again, where Fill streams only h of them per row. Measured at the qkv
-// shape (d_in 4096, d_out 6144, lambda 4096, h 80, one worker, a shared
-// 2-core box): tiled 78 / 93 / 138 / 407 ms against Fill's 42 / 84 / 153
-// / 594 ms at 128 / 256 / 512 / 2048 rows, so tiling pays from about 300
-// rows, rows h = 6 lambda.
-const tileColumns = 6
-
-// packPage copies words [p0, p0 + width) of columns k0..k1-1 of t (n
-// words each) into buf as sub-tiles of sub words: sub-tile s, at
-// buf[lambda sub s:], holds its sw words of column k at k sw, contiguous.
-func packPage(buf, t []uint32, n, p0, width, sub, lambda, k0, k1 int) {
-	for k := k0; k < k1; k++ {
-		src := t[k*n+p0 : k*n+p0+width]
-		for s, i := 0, 0; i < width; s, i = s+1, i+sub {
-			sw := min(sub, width-i)
-			copy(buf[lambda*sub*s+k*sw:lambda*sub*s+(k+1)*sw], src[i:i+sw])
 		}
-	}
+	})
 }
 
-// packBufs recycles the packed pages (public words, 16 MiB at lambda
-// 4096) across batches and generators: a generator per crossing keeping
-// its own would hold gigabytes at full depth.
-var packBufs sync.Pool
+// touched reports whether FillBatch reads every sub-tile in order before
+// the rows add from it: when the rows read at least touchColumns lambda
+// columns in all. Public: it depends on the batch's shape only.
+func touched(rows, h, lambda int) bool { return rows*h >= touchColumns*lambda }
 
-func getPack(words int) []uint32 {
-	if p, ok := packBufs.Get().(*[]uint32); ok && cap(*p) >= words {
-		return (*p)[:words]
-	}
-	return make([]uint32, words)
-}
+// touchColumns is the columns read, in units of lambda, from which a batch
+// touches: the touch streams all lambda columns once, where the rows alone
+// read rows h of them as scattered 256-byte runs. Measured at the gate|up
+// shape (d_in 4096, d_out 24576, lambda 4096, h 80, one worker, a shared
+// 2-core box): untouched 1.5 ms a pad at 16 to 128 rows; touched 2.0 /
+// 1.4 / 1.2 / 0.83 ms at 16 / 32 / 64 / 128 rows: so from rows h = lambda
+// (52 rows).
+const touchColumns = 1
 
-func putPack(b []uint32) { packBufs.Put(&b) }
+// poolColumns is a Pool's batch in units of lambda columns (TiledRows): a
+// touched batch costs 0.83 / 0.56 / 0.39 ms a pad at 128 / 308 / 2048
+// rows at the gate|up shape, and a pool holds a batch of pads for each
+// crossing, so 6 lambda (308 rows) is where the memory stops paying.
+const poolColumns = 6
 
 // parallel runs f(w, i0, i1) over [0, count) split into up to workers
 // contiguous ranges, worker 0 in the calling goroutine, and waits.
@@ -283,10 +235,9 @@ func parallel(count, workers int, f func(w, i0, i1 int)) {
 	wg.Wait()
 }
 
-// TiledRows is the smallest batch FillBatch tiles under p: a Pool that
-// can fill this many pads at once streams its public matrices once per
-// batch.
-func TiledRows(p Params) int { return (tileColumns*p.Lambda + p.H - 1) / p.H }
+// TiledRows is the batch a Pool fills at once under p (poolColumns lambda
+// columns read): each public matrix streams once for that many pads.
+func TiledRows(p Params) int { return (poolColumns*p.Lambda + p.H - 1) / p.H }
 
 // touch reads one word of each 64-byte line of t, in order (public words:
 // the addresses do not depend on a secret), and returns their sum so the

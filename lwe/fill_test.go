@@ -30,7 +30,7 @@ func batchScheme(t testing.TB, c batchCase) *PadGen {
 	var hints []*Hint
 	for i, out := range c.outs {
 		b, _ := NewPublic(testSeed(byte(20+i)), out, c.lambda) // words to sum
-		h, err := NewHint(out, c.lambda, b.T)
+		h, err := NewHint(out, c.lambda, b.Rows())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,10 +57,10 @@ func TestFillBatchEqualsFill(t *testing.T) {
 		{lambda: 4096, h: 80, in: 33, outs: []int{9}},
 		{lambda: 64, h: 8, in: 1031, outs: []int{77}},
 	}
-	paths := map[bool]int{} // batches by tiled()
+	paths := map[bool]int{} // batches by touched()
 	for _, c := range cases {
 		g := batchScheme(t, c)
-		tiles := []int{g.tile, 64, 8, 5}
+		widths := []int{tileWords(c.lambda), 64, 8, 5}
 		for _, rows := range []int{1, 2, 3, 17, 64, 300} {
 			const start = 1000
 			want := make([]*Pad, rows)
@@ -70,11 +70,18 @@ func TestFillBatchEqualsFill(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			paths[tiled(rows, c.h, c.lambda)]++
-			for _, tile := range tiles {
+			paths[touched(rows, c.h, c.lambda)]++
+			for _, tile := range widths {
+				retile(g, tile)
+				for r := range rows { // the row-by-row path over this layout
+					p := g.New()
+					if err := g.Fill(start+uint64(r), p); err != nil {
+						t.Fatal(err)
+					}
+					samePad(t, fmt.Sprintf("%v/tile%d: Fill row %d", c, tile, r), p, want[r])
+				}
 				for workers := 1; workers <= 4; workers++ {
 					name := fmt.Sprintf("%v/rows%d/tile%d/workers%d", c, rows, tile, workers)
-					g.tile = tile
 					got := make([]*Pad, rows)
 					for r := range got {
 						got[r] = g.New()
@@ -99,6 +106,7 @@ func TestFillBatchEqualsFill(t *testing.T) {
 					}
 				}
 			}
+			retile(g, tileWords(c.lambda))
 		}
 		g.Forget()
 	}
@@ -107,11 +115,27 @@ func TestFillBatchEqualsFill(t *testing.T) {
 	}
 }
 
+// retile repacks g's public matrices (A and every hint) into sub-tiles of
+// w words: the same columns in another layout.
+func retile(g *PadGen, w int) {
+	for _, t := range append([]*tiles{&g.a.t}, hintTiles(g.hints)...) {
+		*t = packRowsW(t.rows(), t.n, t.lambda, w)
+	}
+}
+
+func hintTiles(hs []*Hint) []*tiles {
+	var ts []*tiles
+	for _, h := range hs {
+		ts = append(ts, &h.t)
+	}
+	return ts
+}
+
 // TestWipeBatch: the batch's supports and signs are zeroed before they are
 // released, and every worker's stream is unkeyed.
 func TestWipeBatch(t *testing.T) {
 	g := batchScheme(t, batchCase{lambda: 40, h: 7, in: 24})
-	g.growBatch(3, 2)
+	g.growBatch(3, 2, 2)
 	idx, sgn := g.batch.idx, g.batch.sgn
 	for i := range idx {
 		idx[i], sgn[i] = int32(i+1), 0xffffffff
@@ -208,16 +232,16 @@ func fillWords(p *Pad, v uint32) {
 // TestPoolBatches: a pool whose workers are behind by enough buffers
 // fills them with FillBatch (counters a worker count apart) and still
 // hands out the generator's pads of counters start, start + 1, ... in
-// order; a pool too small to tile never batches.
+// order; a pool whose workers hold too few buffers to touch never batches.
 func TestPoolBatches(t *testing.T) {
-	p := Params{Lambda: 16, H: 4, Delta: 16} // tiled from 24 rows (rows h >= tileColumns lambda)
+	p := Params{Lambda: 16, H: 4, Delta: 16} // touched from 4 rows (rows h >= touchColumns lambda)
 	w := quantized(t, wGauss, 7, 20, 1)
 	sc := newScheme(t, p, w)
 	const start, count = 7, 100
 	for _, tc := range []struct {
 		size, workers int
 		batches       bool
-	}{{24, 1, true}, {50, 2, true}, {75, 3, true}, {23, 1, false}, {46, 2, false}} {
+	}{{24, 1, true}, {50, 2, true}, {75, 3, true}, {3, 1, false}, {6, 2, false}} {
 		t.Run(fmt.Sprintf("size%d-workers%d", tc.size, tc.workers), func(t *testing.T) {
 			pl, err := NewPool(p, sc.a, sc.hints, testKey, "test", start, tc.size, tc.workers)
 			if err != nil {
@@ -251,7 +275,7 @@ func TestPoolBatches(t *testing.T) {
 // back: every pad after the first batch is filled in one, and the pads
 // are still those of their counters.
 func TestPoolSteadyBatches(t *testing.T) {
-	p := Params{Lambda: 16, H: 4, Delta: 16} // tiled from 24 rows
+	p := Params{Lambda: 16, H: 4, Delta: 16} // pool batches of 24 rows (TiledRows)
 	w := quantized(t, wGauss, 7, 20, 1)
 	sc := newScheme(t, p, w)
 	const B, steps = 2, 60
@@ -283,8 +307,8 @@ func TestPoolSteadyBatches(t *testing.T) {
 			held = append(held, pad)
 		}
 	}
-	// 120 pads taken: the first batch of 32 and, tiled, batches of at
-	// least 24 after it; a pad at a time would count no more batches.
+	// 120 pads taken: the first batch of 32 and batches of at least 24
+	// after it; a pad at a time would count no more batches.
 	filled := pl.filled.Load()
 	if got := pl.batches.Load(); got < 3 || filled > pl.batches.Load()*int64(TiledRows(p)+4*B) {
 		t.Errorf("%d batches for %d pads filled: the steady state does not batch", got, filled)

@@ -179,3 +179,13 @@ func activation(kind rowKind, w *Weights, rng *rand.Rand) []float32 {
 	}
 	return x
 }
+
+// columns returns the n columns col(0..n-1) (Public.Col and Hint.Col copy
+// each one: a loop reading single words hoists them with this).
+func columns(n int, col func(int) []uint32) [][]uint32 {
+	out := make([][]uint32, n)
+	for k := range out {
+		out[k] = col(k)
+	}
+	return out
+}

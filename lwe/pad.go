@@ -90,7 +90,6 @@ type PadGen struct {
 	d     drawer   // Fill's stream (and FillBatch's first worker's)
 	idx   []int32  // support of s
 	sgn   []uint32 // 0 (+1) or 0xffffffff (-1) per support entry
-	tile  int      // FillBatch's tile width in words (tileWords)
 	batch batchScratch
 }
 
@@ -132,7 +131,7 @@ func NewPadGen(p Params, a *Public, hints []*Hint, key []byte, name string) (*Pa
 		}
 	}
 	g := &PadGen{p: p, a: a, hints: hints, key: append([]byte(nil), key...), name: name,
-		idx: make([]int32, p.H), sgn: make([]uint32, p.H), tile: tileWords(p.Lambda)}
+		idx: make([]int32, p.H), sgn: make([]uint32, p.H)}
 	g.d = *newDrawer(name)
 	return g, nil
 }
@@ -150,10 +149,10 @@ func (g *PadGen) Fill(n uint64, p *Pad) error {
 	if err := g.draw(n, p.M); err != nil {
 		return err
 	}
-	addColumns(p.M, g.a.T, g.idx, g.sgn)
+	g.a.t.addColumns(p.M, g.idx, g.sgn)
 	for i, h := range g.hints {
 		clear(p.U[i])
-		addColumns(p.U[i], h.T, g.idx, g.sgn)
+		h.t.addColumns(p.U[i], g.idx, g.sgn)
 		p.uFresh[i] = true
 	}
 	p.Counter, p.mFresh, p.err = n, true, nil

@@ -118,20 +118,22 @@ func TestPadDefinition(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, e := sc.secret(t, n)
+		acols := columns(sc.a.Lambda, sc.a.Col)
 		for i, m := range pad.M {
 			ref := e[i]
 			for k, sk := range s {
-				ref += sk * int64(sc.a.Col(k)[i])
+				ref += sk * int64(acols[k][i])
 			}
 			if m != uint32(ref) {
 				t.Fatalf("pad %d: m[%d] = %#x, want %#x", n, i, m, uint32(ref))
 			}
 		}
 		for hi, h := range sc.hints {
+			hcols := columns(h.Lambda, h.Col)
 			for j, u := range pad.U[hi] {
 				var ref int64
 				for k, sk := range s {
-					ref += sk * int64(h.Col(k)[j])
+					ref += sk * int64(hcols[k][j])
 				}
 				if u != uint32(ref) {
 					t.Fatalf("pad %d hint %d: u[%d] = %#x, want %#x", n, hi, j, u, uint32(ref))

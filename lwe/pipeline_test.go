@@ -58,12 +58,13 @@ func TestPipelineExact(t *testing.T) {
 				s, e := sc.secret(t, n)
 				xq := quantizeRow(x, row.Step)
 				var q2 float64
+				acols := columns(sc.a.Lambda, sc.a.Col)
 				for i := range c {
 					ref := int64(p.Delta) * xq[i]
 					q2 += float64(xq[i] * xq[i])
 					ref += e[i]
 					for k, sk := range s {
-						ref += sk * int64(sc.a.Col(k)[i])
+						ref += sk * int64(acols[k][i])
 					}
 					if c[i] != uint32(ref) {
 						t.Fatalf("c[%d] = %#x, A s + e + Delta x_q = %#x", i, c[i], uint32(ref))

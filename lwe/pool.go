@@ -126,7 +126,7 @@ func (pl *Pool) work(w int) {
 				return
 			}
 		}
-		if tiled(len(batch), g.p.H, g.p.Lambda) {
+		if touched(len(batch), g.p.H, g.p.Lambda) {
 			t0 := time.Now()
 			err := g.fillBatch(n, W, batch, 1)
 			pl.account(time.Since(t0), len(batch))

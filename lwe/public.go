@@ -62,14 +62,14 @@ func expandColumn(s *keystream.Stream, seed *[SeedSize]byte, k int, dst []uint32
 	}
 }
 
-// Public is the public matrix A (d_in x lambda), held expanded: T is A^T,
-// lambda rows of d_in words (row k = column a_k of A). It holds
-// d_in * lambda * 4 bytes (64 MiB at d_in = lambda = 4096); ExpandColumn
-// makes one column on demand instead.
+// Public is the public matrix A (d_in x lambda), held expanded in the
+// pads' tiled layout (see tiles): d_in * lambda * 4 bytes (64 MiB at
+// d_in = lambda = 4096). Col and Rows unpack copies; ExpandColumn makes one
+// column on demand instead.
 type Public struct {
 	Seed       [SeedSize]byte
 	In, Lambda int
-	T          []uint32
+	t          tiles
 }
 
 // NewPublic expands A for inputs of width in from seed.
@@ -77,42 +77,57 @@ func NewPublic(seed [SeedSize]byte, in, lambda int) (*Public, error) {
 	if in <= 0 || lambda <= 0 {
 		return nil, fmt.Errorf("lwe: public matrix: shape [%d, %d]", in, lambda)
 	}
-	a := &Public{Seed: seed, In: in, Lambda: lambda, T: make([]uint32, in*lambda)}
+	a := &Public{Seed: seed, In: in, Lambda: lambda, t: newTiles(in, lambda)}
 	var s keystream.Stream
+	col := make([]uint32, in)
 	for k := 0; k < lambda; k++ {
-		expandColumn(&s, &a.Seed, k, a.Col(k))
+		expandColumn(&s, &a.Seed, k, col)
+		a.t.setCol(k, col)
 	}
 	return a, nil
 }
 
-// Col returns column k of A (d_in words), a view.
-func (a *Public) Col(k int) []uint32 { return a.T[k*a.In : (k+1)*a.In] }
-
-// Bytes is the memory A holds.
-func (a *Public) Bytes() int { return 4 * len(a.T) }
-
-// Hint is H = W_q A mod 2^32 (d_out x lambda), held as H^T: lambda rows of
-// d_out words, row k = column h_k = W_q a_k. It is public and holds
-// d_out * lambda * 4 bytes.
-type Hint struct {
-	Out, Lambda int
-	T           []uint32
+// Col returns column k of A (d_in words), a copy.
+func (a *Public) Col(k int) []uint32 {
+	col := make([]uint32, a.In)
+	a.t.col(k, col)
+	return col
 }
 
-// Col returns column k of H (d_out words), a view.
-func (h *Hint) Col(k int) []uint32 { return h.T[k*h.Out : (k+1)*h.Out] }
+// Rows returns A^T row-major (lambda rows of d_in words, row k = column
+// a_k), a copy: what the device multiplies by W_q to make a hint.
+func (a *Public) Rows() []uint32 { return a.t.rows() }
+
+// Bytes is the memory A holds.
+func (a *Public) Bytes() int { return 4 * len(a.t.p) }
+
+// Hint is H = W_q A mod 2^32 (d_out x lambda), held in the pads' tiled
+// layout (column h_k = W_q a_k). It is public and holds d_out * lambda * 4
+// bytes.
+type Hint struct {
+	Out, Lambda int
+	t           tiles
+}
+
+// Col returns column k of H (d_out words), a copy.
+func (h *Hint) Col(k int) []uint32 {
+	col := make([]uint32, h.Out)
+	h.t.col(k, col)
+	return col
+}
 
 // Bytes is the memory H holds.
-func (h *Hint) Bytes() int { return 4 * len(h.T) }
+func (h *Hint) Bytes() int { return 4 * len(h.t.p) }
 
 // NewHint wraps a hint supplied from outside (the device's product of W_q
-// and A's columns, H^T row-major), checking its shape. It is not trusted
-// until VerifyHint passes.
-func NewHint(out, lambda int, t []uint32) (*Hint, error) {
-	if out <= 0 || lambda <= 0 || len(t) != out*lambda {
-		return nil, fmt.Errorf("lwe: hint: %d words for H^T [%d, %d]", len(t), lambda, out)
+// and A's columns: H^T row-major, lambda rows of d_out words), checking
+// its shape and packing it into the pads' layout (a copy: rows is not
+// kept). It is not trusted until VerifyHint passes.
+func NewHint(out, lambda int, rows []uint32) (*Hint, error) {
+	if out <= 0 || lambda <= 0 || len(rows) != out*lambda {
+		return nil, fmt.Errorf("lwe: hint: %d words for H^T [%d, %d]", len(rows), lambda, out)
 	}
-	return &Hint{Out: out, Lambda: lambda, T: t}, nil
+	return &Hint{Out: out, Lambda: lambda, t: packRows(rows, out, lambda)}, nil
 }
 
 // ComputeHint computes H = W_q A in the TEE: d_out * d_in * lambda
@@ -124,18 +139,19 @@ func ComputeHint(w *Weights, a *Public, workers int) (*Hint, error) {
 	if w.In != a.In {
 		return nil, fmt.Errorf("lwe: hint: weight width %d, public matrix width %d", w.In, a.In)
 	}
-	h := &Hint{Out: w.Out, Lambda: a.Lambda, T: make([]uint32, w.Out*a.Lambda)}
+	at := a.Rows()
+	ht := make([]uint32, w.Out*a.Lambda)
 	workers = max(1, min(workers, a.Lambda))
 	per := (a.Lambda + workers - 1) / workers
 	var wg sync.WaitGroup
 	for k0 := 0; k0 < a.Lambda; k0 += per {
 		k1 := min(a.Lambda, k0+per)
 		wg.Go(func() {
-			mulRef(w, a.T[k0*a.In:k1*a.In], h.T[k0*w.Out:k1*w.Out])
+			mulRef(w, at[k0*a.In:k1*a.In], ht[k0*w.Out:k1*w.Out])
 		})
 	}
 	wg.Wait()
-	return h, nil
+	return NewHint(w.Out, a.Lambda, ht)
 }
 
 // ErrHint is the error of a hint that failed its check.
@@ -177,7 +193,7 @@ func VerifyHints(ws []*Weights, a *Public, hs []*Hint, rng *keystream.Stream, re
 		return fmt.Errorf("lwe: verify hint: %d weights, %d hints", len(ws), len(hs))
 	}
 	for i, w := range ws {
-		if h := hs[i]; w.In != a.In || h.Out != w.Out || h.Lambda != a.Lambda || len(h.T) != h.Out*h.Lambda {
+		if h := hs[i]; w.In != a.In || h.Out != w.Out || h.Lambda != a.Lambda || len(h.t.p) != h.Out*h.Lambda {
 			return fmt.Errorf("lwe: verify hint %d: W_q [%d, %d], A [%d, %d], H [%d, %d]", i, w.Out, w.In, a.In, a.Lambda, h.Out, h.Lambda)
 		}
 	}
@@ -194,11 +210,11 @@ func VerifyHints(ws []*Weights, a *Public, hs []*Hint, rng *keystream.Stream, re
 		for k := range r {
 			r[k] = uint32(rng.Uint64())
 		}
-		colCombine(ar, a.T, a.In, r)
+		a.t.colCombine(ar, r)
 		for i, w := range ws {
 			war := make([]uint32, w.Out)
 			hr := make([]uint32, w.Out)
-			colCombine(hr, hs[i].T, w.Out, r)
+			hs[i].t.colCombine(hr, r)
 			mulRef(w, ar, war)
 			if !slices.Equal(hr, war) {
 				return ErrHint
@@ -206,16 +222,4 @@ func VerifyHints(ws []*Weights, a *Public, hs []*Hint, rng *keystream.Stream, re
 		}
 	}
 	return nil
-}
-
-// colCombine sets dst = sum_k r[k] col_k mod 2^32, the columns being the
-// len(dst)-word rows of t.
-func colCombine(dst, t []uint32, n int, r []uint32) {
-	clear(dst)
-	for k, rk := range r {
-		col := t[k*n : (k+1)*n]
-		for i, v := range col {
-			dst[i] += rk * v
-		}
-	}
 }

@@ -86,7 +86,7 @@ func TestComputeHint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(h.T, want) {
+		if !slices.Equal(h.t.rows(), want) {
 			t.Fatalf("workers %d: hint differs from the naive product", workers)
 		}
 		if err := VerifyHint(w, a, h, testStream(t, 1), 8); err != nil {
@@ -125,9 +125,13 @@ func TestVerifyHintSoundness(t *testing.T) {
 		{"spread", map[int]uint32{0: 7, 20: 1 << 20, 63: 1 << 31}, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bad := &Hint{Out: good.Out, Lambda: good.Lambda, T: slices.Clone(good.T)}
+			rows := good.t.rows()
 			for i, d := range tc.delta {
-				bad.T[i] += d
+				rows[i] += d
+			}
+			bad, err := NewHint(good.Out, good.Lambda, rows)
+			if err != nil {
+				t.Fatal(err)
 			}
 			rng := testStream(t, 9)
 			passed := 0
@@ -165,11 +169,11 @@ func TestVerifyHints(t *testing.T) {
 		t.Fatalf("correct hints refused: %v", err)
 	}
 	for i := range hs {
-		hs[i].T[7]++
+		hs[i].t.p[7]++
 		if err := VerifyHints(ws, a, hs, testStream(t, 2), 1); !errors.Is(err, ErrHint) {
 			t.Fatalf("hint %d wrong: %v", i, err)
 		}
-		hs[i].T[7]--
+		hs[i].t.p[7]--
 	}
 	if err := VerifyHints(ws, a, hs[:2], testStream(t, 2), 1); err == nil {
 		t.Fatal("3 weights with 2 hints accepted")
@@ -181,7 +185,7 @@ func TestVerifyHintErrors(t *testing.T) {
 	w := quantized(t, wGauss, 4, 12, 5)
 	a, _ := NewPublic(testSeed(6), 12, 16)
 	h, _ := ComputeHint(w, a, 1)
-	if err := VerifyHint(w, a, &Hint{Out: 3, Lambda: 16, T: make([]uint32, 48)}, testStream(t, 1), 1); err == nil {
+	if err := VerifyHint(w, a, &Hint{Out: 3, Lambda: 16, t: newTiles(3, 16)}, testStream(t, 1), 1); err == nil {
 		t.Error("hint of 3 outputs checked against 4")
 	}
 	if err := VerifyHint(w, a, h, testStream(t, 1), 0); err == nil {

@@ -70,12 +70,13 @@ func enumerate(n, w, limit int) (*half, error) {
 
 func (hf *half) len() int { return len(hf.signs) }
 
-// product writes (A v)_r for the key samples rows of vector v.
-func (hf *half) product(a *lwe.Public, v int, rows []int, dst []uint32) {
+// product writes (A v)_r for the key samples rows of vector v (cols: A's
+// columns).
+func (hf *half) product(cols [][]uint32, v int, rows []int, dst []uint32) {
 	clear(dst)
 	sg := hf.signs[v]
 	for t, k := range hf.idx[v*hf.w : (v+1)*hf.w] {
-		col := a.Col(int(k))
+		col := cols[k]
 		neg := -uint32(sg >> t & 1) // 0 or all ones
 		for j, r := range rows {
 			dst[j] += col[r] ^ neg + neg&1
@@ -125,6 +126,10 @@ func MitM(a *lwe.Public, b []uint32, h int, opt MitMOptions) (MitMResult, error)
 		return MitMResult{}, fmt.Errorf("lwebreak: mitm: %d keys of %d bits, h %d, over %d samples and lambda %d", keys, kb, h, a.In, a.Lambda)
 	}
 	start := time.Now()
+	cols := make([][]uint32, a.Lambda) // unpacked once: product reads them per vector
+	for k := range cols {
+		cols[k] = a.Col(k)
+	}
 	w1 := h / 2
 	tab, err := enumerate(a.Lambda, w1, limit)
 	if err != nil {
@@ -152,7 +157,7 @@ func MitM(a *lwe.Public, b []uint32, h int, opt MitMOptions) (MitMResult, error)
 	entries := make([]tableEntry, tab.len())
 	buf := make([]uint32, keys)
 	for v := range entries {
-		tab.product(a, v, rows, buf)
+		tab.product(cols, v, rows, buf)
 		entries[v] = tableEntry{key: key(buf), id: int32(v)}
 	}
 	slices.SortFunc(entries, func(x, y tableEntry) int {
@@ -167,7 +172,7 @@ func MitM(a *lwe.Public, b []uint32, h int, opt MitMOptions) (MitMResult, error)
 	y, sub := make([]uint32, keys), make([]uint32, keys)
 	s := make([]int8, a.Lambda)
 	for u := range look.len() {
-		look.product(a, u, rows, buf)
+		look.product(cols, u, rows, buf)
 		for j, r := range rows {
 			y[j] = b[r] - buf[j]
 		}

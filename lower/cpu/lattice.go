@@ -256,7 +256,7 @@ func (b *Backend) latticeWeightOf(p *Program, w ir.ValueID, lambda int) (*lattic
 		return nil, fmt.Errorf("the device (%T) has no lwe product (device.Lattice)", b.dev)
 	}
 	ht := make([]uint32, lambda*qm.Rows)
-	if err := dev.MatMulU32(HintOp, name, a.T, lambda, ht); err != nil {
+	if err := dev.MatMulU32(HintOp, name, a.Rows(), lambda, ht); err != nil {
 		return nil, fmt.Errorf("hint of %q: %w", name, err)
 	}
 	// (Not counted in Traffic: a load-time exchange of public values,

@@ -19,3 +19,21 @@ func addTile64(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 func addTile64Pf(dst, t []uint32, off, stride int, idx []int32, sgn []uint32, pf int) {
 	panic("lwe: addTile64Pf without AVX2")
 }
+
+// dot4Asm has no assembly here (useAsm is false, so it is never called).
+func dot4Asm(a *[4][]uint32, b []uint32, n8 int, out *[4]uint32) {
+	panic("lwe: dot4Asm without AVX2")
+}
+
+// sumSquaresAVX2 has no assembly here (useAsm is false, so it is never called).
+func sumSquaresAVX2(x *float32, n8 int) float64 { panic("lwe: sumSquaresAVX2 without AVX2") }
+
+// encodeAVX2 has no assembly here (useAsm is false, so it is never called).
+func encodeAVX2(x *float32, m *uint32, c *uint32, n4 int, inv float64, delta uint32) int64 {
+	panic("lwe: encodeAVX2 without AVX2")
+}
+
+// decodeAVX2 has no assembly here (useAsm is false, so it is never called).
+func decodeAVX2(y, u *uint32, v *int32, norm *float64, scale *float32, out *float32, n4 int, lim, f float64) bool {
+	panic("lwe: decodeAVX2 without AVX2")
+}

@@ -83,7 +83,8 @@ func (e *Encoder) Step(xnorm float64) float64 {
 
 // Encode writes c = M + Delta x_q mod 2^32 for the row x (d_in values),
 // x_q = roundHalfEven(x * (1 / step)) in float64, consuming and wiping
-// pad.M. A non-finite
+// pad.M; |x|_2 is summed in sumSquares' lane order. With AVX2 four words
+// an instruction (encodeAVX2), the same words as the Go loop. A non-finite
 // x or a used pad is an error; c is then left untouched.
 func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 	if len(x) != e.In || len(c) != e.In || pad == nil || len(pad.M) != e.In {
@@ -92,11 +93,7 @@ func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 	if !pad.mFresh {
 		return Row{}, fmt.Errorf("lwe: encode: pad %d: %w", pad.Counter, ErrPadUsed)
 	}
-	var n2 float64
-	for _, v := range x {
-		f := float64(v)
-		n2 += f * f
-	}
+	n2 := sumSquares(x)
 	// A float32 squared cannot overflow float64, nor can d_in of them, so
 	// n2 is finite exactly when every x_i is: one test, not one a value.
 	if math.IsNaN(n2) || math.IsInf(n2, 0) {
@@ -109,7 +106,6 @@ func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 	step := e.Step(math.Sqrt(n2))
 	// |x_q|_2 <= T / Delta < 2^31, so its square is an exact int64 sum and
 	// XNorm is rounded twice, not once per coordinate.
-	var q2 int64
 	d := e.Delta
 	var inv float64
 	if step != 0 {
@@ -117,8 +113,16 @@ func (e *Encoder) Encode(x []float32, pad *Pad, c []uint32) (Row, error) {
 	}
 	m := pad.M[:len(x)]
 	c = c[:len(x)]
-	for i, v := range x {
-		q := int64(math.RoundToEven(float64(v) * inv))
+	n4 := 0
+	var q2 int64
+	if useAsm {
+		n4 = len(x) &^ 3
+	}
+	if n4 > 0 {
+		q2 = encodeAVX2(&x[0], &m[0], &c[0], n4, inv, d)
+	}
+	for i := n4; i < len(x); i++ {
+		q := int64(math.RoundToEven(float64(x[i]) * inv))
 		q2 += q * q
 		c[i] = m[i] + d*uint32(q)
 	}
@@ -161,7 +165,7 @@ func DecodeInt(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32) err
 	bad := false
 	for j := range v {
 		v[j] = int32(y[j] - u[j])
-		if math.Abs(float64(v[j])) > norm[j]*lim+1 {
+		if math.Abs(float64(v[j])) > float64(norm[j]*lim)+1 {
 			bad = true
 		}
 	}
@@ -173,21 +177,81 @@ func DecodeInt(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32) err
 	return nil
 }
 
-// Decode is DecodeInt followed by the rescale y_j = v_j step s_w[j] / Delta
-// into out (float32, d_out). The result carries the noise
-// step s_w[j] (w_j . e) / Delta (see the package doc and NoiseBound).
+// Decode is DecodeInt fused with the rescale y_j = v_j step s_w[j] / Delta
+// into out (float32, d_out): one pass over the outputs, with AVX2 four an
+// instruction (decodeAVX2; the same words as the Go loop). The result
+// carries the noise step s_w[j] (w_j . e) / Delta (see the package doc
+// and NoiseBound). On ErrRange out holds garbage.
 func Decode(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32, out []float32) error {
 	if len(out) != w.Out {
 		return fmt.Errorf("lwe: decode: %d outputs for d_out %d", len(out), w.Out)
 	}
-	if err := DecodeInt(w, r, y, pad, hint, v); err != nil {
-		return err
+	if pad == nil {
+		return errors.New("lwe: decode: nil pad")
 	}
+	if hint < 0 || hint >= len(pad.U) || len(pad.U[hint]) != w.Out || len(y) != w.Out || len(v) != w.Out {
+		return fmt.Errorf("lwe: decode: hint %d of %d, %d results and %d outputs for d_out %d", hint, len(pad.U), len(y), len(v), w.Out)
+	}
+	if !pad.freshU(hint) {
+		return fmt.Errorf("lwe: decode: pad %d hint %d: %w", pad.Counter, hint, ErrPadUsed)
+	}
+	u := pad.U[hint][:len(v)]
+	y = y[:len(v)]
+	norm, scale := w.Norm[:len(v)], w.Scale[:len(v)]
+	out = out[:len(v)]
+	lim := rowBound(r, w.In)
 	f := r.Step / float64(r.Delta)
-	for j, x := range v {
-		out[j] = float32(float64(x) * f * float64(w.Scale[j]))
+	n4 := 0
+	bad := false
+	if useAsm {
+		n4 = len(v) &^ 3
+	}
+	if n4 > 0 {
+		bad = decodeAVX2(&y[0], &u[0], &v[0], &norm[0], &scale[0], &out[0], n4, lim, f)
+	}
+	for j := n4; j < len(v); j++ {
+		v[j] = int32(y[j] - u[j])
+		x := float64(v[j])
+		if math.Abs(x) > float64(norm[j]*lim)+1 {
+			bad = true
+		}
+		out[j] = float32(float64(x*f) * float64(scale[j]))
+	}
+	clear(u)
+	pad.uFresh[hint] = false
+	if bad {
+		return ErrRange
 	}
 	return nil
+}
+
+// sumSquares is sum x_i^2 in float64, in eight lanes (lane l the words
+// i = l mod 8 below the last multiple of 8), combined as
+// ((s0+s4) + (s2+s6)) + ((s1+s5) + (s3+s7)), then the tail in order; each
+// square rounded before it is added (no fused multiply-add: the explicit
+// conversions forbid it). sumSquaresAVX2 gives the same bits.
+func sumSquares(x []float32) float64 {
+	n8 := len(x) &^ 7
+	var s float64
+	if n8 > 0 {
+		if useAsm {
+			s = sumSquaresAVX2(&x[0], n8)
+		} else {
+			var l [8]float64
+			for i := 0; i < n8; i += 8 {
+				for j := range l {
+					f := float64(x[i+j])
+					l[j] += float64(f * f)
+				}
+			}
+			s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+		}
+	}
+	for _, v := range x[n8:] {
+		f := float64(v)
+		s += float64(f * f)
+	}
+	return s
 }
 
 // NoiseBound is the decode noise of output j in units of step s_w[j]:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -485,5 +486,76 @@ func TestEncodeErrors(t *testing.T) {
 	}
 	if _, err := NewEncoder(Params{Lambda: 4, H: 5, Delta: 16}, w); err == nil {
 		t.Error("h > lambda accepted")
+	}
+}
+
+// TestCodeAsmVsGo: Encode and Decode give the same words, rows and errors
+// with the AVX2 kernels (sumSquaresAVX2, encodeAVX2, decodeAVX2) as with
+// the Go loops, at widths around their 4- and 8-word steps, for every row
+// kind of the wrap tests, and for a decode whose range check fails.
+func TestCodeAsmVsGo(t *testing.T) {
+	if !useAsm {
+		t.Skip("no AVX2 here: only the Go form runs")
+	}
+	defer func() { useAsm = true }()
+	rng := rand.New(rand.NewPCG(11, 12))
+	refused := 0
+	for _, in := range []int{1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 1024, 4099} {
+		out := in%37 + 5
+		w := quantized(t, wMixed, out, in, uint64(in))
+		enc, err := NewEncoder(Default, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for kind, rk := range allRows {
+			x := activation(rk, w, rng)
+			m := make([]uint32, in)
+			u := make([]uint32, out)
+			for i := range m {
+				m[i] = rng.Uint32()
+			}
+			for i := range u {
+				u[i] = rng.Uint32()
+			}
+			type result struct {
+				row  Row
+				c    []uint32
+				v    []int32
+				y    []float32
+				err  error
+				derr error
+			}
+			var res [2]result
+			for a, asm := range []bool{true, false} {
+				useAsm = asm
+				pad := &Pad{M: slices.Clone(m), U: [][]uint32{slices.Clone(u)}, mFresh: true, uFresh: []bool{true}}
+				r := result{c: make([]uint32, in), v: make([]int32, out), y: make([]float32, out)}
+				r.row, r.err = enc.Encode(x, pad, r.c)
+				prod := make([]uint32, out)
+				_ = MulRef(w, r.c, prod)
+				if kind == 1 {
+					prod[out/2] += 1 << 31 // a wrong product: the range check must fail alike
+				}
+				r.derr = Decode(w, r.row, prod, pad, 0, r.v, r.y)
+				res[a] = r
+			}
+			name := fmt.Sprintf("in %d row %s", in, rk)
+			g, a := res[1], res[0]
+			if a.row != g.row || !errors.Is(a.err, g.err) || !slices.Equal(a.c, g.c) {
+				t.Fatalf("%s: encode differs: asm %+v %v, go %+v %v", name, a.row, a.err, g.row, g.err)
+			}
+			if (a.derr == nil) != (g.derr == nil) || !slices.Equal(a.v, g.v) {
+				t.Fatalf("%s: decode differs: asm err %v, go err %v", name, a.derr, g.derr)
+			}
+			if g.derr == nil && !slices.Equal(a.y, g.y) {
+				t.Fatalf("%s: rescaled outputs differ", name)
+			}
+			if errors.Is(g.derr, ErrRange) {
+				refused++
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no decode failed its range check: the failing path was not compared")
 	}
 }

@@ -87,10 +87,21 @@ func (pr *Probes) Check(y, c []uint32, rows int, idx []int) error {
 		}
 	}
 	bad := false
+	var rv, tv [4][]uint32
+	var ry, tc [4]uint32
 	for r := range rows {
 		yr, cr := y[r*pr.Out:(r+1)*pr.Out], c[r*pr.In:(r+1)*pr.In]
-		for _, k := range idx {
-			bad = bad || dot32(pr.r[k], yr) != dot32(pr.t[k], cr)
+		for g := 0; g < len(idx); g += 4 {
+			ks := idx[g:min(len(idx), g+4)]
+			for j := range rv { // a short group repeats its first probe
+				k := ks[min(j, len(ks)-1)]
+				rv[j], tv[j] = pr.r[k], pr.t[k]
+			}
+			dot4(&rv, yr, &ry)
+			dot4(&tv, cr, &tc)
+			for j := range ks {
+				bad = bad || ry[j] != tc[j]
+			}
 		}
 	}
 	if bad {
@@ -106,6 +117,23 @@ func (pr *Probes) Wipe() {
 		clear(pr.t[k])
 	}
 	pr.r, pr.t = nil, nil
+}
+
+// dot4 sets out[j] = a[j] . b mod 2^32 (every a[j] at least len(b) long):
+// four probes a pass over b, with AVX2 eight words an instruction.
+func dot4(a *[4][]uint32, b []uint32, out *[4]uint32) {
+	n8 := 0
+	if useAsm {
+		n8 = len(b) &^ 7
+	}
+	if n8 > 0 {
+		dot4Asm(a, b, n8, out)
+	} else {
+		*out = [4]uint32{}
+	}
+	for j := range a {
+		out[j] += dot32(a[j][n8:len(b)], b[n8:])
+	}
 }
 
 // dot32 is a . b mod 2^32.

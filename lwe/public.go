@@ -95,8 +95,16 @@ func (a *Public) Col(k int) []uint32 {
 }
 
 // Rows returns A^T row-major (lambda rows of d_in words, row k = column
-// a_k), a copy: what the device multiplies by W_q to make a hint.
+// a_k), a copy.
 func (a *Public) Rows() []uint32 { return a.t.rows() }
+
+// RowsOf writes columns k0..k1-1 of A as rows into dst ((k1 - k0) d_in
+// words): a chunk of what the device multiplies by W_q to make a hint.
+func (a *Public) RowsOf(k0, k1 int, dst []uint32) {
+	for k := k0; k < k1; k++ {
+		a.t.col(k, dst[(k-k0)*a.In:(k-k0+1)*a.In])
+	}
+}
 
 // Bytes is the memory A holds.
 func (a *Public) Bytes() int { return 4 * len(a.t.p) }
@@ -130,6 +138,40 @@ func NewHint(out, lambda int, rows []uint32) (*Hint, error) {
 	return &Hint{Out: out, Lambda: lambda, t: packRows(rows, out, lambda)}, nil
 }
 
+// HintChunk is the columns BuildHint asks for at a time: about 16 MiB of
+// hint words (at least 8 columns), so building a hint holds a chunk of it
+// twice, not the whole hint.
+func HintChunk(out, lambda int) int { return min(lambda, max(8, hintChunkWords/out)) }
+
+// hintChunkWords is HintChunk's budget in words (tests lower it to make
+// several chunks of a small hint).
+var hintChunkWords = 1 << 22
+
+// BuildHint makes a hint of d_out = out words a column, lambda columns,
+// from columns supplied in chunks of HintChunk: cols(k0, k1, dst) writes
+// columns h_k0..h_k1-1 as rows into dst ((k1 - k0) out words, what a
+// device's product of W_q with A's columns k0..k1-1 returns). Each chunk
+// is packed into the pads' layout as it comes. It is not trusted until
+// VerifyHint passes.
+func BuildHint(out, lambda int, cols func(k0, k1 int, dst []uint32) error) (*Hint, error) {
+	if out <= 0 || lambda <= 0 {
+		return nil, fmt.Errorf("lwe: hint: shape [%d, %d]", out, lambda)
+	}
+	h := &Hint{Out: out, Lambda: lambda, t: newTiles(out, lambda)}
+	step := HintChunk(out, lambda)
+	buf := make([]uint32, step*out)
+	for k0 := 0; k0 < lambda; k0 += step {
+		k1 := min(lambda, k0+step)
+		if err := cols(k0, k1, buf[:(k1-k0)*out]); err != nil {
+			return nil, fmt.Errorf("lwe: hint columns %d..%d: %w", k0, k1-1, err)
+		}
+		for k := k0; k < k1; k++ {
+			h.t.setCol(k, buf[(k-k0)*out:(k-k0+1)*out])
+		}
+	}
+	return h, nil
+}
+
 // ComputeHint computes H = W_q A in the TEE: d_out * d_in * lambda
 // multiply-adds (6.9e10 for a 4096 x 4096 weight at lambda = 4096), as the
 // device product of W_q with A's columns (MulRef), split over workers by
@@ -139,19 +181,21 @@ func ComputeHint(w *Weights, a *Public, workers int) (*Hint, error) {
 	if w.In != a.In {
 		return nil, fmt.Errorf("lwe: hint: weight width %d, public matrix width %d", w.In, a.In)
 	}
-	at := a.Rows()
-	ht := make([]uint32, w.Out*a.Lambda)
-	workers = max(1, min(workers, a.Lambda))
-	per := (a.Lambda + workers - 1) / workers
-	var wg sync.WaitGroup
-	for k0 := 0; k0 < a.Lambda; k0 += per {
-		k1 := min(a.Lambda, k0+per)
-		wg.Go(func() {
-			mulRef(w, at[k0*a.In:k1*a.In], ht[k0*w.Out:k1*w.Out])
-		})
-	}
-	wg.Wait()
-	return NewHint(w.Out, a.Lambda, ht)
+	workers = max(1, workers)
+	at := make([]uint32, HintChunk(w.Out, a.Lambda)*a.In)
+	return BuildHint(w.Out, a.Lambda, func(k0, k1 int, dst []uint32) error {
+		a.RowsOf(k0, k1, at)
+		per := (k1 - k0 + workers - 1) / workers
+		var wg sync.WaitGroup
+		for j0 := 0; j0 < k1-k0; j0 += per {
+			j1 := min(k1-k0, j0+per)
+			wg.Go(func() {
+				mulRef(w, at[j0*a.In:j1*a.In], dst[j0*w.Out:j1*w.Out])
+			})
+		}
+		wg.Wait()
+		return nil
+	})
 }
 
 // ErrHint is the error of a hint that failed its check.

@@ -81,7 +81,13 @@ func TestComputeHint(t *testing.T) {
 	w := quantized(t, wMax, 7, 37, 3)
 	a, _ := NewPublic(testSeed(4), 37, 23)
 	want := naiveHint(w, a)
-	for _, workers := range []int{0, 1, 3, 100} {
+	defer func(n int) { hintChunkWords = n }(hintChunkWords)
+	for i, workers := range []int{0, 1, 3, 100} {
+		if i%2 == 1 {
+			hintChunkWords = 1 // chunks of 8, 8 and 7 columns
+		} else {
+			hintChunkWords = 1 << 22
+		}
 		h, err := ComputeHint(w, a, workers)
 		if err != nil {
 			t.Fatal(err)

@@ -227,7 +227,7 @@ func (b *Backend) int8Upload(p *Program, w ir.ValueID) (string, *wire.Matrix, er
 
 // latticeWeightOf returns weight w's integer form and hint under A
 // (lambda columns), making them once per backend: the device computes
-// H^T = (W_q A)^T by multiplying A's columns, sent as lambda rows, and the
+// H^T = (W_q A)^T by multiplying A's columns, sent as rows in chunks, and the
 // TEE checks it (HintChecks Freivalds repetitions, lwe.VerifyHint) before
 // any pad uses it. A device that returns a wrong hint fails the compile.
 func (b *Backend) latticeWeightOf(p *Program, w ir.ValueID, lambda int) (*latticeWeight, error) {
@@ -255,15 +255,16 @@ func (b *Backend) latticeWeightOf(p *Program, w ir.ValueID, lambda int) (*lattic
 	if !ok {
 		return nil, fmt.Errorf("the device (%T) has no lwe product (device.Lattice)", b.dev)
 	}
-	ht := make([]uint32, lambda*qm.Rows)
-	if err := dev.MatMulU32(HintOp, name, a.Rows(), lambda, ht); err != nil {
-		return nil, fmt.Errorf("hint of %q: %w", name, err)
-	}
-	// (Not counted in Traffic: a load-time exchange of public values,
-	// not a payload of any pass.)
-	h, err := lwe.NewHint(qm.Rows, lambda, ht)
+	// In chunks of A's columns, so the TEE holds a chunk of the hint
+	// twice, not all of it. (Not counted in Traffic: a load-time exchange
+	// of public values, not a payload of any pass.)
+	ar := make([]uint32, lwe.HintChunk(qm.Rows, lambda)*qm.Cols)
+	h, err := lwe.BuildHint(qm.Rows, lambda, func(k0, k1 int, dst []uint32) error {
+		a.RowsOf(k0, k1, ar)
+		return dev.MatMulU32(HintOp, name, ar[:(k1-k0)*qm.Cols], k1-k0, dst)
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("hint of %q: %w", name, err)
 	}
 	var kdf keystream.KDF
 	var s keystream.Stream

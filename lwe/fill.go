@@ -239,6 +239,15 @@ func parallel(count, workers int, f func(w, i0, i1 int)) {
 // columns read): each public matrix streams once for that many pads.
 func TiledRows(p Params) int { return (poolColumns*p.Lambda + p.H - 1) / p.H }
 
+// PoolSize is the pads a decode crossing's Pool holds at rows rows a
+// pass: two batches of TiledRows and 4 passes' rows. Its worker starts a
+// batch as soon as TiledRows buffers are back, while TiledRows + 4 rows
+// pads are still ready, so a steady decode never waits for a batch (with
+// one batch and 4 passes, every 308th token at B = 1 waited for the whole
+// refill: 170 ms of gate|up pads at the 8B widths) and each batch is a
+// full one.
+func PoolSize(p Params, rows int) int { return 2*TiledRows(p) + 4*rows }
+
 // touch reads one word of each 64-byte line of t, in order (public words:
 // the addresses do not depend on a secret), and returns their sum so the
 // loads are kept.

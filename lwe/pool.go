@@ -38,6 +38,7 @@ type Pool struct {
 	batches atomic.Int64 // FillBatch calls made (for tests)
 	filling atomic.Int64 // nanoseconds the workers spent filling pads (TakeFillTime)
 	filled  atomic.Int64 // pads filled
+	busy    atomic.Int32 // workers filling pads now (Idle)
 	// tileRows is the batch a worker waits for (TiledRows, or its whole
 	// share when that is smaller) while at least lowWater pads are ready:
 	// half of what the share holds beyond tileRows.
@@ -126,6 +127,7 @@ func (pl *Pool) work(w int) {
 				return
 			}
 		}
+		pl.busy.Add(1)
 		if touched(len(batch), g.p.H, g.p.Lambda) {
 			t0 := time.Now()
 			err := g.fillBatch(n, W, batch, 1)
@@ -135,12 +137,14 @@ func (pl *Pool) work(w int) {
 				pl.ready[w] <- pad // never blocks: ready holds all of w's buffers
 			}
 			pl.batches.Add(1)
+			pl.busy.Add(-1)
 			n += uint64(len(batch)) * W
 			continue
 		}
 		for _, pad := range batch {
 			select {
 			case <-pl.stop: // the unfilled buffers left are wiped ones: dropped
+				pl.busy.Add(-1)
 				return
 			default:
 			}
@@ -151,8 +155,14 @@ func (pl *Pool) work(w int) {
 			pl.ready[w] <- pad
 			n += W
 		}
+		pl.busy.Add(-1)
 	}
 }
+
+// Idle reports whether no worker is filling pads now (each is waiting for
+// buffers to come back, or for a batch's worth of them): a benchmark waits
+// for it so a pass it times does not share the cores with a fill.
+func (pl *Pool) Idle() bool { return pl.busy.Load() == 0 }
 
 func (pl *Pool) account(d time.Duration, pads int) {
 	pl.filling.Add(int64(d))

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -247,20 +248,36 @@ func VerifyHints(ws []*Weights, a *Public, hs []*Hint, rng *keystream.Stream, re
 	case !rng.Live():
 		return errors.New("lwe: verify hint: the random stream is not keyed")
 	}
-	r := make([]uint32, a.Lambda)
-	ar := make([]uint32, a.In)
-	defer clear(r)
-	for range reps {
-		for k := range r {
-			r[k] = uint32(rng.Uint64())
+	// Every repetition's r, drawn in order, then each matrix combined
+	// once for all of them.
+	rs := make([][]uint32, reps)
+	for j := range rs {
+		rs[j] = make([]uint32, a.Lambda)
+		for k := range rs[j] {
+			rs[j][k] = uint32(rng.Uint64())
 		}
-		a.t.colCombine(ar, r)
-		for i, w := range ws {
-			war := make([]uint32, w.Out)
-			hr := make([]uint32, w.Out)
-			hs[i].t.colCombine(hr, r)
-			mulRef(w, ar, war)
-			if !slices.Equal(hr, war) {
+	}
+	defer func() {
+		for _, r := range rs {
+			clear(r)
+		}
+	}()
+	workers := runtime.GOMAXPROCS(0)
+	ars := make([][]uint32, reps)
+	for j := range ars {
+		ars[j] = make([]uint32, a.In)
+	}
+	a.t.colCombine(ars, rs, workers)
+	for i, w := range ws {
+		hrs := make([][]uint32, reps)
+		for j := range hrs {
+			hrs[j] = make([]uint32, w.Out)
+		}
+		hs[i].t.colCombine(hrs, rs, workers)
+		war := make([]uint32, w.Out)
+		for j := range rs {
+			mulRef(w, ars[j], war)
+			if !slices.Equal(hrs[j], war) {
 				return ErrHint
 			}
 		}

@@ -112,16 +112,29 @@ func (t *tiles) addChecked(dst []uint32, s0, s1 int, idx []int32, sgn []uint32) 
 	}
 }
 
-// colCombine sets dst = sum_k r[k] col_k mod 2^32 (dst: n words).
-func (t *tiles) colCombine(dst, r []uint32) {
-	clear(dst)
-	for s := range t.subs() {
-		i0, sw, tile := t.sub(s)
-		d := dst[i0 : i0+sw]
-		for k, rk := range r {
-			for i, v := range tile[k*sw : (k+1)*sw] {
-				d[i] += rk * v
+// colCombine sets dst[j] = sum_k rs[j][k] col_k mod 2^32 (dst[j]: n
+// words) for every j in one pass over the matrix: each sub-tile's slice of
+// a column is read once and used len(rs) times from L1 (a pass per r
+// streamed the whole matrix from memory each time), the sub-tiles split
+// over workers. Exact, so neither order nor workers changes a word.
+func (t *tiles) colCombine(dst, rs [][]uint32, workers int) {
+	for _, d := range dst {
+		clear(d[:t.n])
+	}
+	parallel(t.subs(), workers, func(_, s0, s1 int) {
+		for s := s0; s < s1; s++ {
+			i0, sw, tile := t.sub(s)
+			for k := range t.lambda {
+				col := tile[k*sw : (k+1)*sw]
+				for j, r := range rs {
+					rk := r[k]
+					d := dst[j][i0 : i0+sw]
+					d = d[:len(col)]
+					for i, v := range col {
+						d[i] += rk * v
+					}
+				}
 			}
 		}
-	}
+	})
 }

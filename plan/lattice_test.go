@@ -150,6 +150,52 @@ func TestLatticeSessionsSharePools(t *testing.T) {
 	}
 }
 
+// TestLatticePrefillFromStock: once a decode has made its pad pools, a
+// short prompt's pads come from them (the first prompt, before any pool,
+// fills its own), and the tokens are those of the first session: the
+// pads differ, the decoded values only by the lattice noise.
+func TestLatticePrefillFromStock(t *testing.T) {
+	m, w := compiledTiny(t, passes.LevelLWE, formats.Int8, 2, true)
+	eng, err := plan.NewEngine(plan.EngineOptions{}, w, make([]byte, 32), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	run := func() ([]int32, int64) {
+		s, err := runtime.NewSession(m, eng.Runtime, runtime.Options{MaxContext: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := eng.CPU.LatticeStockPads()
+		logits, err := s.Prefill([]int32{1, 2, 3, 4, 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drawn := eng.CPU.LatticeStockPads() - before
+		var toks []int32
+		for range 12 {
+			tok := int32(runtime.Argmax(logits))
+			toks = append(toks, tok)
+			if logits, err = s.Decode(tok); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return toks, drawn
+	}
+	first, drawn := run()
+	if drawn != 0 {
+		t.Fatalf("the first prompt drew %d pads from stock before any decode pool", drawn)
+	}
+	second, drawn := run()
+	if drawn < 5 { // 5 a crossing, the LM head's one row
+		t.Fatalf("the second prompt of 5 rows drew %d pads from stock", drawn)
+	}
+	t.Logf("the second prompt drew %d pads from stock", drawn)
+	if !slices.Equal(first, second) {
+		t.Fatalf("tokens %v with the prompt's own pads, %v with pads from stock", first, second)
+	}
+}
+
 // TestLatticeSealRoundTrip: an lwe plan seals, decodes and reopens (the
 // plan file's meta check rebuilt the options without their weight format,
 // so every lwe plan file was refused on read-back: gelo serve --security

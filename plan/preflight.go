@@ -193,8 +193,8 @@ func need(r Run) (Need, error) {
 // (DefaultProbePool of d_in + d_out words a matrix), and the pads of rows
 // rows for each crossing shape (q|k|v, o, gate|up, down, the LM head:
 // d_in + the outputs' words a row; a program's crossings of one shape
-// share them), and each decode crossing's pool of lwe.TiledRows + 4 B
-// pads (filled in bulk ahead of the steps).
+// share them), and each decode crossing's pool of lwe.PoolSize pads
+// (filled in bulk ahead of the steps).
 func latticeBytes(c *models.Config, p lwe.Params, rows, batch int) (int64, error) {
 	hd := c.HeadDimension()
 	d, q, kv, ff, v := c.HiddenSize, c.NumAttentionHeads*hd, c.NumKeyValueHeads*hd, c.IntermediateSize, c.VocabSize
@@ -222,7 +222,7 @@ func latticeBytes(c *models.Config, p lwe.Params, rows, batch int) (int64, error
 		if err := add(rows, m.in+m.out, 4); err != nil { // pads of this shape
 			return 0, err
 		}
-		if err := add(m.count, lwe.TiledRows(p)+4*batch, m.in+m.out, 4); err != nil { // decode pools
+		if err := add(m.count, lwe.PoolSize(p, batch), m.in+m.out, 4); err != nil { // decode pools
 			return 0, err
 		}
 	}

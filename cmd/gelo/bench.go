@@ -165,7 +165,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		case "device":
 			err = bench.Device(env, deviceOpts, n)
 		case "lwe":
-			_, err = bench.Lattice(env, *lweLayers, n, *batch)
+			_, err = bench.Lattice(env, *lweLayers, n, *batch, mf.verify)
 		}
 		if errors.Is(err, plan.ErrEngine) {
 			// The flags ask for an engine this build or machine cannot make.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gelo/device"
@@ -47,6 +48,8 @@ type lattice struct {
 	poolOf   map[string]*lwe.Pool          // the same, by crossing name and rows
 	poolRows []int                         // rows each pool's crossing draws a pass
 	poolGen  []func() (*lwe.PadGen, error) // a generator of each pool's shape, under a throwaway key
+	stock    map[string]*lwe.Pool          // the first decode pool of each crossing shape (stockKey): short prefills draw from it
+	fromStock atomic.Int64                 // pads prefills drew from stock (LatticeStockPads)
 }
 
 // LatticePadsCalibrated is what the decode crossings' pads cost the TEE
@@ -139,10 +142,13 @@ type latticeSlot struct {
 	// in bulk (lwe.Pool, one per backend, crossing and B: the programs of
 	// one decode graph share it); held are the pads of the pass in
 	// flight, given back by the slot's last decode (decodes of them, left
-	// this pass), so a dropped program holds none.
+	// this pass), so a dropped program holds none. A prefill crossing of
+	// few rows holds pads of its shape's stock pool the same way.
 	pool          *lwe.Pool
 	held          []*lwe.Pad
+	heldFrom      *lwe.Pool // the pool held's pads go back to (sl.pool, or a prefill's stock)
 	decodes, left int
+	stockKey      string // the crossing's shape: a prefill of at most lwe.TiledRows rows takes its pads from the decode pool of this shape
 }
 
 // padBuf holds pad buffers of one shape for a program: its slots of that
@@ -342,7 +348,19 @@ func (lat *lattice) forget() {
 	for _, pl := range lat.pools {
 		pl.Close()
 	}
-	lat.pools, lat.poolRows, lat.poolGen, lat.poolOf = nil, nil, nil, nil
+	lat.pools, lat.poolRows, lat.poolGen, lat.poolOf, lat.stock = nil, nil, nil, nil, nil
+}
+
+// LatticeStockPads is the pads prefills have drawn from the decode pools'
+// stock (prompts of at most lwe.TiledRows rows once a decode has made its
+// pools).
+func (b *Backend) LatticeStockPads() int64 { return b.latticeState().fromStock.Load() }
+
+// stockOf is the stock pool of a crossing shape, or nil.
+func (lat *lattice) stockOf(key string) *lwe.Pool {
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	return lat.stock[key]
 }
 
 // takePoolTime is the time every pad pool's workers spent filling pads
@@ -405,10 +423,14 @@ func (b *Backend) latticeSlotOf(p *Program, n *ir.Node) (*latticeSlot, error) {
 	if sl.gen, err = lwe.NewPadGen(params, a, hints, b.key, sl.name); err != nil {
 		return nil, err
 	}
+	sl.stockKey = fmt.Sprintf("%+v %p", params, a)
+	for _, h := range hints {
+		sl.stockKey += fmt.Sprintf(" %p", h)
+	}
 	if r := n.Type.Shape[0]; r.IsSym() && r.Sym == "B" && !b.reusePads {
 		// Decode: a pool draws the pads ahead, in batches FillBatch tiles,
 		// so a step's rows wait only for their encode and decode.
-		if sl.pool, err = b.decodePool(sl.name, p.dims[n.ID][0], params, a, hints); err != nil {
+		if sl.pool, err = b.decodePool(sl.name, sl.stockKey, p.dims[n.ID][0], params, a, hints); err != nil {
 			return nil, err
 		}
 	}
@@ -437,11 +459,26 @@ func (b *Backend) LatticePools() int {
 	return len(lat.pools)
 }
 
+// LatticePoolsIdle reports whether no pad pool is filling pads now (see
+// lwe.Pool.Idle).
+func (b *Backend) LatticePoolsIdle() bool {
+	lat := b.latticeState()
+	lat.mu.Lock()
+	defer lat.mu.Unlock()
+	for _, pl := range lat.pools {
+		if !pl.Idle() {
+			return false
+		}
+	}
+	return true
+}
+
 // decodePool returns (making it once per backend) the pad pool of the
-// decode crossing name at rows rows a pass: TiledRows + 4 rows pads (low
-// water 2 rows: its worker waits for a batch FillBatch tiles while that
-// many are ready), counters a range of their own.
-func (b *Backend) decodePool(name string, rows int, params lwe.Params, a *lwe.Public, hints []*lwe.Hint) (*lwe.Pool, error) {
+// decode crossing name at rows rows a pass: lwe.PoolSize pads, counters
+// a range of their own. The first pool of a crossing shape (stockKey: the
+// public matrix and hints its pads are made of) is that shape's stock,
+// which short prefills draw from.
+func (b *Backend) decodePool(name, stockKey string, rows int, params lwe.Params, a *lwe.Public, hints []*lwe.Hint) (*lwe.Pool, error) {
 	lat := b.latticeState()
 	key := fmt.Sprintf("%s@%d", name, rows)
 	lat.mu.Lock()
@@ -451,7 +488,7 @@ func (b *Backend) decodePool(name string, rows int, params lwe.Params, a *lwe.Pu
 	}
 	n := lat.next[name]
 	lat.next[name] = n + 1<<48
-	pl, err := lwe.NewPool(params, a, hints, b.key, name, n, lwe.TiledRows(params)+4*rows, 1)
+	pl, err := lwe.NewPool(params, a, hints, b.key, name, n, lwe.PoolSize(params, rows), 1)
 	if err != nil {
 		return nil, err
 	}
@@ -459,6 +496,12 @@ func (b *Backend) decodePool(name string, rows int, params lwe.Params, a *lwe.Pu
 		lat.poolOf = map[string]*lwe.Pool{}
 	}
 	lat.poolOf[key] = pl
+	if lat.stock == nil {
+		lat.stock = map[string]*lwe.Pool{}
+	}
+	if lat.stock[stockKey] == nil {
+		lat.stock[stockKey] = pl
+	}
 	lat.pools = append(lat.pools, pl)
 	lat.poolRows = append(lat.poolRows, rows)
 	lat.poolGen = append(lat.poolGen, func() (*lwe.PadGen, error) {
@@ -485,7 +528,7 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 			if err := sl.giveBack(); err != nil { // a pass that ended early
 				return err
 			}
-			sl.left = sl.decodes
+			sl.left, sl.heldFrom = sl.decodes, sl.pool
 			for range rows {
 				pad, err := sl.pool.Get()
 				if err != nil {
@@ -500,7 +543,39 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 			return ej.run(b)
 		}, nil
 	}
+	stockRows := lwe.TiledRows(sl.gen.Params())
 	return func() error {
+		if err := sl.giveBack(); err != nil { // a pass that ended early
+			return err
+		}
+		if len(sl.rows) < rows {
+			sl.rows = make([]lwe.Row, rows)
+		}
+		if st := lat.stockOf(sl.stockKey); st != nil && rows <= stockRows && !b.reusePads {
+			// A short prompt: its pads come from the decode pool of this
+			// crossing's shape, filled in bulk ahead (a pool holds two
+			// batches of TiledRows, so the decode that follows keeps one),
+			// in counter order, so the same calls give the same pads.
+			// Waiting for them counts as pad time.
+			var t0 time.Time
+			if b.profiling {
+				t0 = time.Now()
+			}
+			sl.left, sl.heldFrom = sl.decodes, st
+			for range rows {
+				pad, err := st.Get()
+				if err != nil {
+					return fmt.Errorf("lwe_encode slot %s: %w", sl.name, err)
+				}
+				sl.held = append(sl.held, pad)
+			}
+			lat.fromStock.Add(int64(rows))
+			if b.profiling {
+				b.padNanos.Add(int64(time.Since(t0)))
+			}
+			args.pads, args.xs, args.c = sl.held, p.f32[p.storage(x)], p.u32[out]
+			return ej.run(b)
+		}
 		for len(sl.buf.pads) < rows {
 			pad := sl.gen.New()
 			sl.buf.pads = append(sl.buf.pads, pad)
@@ -509,9 +584,6 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 			lat.mu.Unlock()
 		}
 		sl.buf.owner = sl
-		if len(sl.rows) < rows {
-			sl.rows = make([]lwe.Row, rows)
-		}
 		xs, c := p.f32[p.storage(x)], p.u32[out]
 		start := lat.reserve(sl.name, rows)
 		var t0 time.Time
@@ -580,7 +652,7 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 	}}
 	return func() error {
 		pads = sl.held
-		if sl.pool == nil {
+		if sl.heldFrom == nil { // this pass's pads are the program's buffers
 			if sl.buf.owner != sl {
 				return fmt.Errorf("lwe_decode slot %s: its pads were taken by another crossing before it was decoded", sl.name)
 			}
@@ -589,7 +661,7 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 		if err := dj.run(b); err != nil {
 			return err
 		}
-		if sl.pool != nil {
+		if sl.heldFrom != nil {
 			if sl.left--; sl.left == 0 {
 				return sl.giveBack()
 			}
@@ -598,14 +670,15 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 	}, nil
 }
 
-// giveBack returns the slot's held pads to its pool (wiped by Put).
+// giveBack returns the slot's held pads to the pool they came from
+// (wiped by Put).
 func (sl *latticeSlot) giveBack() error {
 	for _, pad := range sl.held {
-		if err := sl.pool.Put(pad); err != nil {
+		if err := sl.heldFrom.Put(pad); err != nil {
 			return err
 		}
 	}
-	sl.held = sl.held[:0]
+	sl.held, sl.heldFrom = sl.held[:0], nil
 	return nil
 }
 

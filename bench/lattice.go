@@ -63,7 +63,7 @@ func Lattice(e *Env, layers, n, b, verify int) ([]LatticeShare, error) {
 	off.OffloadAll = true
 	off.Verify = verify
 	local := off
-	local.Verify = 0 // nothing crosses, nothing to check
+	local.Verify = 0                                                // nothing crosses, nothing to check
 	local.OffloadAll, local.OffloadOnly = false, []string{"(none)"} // every linear op in the TEE
 	fmt.Fprintf(e.Out, "\nlwe: the TEE's lwe work against the TEE-local pass (hidden %d, intermediate %d, %d layers, vocabulary %d; int8 weights; local device)\n",
 		cfg.HiddenSize, cfg.IntermediateSize, layers, LatticeVocab)

@@ -35,21 +35,21 @@ const HintChecks = 40
 // of each ciphertext kind. A pad's counter only grows within a backend, so
 // no (kind, counter) is drawn twice under its key.
 type lattice struct {
-	mu       sync.Mutex
-	seed     [lwe.SeedSize]byte
-	seeded   bool
-	publics  map[[2]int]*lwe.Public        // by (d_in, lambda)
-	weights  map[string]*latticeWeight     // by uploaded weight name and lambda
-	next     map[string]uint64             // pad counters by generator name
-	gens     []*lwe.PadGen                 // every generator made, for Close
-	probes   map[string]*lwe.Probes        // probe vectors by weight and pool size
-	padMem   int64                         // bytes of every pad buffer allocated
-	pools    []*lwe.Pool                   // the decode crossings' pad pools
-	poolOf   map[string]*lwe.Pool          // the same, by crossing name and rows
-	poolRows []int                         // rows each pool's crossing draws a pass
-	poolGen  []func() (*lwe.PadGen, error) // a generator of each pool's shape, under a throwaway key
-	stock    map[string]*lwe.Pool          // the first decode pool of each crossing shape (stockKey): short prefills draw from it
-	fromStock atomic.Int64                 // pads prefills drew from stock (LatticeStockPads)
+	mu        sync.Mutex
+	seed      [lwe.SeedSize]byte
+	seeded    bool
+	publics   map[[2]int]*lwe.Public        // by (d_in, lambda)
+	weights   map[string]*latticeWeight     // by uploaded weight name and lambda
+	next      map[string]uint64             // pad counters by generator name
+	gens      []*lwe.PadGen                 // every generator made, for Close
+	probes    map[string]*lwe.Probes        // probe vectors by weight and pool size
+	padMem    int64                         // bytes of every pad buffer allocated
+	pools     []*lwe.Pool                   // the decode crossings' pad pools
+	poolOf    map[string]*lwe.Pool          // the same, by crossing name and rows
+	poolRows  []int                         // rows each pool's crossing draws a pass
+	poolGen   []func() (*lwe.PadGen, error) // a generator of each pool's shape, under a throwaway key
+	stock     map[string]*lwe.Pool          // the first decode pool of each crossing shape (stockKey): short prefills draw from it
+	fromStock atomic.Int64                  // pads prefills drew from stock (LatticeStockPads)
 }
 
 // LatticePadsCalibrated is what the decode crossings' pads cost the TEE

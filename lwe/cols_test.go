@@ -96,7 +96,8 @@ func TestAddColumns(t *testing.T) {
 	}
 }
 
-// TestAddColumnsAsmVsGo: the AVX2 kernels and the Go form give the same
+// TestAddColumnsAsmVsGo: the AVX2 kernels (and the AVX-512 tile kernel
+// where the CPU has it) and the Go form give the same
 // words on the pads' real shapes (a 1024-word block of 4096-word columns,
 // a 64-word packed tile, h = 80) and ragged ones; the Go path is what a CPU without AVX2
 // (or a purego build) runs.
@@ -113,13 +114,20 @@ func TestAddColumnsAsmVsGo(t *testing.T) {
 			name string
 			f    func(dst, t []uint32, off, stride int, idx []int32, sgn []uint32)
 		}{{"columns", addColumnsAt}, {"tile", addTileAt}} {
-			asm, gold := slices.Clone(dst), slices.Clone(dst)
+			asm, avx2, gold := slices.Clone(dst), slices.Clone(dst), slices.Clone(dst)
 			kernel.f(asm, tm, tc.off, tc.stride, idx, sgn)
+			had512 := use512
+			use512 = false
+			kernel.f(avx2, tm, tc.off, tc.stride, idx, sgn)
+			use512 = had512
 			useAsm = false
 			kernel.f(gold, tm, tc.off, tc.stride, idx, sgn)
 			useAsm = true
 			if i := firstDiff(asm, gold); i >= 0 {
-				t.Fatalf("%s %+v: word %d asm %#x, go %#x", kernel.name, tc, i, asm[i], gold[i])
+				t.Fatalf("%s %+v (AVX-512 %v): word %d asm %#x, go %#x", kernel.name, tc, use512, i, asm[i], gold[i])
+			}
+			if i := firstDiff(avx2, gold); i >= 0 {
+				t.Fatalf("%s %+v AVX2: word %d asm %#x, go %#x", kernel.name, tc, i, avx2[i], gold[i])
 			}
 		}
 	}

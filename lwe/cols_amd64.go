@@ -24,9 +24,6 @@ func addCols4(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 	addCols4AVX2(&dst[0], len(dst), &t[off], stride*4, &idx[0], &sgn[0], len(idx)/4)
 }
 
-//go:noescape
-func addTile64AVX2(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int)
-
 // addTile64 sets dst += the signed columns of t (see addColumnsAt) in
 // AVX2, 64 words at a time held in registers: len(dst) is a positive
 // multiple of 64, len(idx) is positive, and checkColumns has passed.
@@ -38,7 +35,7 @@ func addTile64(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 		return
 	}
 	for i := 0; i < len(dst); i += 64 {
-		addTile64AVX2(&dst[i], &t[off+i], stride*4, &idx[0], &sgn[0], len(idx))
+		addTile64PfAVX2(&dst[i], &t[off+i], stride*4, &idx[0], &sgn[0], len(idx), 0)
 	}
 }
 

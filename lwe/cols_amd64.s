@@ -74,7 +74,7 @@ loop:
 	VZEROUPPER
 	RET
 
-// func addTile64AVX2(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int)
+// func addTile64PfAVX2(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int, pf int)
 //
 // The signed sum of h columns over one 64-word chunk, held in eight
 // registers: for i < 64,
@@ -83,86 +83,11 @@ loop:
 //
 // mod 2^32 (h >= 1). dst is read once, at the end, so a miss on it
 // overlaps the column loads; each column is one 256-byte run. For packed
-// tiles, where the runs come from L2.
-TEXT ·addTile64AVX2(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ base+8(FP), R9
-	MOVQ stride+16(FP), R10
-	MOVQ idx+24(FP), R13
-	MOVQ sgn+32(FP), R12
-	MOVQ h+40(FP), R11
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	XORL  DX, DX           // sum of the signs mod 2^32
-
-tcol:
-	MOVLQSX      (R13), BX
-	IMULQ        R10, BX
-	ADDQ         R9, BX
-	VPBROADCASTD (R12), Y8
-	ADDL         (R12), DX
-	VPXOR        0(BX), Y8, Y9
-	VPADDD       Y9, Y0, Y0
-	VPXOR        32(BX), Y8, Y10
-	VPADDD       Y10, Y1, Y1
-	VPXOR        64(BX), Y8, Y11
-	VPADDD       Y11, Y2, Y2
-	VPXOR        96(BX), Y8, Y12
-	VPADDD       Y12, Y3, Y3
-	VPXOR        128(BX), Y8, Y9
-	VPADDD       Y9, Y4, Y4
-	VPXOR        160(BX), Y8, Y10
-	VPADDD       Y10, Y5, Y5
-	VPXOR        192(BX), Y8, Y11
-	VPADDD       Y11, Y6, Y6
-	VPXOR        224(BX), Y8, Y12
-	VPADDD       Y12, Y7, Y7
-	ADDQ         $4, R13
-	ADDQ         $4, R12
-	DECQ         R11
-	JNZ          tcol
-
-	VMOVD        DX, X8
-	VPBROADCASTD X8, Y8
-	VPADDD       0(DI), Y0, Y0
-	VPADDD       32(DI), Y1, Y1
-	VPADDD       64(DI), Y2, Y2
-	VPADDD       96(DI), Y3, Y3
-	VPADDD       128(DI), Y4, Y4
-	VPADDD       160(DI), Y5, Y5
-	VPADDD       192(DI), Y6, Y6
-	VPADDD       224(DI), Y7, Y7
-	VPSUBD       Y8, Y0, Y0
-	VPSUBD       Y8, Y1, Y1
-	VPSUBD       Y8, Y2, Y2
-	VPSUBD       Y8, Y3, Y3
-	VPSUBD       Y8, Y4, Y4
-	VPSUBD       Y8, Y5, Y5
-	VPSUBD       Y8, Y6, Y6
-	VPSUBD       Y8, Y7, Y7
-	VMOVDQU      Y0, 0(DI)
-	VMOVDQU      Y1, 32(DI)
-	VMOVDQU      Y2, 64(DI)
-	VMOVDQU      Y3, 96(DI)
-	VMOVDQU      Y4, 128(DI)
-	VMOVDQU      Y5, 160(DI)
-	VMOVDQU      Y6, 192(DI)
-	VMOVDQU      Y7, 224(DI)
-	VZEROUPPER
-	RET
-
-// func addTile64PfAVX2(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int, pf int)
-//
-// addTile64AVX2 that also prefetches, for every column it reads, the
-// 256-byte run pf bytes further on (the same columns' run in a later
-// sub-tile): row-by-row pads over packed tiles read short runs whose
-// addresses the hardware prefetchers cannot follow.
+// tiles, where the runs come from L2. For every column it reads it also
+// prefetches the run pf bytes further on (the same column's run in a later
+// sub-tile: row-by-row pads over tiles read short runs whose addresses the
+// hardware prefetchers cannot follow); pf = 0 prefetches the run it reads,
+// a no-op.
 TEXT ·addTile64PfAVX2(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ base+8(FP), R9
@@ -243,7 +168,7 @@ pcol:
 
 // func addTile64AVX512(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int)
 //
-// addTile64AVX2 in four 512-bit registers: half the loads and additions
+// addTile64PfAVX2 (pf = 0) in four 512-bit registers: half the loads and additions
 // an output chunk, so a sub-tile's slices stream from L2 at its bandwidth.
 TEXT ·addTile64AVX512(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI

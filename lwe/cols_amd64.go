@@ -30,7 +30,7 @@ func addCols4(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 func addTile64(dst, t []uint32, off, stride int, idx []int32, sgn []uint32) {
 	if use512 {
 		for i := 0; i < len(dst); i += 64 {
-			addTile64AVX512(&dst[i], &t[off+i], stride*4, &idx[0], &sgn[0], len(idx))
+			addTile64AVX512(&dst[i], &t[off+i], stride*4, &idx[0], &sgn[0], len(idx), &dst[i])
 		}
 		return
 	}
@@ -49,4 +49,19 @@ func addTile64Pf(dst, t []uint32, off, stride int, idx []int32, sgn []uint32, pf
 }
 
 //go:noescape
-func addTile64AVX512(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int)
+func addTile64AVX512(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int, next *uint32)
+
+// addTileNext is addTileChecked for one sub-tile (off 0, stride len(dst))
+// in a batch, prefetching next (the next row's chunk, as long as dst) for
+// the following call.
+func addTileNext(dst, next, t []uint32, idx []int32, sgn []uint32) {
+	n64 := 0
+	if use512 {
+		n64 = len(dst) &^ 63
+		next = next[:n64]
+		for i := 0; i < n64; i += 64 {
+			addTile64AVX512(&dst[i], &t[i], len(dst)*4, &idx[0], &sgn[0], len(idx), &next[i])
+		}
+	}
+	addTileChecked(dst[n64:], t, n64, len(dst), idx, sgn)
+}

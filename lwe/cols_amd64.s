@@ -166,11 +166,19 @@ pcol:
 	VZEROUPPER
 	RET
 
-// func addTile64AVX512(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int)
+// func addTile64AVX512(dst *uint32, base *uint32, stride int, idx *int32, sgn *uint32, h int, next *uint32)
 //
-// addTile64PfAVX2 (pf = 0) in four 512-bit registers: half the loads and additions
-// an output chunk, so a sub-tile's slices stream from L2 at its bandwidth.
-TEXT ·addTile64AVX512(SB), NOSPLIT, $0-48
+// addTile64PfAVX2 (pf = 0) in four 512-bit registers: half the loads and
+// additions an output chunk, so a sub-tile's slices stream from L2 at its
+// bandwidth. It first prefetches the 256 bytes at next (the next row's
+// output chunk in a batch, each row's in another pad, cold: its misses
+// would wait at the end; dst itself when there is none).
+TEXT ·addTile64AVX512(SB), NOSPLIT, $0-56
+	MOVQ next+48(FP), AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
 	MOVQ dst+0(FP), DI
 	MOVQ base+8(FP), R9
 	MOVQ stride+16(FP), R10

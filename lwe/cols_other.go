@@ -40,3 +40,8 @@ func encodeAVX2(x *float32, m *uint32, c *uint32, n4 int, inv float64, delta uin
 func decodeAVX2(y, u *uint32, v *int32, norm *float64, scale *float32, out *float32, n4 int, lim, f float64) bool {
 	panic("lwe: decodeAVX2 without AVX2")
 }
+
+// addTileNext is addTileChecked for one sub-tile here (no prefetch).
+func addTileNext(dst, next, t []uint32, idx []int32, sgn []uint32) {
+	addTileChecked(dst, t, 0, len(dst), idx, sgn)
+}

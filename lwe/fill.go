@@ -195,8 +195,14 @@ func (g *PadGen) sumBatch(t *tiles, rows, workers int, dst func(int) []uint32) {
 			// touch of a slice waiting on memory (10-20 % of a batch of
 			// 308 to 2048 rows, interleaved runs of -bench PadBatch).
 			g.batch.sink[w] += touch(tile)
+			d := dst(0)[i0 : i0+sw]
 			for r := range rows {
-				addTileChecked(dst(r)[i0:i0+sw], tile, 0, sw, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
+				next := d // the next row's chunk, prefetched while this one sums
+				if r+1 < rows {
+					next = dst(r + 1)[i0 : i0+sw]
+				}
+				addTileNext(d, next, tile, idx[r*h:(r+1)*h], sgn[r*h:(r+1)*h])
+				d = next
 			}
 		}
 	})

@@ -149,32 +149,7 @@ func rowBound(r Row, in int) float64 {
 // passes. It catches a shift by 2^31 in outputs with b_j < 2^30. Freivalds
 // checks of the product mod 2^32 must bound the rest.
 func DecodeInt(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32) error {
-	if pad == nil {
-		return errors.New("lwe: decode: nil pad")
-	}
-	if hint < 0 || hint >= len(pad.U) || len(pad.U[hint]) != w.Out || len(y) != w.Out || len(v) != w.Out {
-		return fmt.Errorf("lwe: decode: hint %d of %d, %d results and %d outputs for d_out %d", hint, len(pad.U), len(y), len(v), w.Out)
-	}
-	if !pad.freshU(hint) {
-		return fmt.Errorf("lwe: decode: pad %d hint %d: %w", pad.Counter, hint, ErrPadUsed)
-	}
-	u := pad.U[hint][:len(v)]
-	y = y[:len(v)]
-	lim := rowBound(r, w.In)
-	norm := w.Norm[:len(v)]
-	bad := false
-	for j := range v {
-		v[j] = int32(y[j] - u[j])
-		if math.Abs(float64(v[j])) > float64(norm[j]*lim)+1 {
-			bad = true
-		}
-	}
-	clear(u)
-	pad.uFresh[hint] = false
-	if bad {
-		return ErrRange
-	}
-	return nil
+	return decode(w, r, y, pad, hint, v, nil)
 }
 
 // Decode is DecodeInt fused with the rescale y_j = v_j step s_w[j] / Delta
@@ -186,6 +161,12 @@ func Decode(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32, out []
 	if len(out) != w.Out {
 		return fmt.Errorf("lwe: decode: %d outputs for d_out %d", len(out), w.Out)
 	}
+	return decode(w, r, y, pad, hint, v, out)
+}
+
+// decode is DecodeInt, and with out (d_out) Decode's rescale in the same
+// pass.
+func decode(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32, out []float32) error {
 	if pad == nil {
 		return errors.New("lwe: decode: nil pad")
 	}
@@ -198,12 +179,11 @@ func Decode(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32, out []
 	u := pad.U[hint][:len(v)]
 	y = y[:len(v)]
 	norm, scale := w.Norm[:len(v)], w.Scale[:len(v)]
-	out = out[:len(v)]
 	lim := rowBound(r, w.In)
 	f := r.Step / float64(r.Delta)
 	n4 := 0
 	bad := false
-	if useAsm {
+	if useAsm && out != nil {
 		n4 = len(v) &^ 3
 	}
 	if n4 > 0 {
@@ -215,7 +195,9 @@ func Decode(w *Weights, r Row, y []uint32, pad *Pad, hint int, v []int32, out []
 		if math.Abs(x) > float64(norm[j]*lim)+1 {
 			bad = true
 		}
-		out[j] = float32(float64(x*f) * float64(scale[j]))
+		if out != nil {
+			out[j] = float32(float64(x*f) * float64(scale[j]))
+		}
 	}
 	clear(u)
 	pad.uFresh[hint] = false

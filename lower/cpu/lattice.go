@@ -523,26 +523,6 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 	lat := b.latticeState()
 	args := &encodeArgs{}
 	ej := encodeJob(sl, rows, d, args) // made once: the instruction allocates nothing per run
-	if sl.pool != nil {
-		return func() error {
-			if err := sl.giveBack(); err != nil { // a pass that ended early
-				return err
-			}
-			sl.left, sl.heldFrom = sl.decodes, sl.pool
-			for range rows {
-				pad, err := sl.pool.Get()
-				if err != nil {
-					return fmt.Errorf("lwe_encode slot %s: %w", sl.name, err)
-				}
-				sl.held = append(sl.held, pad)
-			}
-			if len(sl.rows) < rows {
-				sl.rows = make([]lwe.Row, rows)
-			}
-			args.pads, args.xs, args.c = sl.held, p.f32[p.storage(x)], p.u32[out]
-			return ej.run(b)
-		}, nil
-	}
 	stockRows := lwe.TiledRows(sl.gen.Params())
 	return func() error {
 		if err := sl.giveBack(); err != nil { // a pass that ended early
@@ -551,29 +531,32 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 		if len(sl.rows) < rows {
 			sl.rows = make([]lwe.Row, rows)
 		}
-		if st := lat.stockOf(sl.stockKey); st != nil && rows <= stockRows && !b.reusePads {
-			// A short prompt: its pads come from the decode pool of this
-			// crossing's shape, filled in bulk ahead (a pool holds two
-			// batches of TiledRows, so the decode that follows keeps one),
-			// in counter order, so the same calls give the same pads.
-			// Waiting for them counts as pad time.
+		xs, c := p.f32[p.storage(x)], p.u32[out]
+		// A decode crossing's pads come from its pool. So do a short
+		// prompt's, from the decode pool of its crossing's shape (a pool
+		// holds two batches of TiledRows, so the decode that follows keeps
+		// one), once there is one: filled in bulk ahead, in counter order,
+		// so the same calls give the same pads; its wait counts as pad time.
+		pl, stock := sl.pool, false
+		if pl == nil && rows <= stockRows && !b.reusePads {
+			pl = lat.stockOf(sl.stockKey)
+			stock = pl != nil
+		}
+		if pl != nil {
 			var t0 time.Time
-			if b.profiling {
+			if stock && b.profiling {
 				t0 = time.Now()
 			}
-			sl.left, sl.heldFrom = sl.decodes, st
-			for range rows {
-				pad, err := st.Get()
-				if err != nil {
-					return fmt.Errorf("lwe_encode slot %s: %w", sl.name, err)
+			if err := sl.take(pl, rows); err != nil {
+				return err
+			}
+			if stock {
+				lat.fromStock.Add(int64(rows))
+				if b.profiling {
+					b.padNanos.Add(int64(time.Since(t0)))
 				}
-				sl.held = append(sl.held, pad)
 			}
-			lat.fromStock.Add(int64(rows))
-			if b.profiling {
-				b.padNanos.Add(int64(time.Since(t0)))
-			}
-			args.pads, args.xs, args.c = sl.held, p.f32[p.storage(x)], p.u32[out]
+			args.pads, args.xs, args.c = sl.held, xs, c
 			return ej.run(b)
 		}
 		for len(sl.buf.pads) < rows {
@@ -584,7 +567,6 @@ func lowerLWEEncode(l *lowering) (func() error, error) {
 			lat.mu.Unlock()
 		}
 		sl.buf.owner = sl
-		xs, c := p.f32[p.storage(x)], p.u32[out]
 		start := lat.reserve(sl.name, rows)
 		var t0 time.Time
 		if b.profiling {
@@ -668,6 +650,20 @@ func lowerLWEDecode(l *lowering) (func() error, error) {
 		}
 		return nil
 	}, nil
+}
+
+// take draws rows pads from pl, in counter order, into held: they go back
+// to pl after the slot's last decode of the pass (giveBack).
+func (sl *latticeSlot) take(pl *lwe.Pool, rows int) error {
+	sl.left, sl.heldFrom = sl.decodes, pl
+	for range rows {
+		pad, err := pl.Get()
+		if err != nil {
+			return fmt.Errorf("lwe_encode slot %s: %w", sl.name, err)
+		}
+		sl.held = append(sl.held, pad)
+	}
+	return nil
 }
 
 // giveBack returns the slot's held pads to the pool they came from

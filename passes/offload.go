@@ -140,7 +140,10 @@ func costOf(l Level, op string, rows, d, dout int, perSequence bool) Cost {
 // 26-37 G. So 5 and 100, the batched ratios: right where the matmul is
 // batched, cautious at prefill and B = 1 (an earlier 10 counted the pads
 // at one core's speed against a two-core matmul, and 4 a word of encode
-// was 25 times too cheap).
+// was 25 times too cheap). Read again on 2026-12-08, after the pads' tiled
+// layout and the vectorised encode and decode: a pad's word addition 1.5
+// to 3.5 multiply-adds, a word of encode or decode 23 to 128 (the pads
+// read from memory), so both still stand, cautious.
 const (
 	PadWordCost  = 5.0
 	CodeWordCost = 100.0
